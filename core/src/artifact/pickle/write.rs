@@ -1,0 +1,2 @@
+//! Writer (being written).
+pub fn write() {}

@@ -1,0 +1,21 @@
+//! pilot-core: the lean runtime.
+//!
+//! - [`artifact`]: the openpilot out-of-band container, the strict pickle subset, the typed schema and
+//!   its two-pass verification, and the memory-mapped loader.
+//! - [`device`]: the narrow [`device::Device`] trait every backend implements.
+//! - [`session`]: load → verify → allocate → upload → link → ready, then allocation-free steps.
+//! - [`cpu`] and [`null`]: the desktop CPU backend (own ELF loader, thread pool) and the compile-only backend.
+//!
+//! This crate never depends on protobuf or ONNX code; the compiler depends on it, not the reverse.
+
+pub mod artifact;
+pub mod cpu;
+pub mod device;
+pub mod dtype;
+pub mod null;
+pub mod session;
+
+
+pub use device::{Device, DeviceError};
+pub use dtype::DType;
+pub use session::{Session, SessionError};

@@ -1,0 +1,1 @@
+//! The NULL backend (being written).

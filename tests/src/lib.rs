@@ -1,0 +1,1 @@
+//! Shared helpers for pilot's integration tests.
