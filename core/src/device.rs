@@ -89,11 +89,7 @@ pub enum StepOp {
         local: [u32; 3],
     },
     /// Copy `len` bytes between device buffers (for example, shifting a state queue).
-    Copy {
-        src: Arg,
-        dst: Arg,
-        len: u64,
-    },
+    Copy { src: Arg, dst: Arg, len: u64 },
 }
 
 /// Host bytes that outlive the call: a range of a shared memory map (or any owned bytes).
@@ -106,7 +102,10 @@ pub struct HostBytes {
 
 impl HostBytes {
     /// Bytes `range` of `owner`. Fails if the range is not inside it.
-    pub fn new(owner: Arc<dyn AsRef<[u8]> + Send + Sync>, range: Range<usize>) -> Option<HostBytes> {
+    pub fn new(
+        owner: Arc<dyn AsRef<[u8]> + Send + Sync>,
+        range: Range<usize>,
+    ) -> Option<HostBytes> {
         let len = (*owner).as_ref().len();
         (range.start <= range.end && range.end <= len).then_some(HostBytes { owner, range })
     }

@@ -15,6 +15,7 @@ pub mod dtype;
 pub mod null;
 pub mod session;
 
+pub use artifact::{Artifact, ArtifactError};
 
 pub use device::{Device, DeviceError};
 pub use dtype::DType;

@@ -1,5 +1,262 @@
-//! The session (being written).
-#[derive(Debug)]
-pub struct Session;
-#[derive(Debug)]
-pub struct SessionError;
+//! A session runs one artifact on one device: load → verify → allocate → upload → link → ready,
+//! then [`Session::step`] as often as needed.
+//!
+//! Step-path contract: [`Session::enqueue`], [`Session::finish`] and [`Session::step`] perform no heap
+//! allocation on success (proved by a counting-allocator test). State buffers stay on the device across
+//! steps; the step's copy ops carry recurrent values (such as a features queue) forward.
+
+use std::time::{Duration, Instant};
+
+use crate::artifact::{Artifact, TensorSpec};
+use crate::device::{Arg, BufferId, BufferUse, Device, DeviceError, ProgramSpec, StepId, StepOp};
+
+/// Why a session could not be built or stepped. Display is one line.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("artifact targets `{target}` but the device is `{device}`")]
+    Incompatible { target: String, device: String },
+    #[error("expected {expected} inputs, got {found}")]
+    InputCount { expected: usize, found: usize },
+    #[error("input {index} needs {expected} bytes, got {found}")]
+    InputSize {
+        index: usize,
+        expected: usize,
+        found: usize,
+    },
+    #[error("{phase}: {source}")]
+    Device {
+        phase: &'static str,
+        source: DeviceError,
+    },
+}
+
+/// How long each load phase took.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LoadTimes {
+    pub allocate_upload: Duration,
+    pub programs: Duration,
+    pub link: Duration,
+}
+
+/// See the module docs.
+pub struct Session {
+    device: Box<dyn Device>,
+    artifact: Artifact,
+    /// Device handle of each artifact buffer.
+    buffers: Vec<BufferId>,
+    step: StepId,
+    outputs: Vec<Vec<u8>>,
+    load_times: LoadTimes,
+}
+
+/// Whether a device of backend `device` runs artifacts made for `target`.
+pub fn compatible(target: &str, device: &str) -> bool {
+    device == target || device == "null" || (target == "qcom" && device == "fake-kgsl")
+}
+
+impl Session {
+    /// Allocates every buffer, uploads weights (zero-copy where the device can), loads the programs
+    /// and links the step.
+    pub fn new(artifact: Artifact, mut device: Box<dyn Device>) -> Result<Session, SessionError> {
+        let m = &artifact.manifest;
+        let info = device.info();
+        if !compatible(&m.target.backend, &info.backend)
+            || (info.backend != "null" && m.target.arch != info.arch)
+        {
+            return Err(SessionError::Incompatible {
+                target: format!("{}:{}", m.target.backend, m.target.arch),
+                device: format!("{}:{}", info.backend, info.arch),
+            });
+        }
+        let err = |phase| move |source| SessionError::Device { phase, source };
+
+        let t0 = Instant::now();
+        let mut buffers = Vec::with_capacity(m.buffers.len());
+        for b in &m.buffers {
+            let id = match (b.kind, b.blob) {
+                (BufferUse::Weight, Some(r)) => device.import(artifact.blob_host_bytes(r), b.kind),
+                (_, Some(r)) => device
+                    .alloc(b.size, b.kind)
+                    .and_then(|id| device.copy_in(id, 0, artifact.blob(r)).map(|()| id)),
+                (_, None) => device.alloc(b.size, b.kind),
+            }
+            .map_err(err("upload"))?;
+            buffers.push(id);
+        }
+        let t1 = Instant::now();
+        let programs = m
+            .programs
+            .iter()
+            .map(|p| {
+                device.load_program(&ProgramSpec {
+                    name: &p.name,
+                    format: p.format,
+                    code: artifact.blob(p.blob),
+                    arg_count: p.args,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err("load program"))?;
+        let t2 = Instant::now();
+        let resolve = |a: &Arg| Arg {
+            buffer: buffers[a.buffer.0 as usize],
+            offset: a.offset,
+        };
+        let ops: Vec<StepOp> = m
+            .step
+            .iter()
+            .map(|op| match op {
+                StepOp::Dispatch {
+                    program,
+                    args,
+                    global,
+                    local,
+                } => StepOp::Dispatch {
+                    program: programs[program.0 as usize],
+                    args: args.iter().map(resolve).collect(),
+                    global: *global,
+                    local: *local,
+                },
+                StepOp::Copy { src, dst, len } => StepOp::Copy {
+                    src: resolve(src),
+                    dst: resolve(dst),
+                    len: *len,
+                },
+            })
+            .collect();
+        let step = device.link_step(&ops).map_err(err("link"))?;
+        let t3 = Instant::now();
+        let outputs = m.outputs.iter().map(|o| vec![0u8; o.nbytes()]).collect();
+        Ok(Session {
+            device,
+            buffers,
+            step,
+            outputs,
+            load_times: LoadTimes {
+                allocate_upload: t1 - t0,
+                programs: t2 - t1,
+                link: t3 - t2,
+            },
+            artifact,
+        })
+    }
+
+    pub fn artifact(&self) -> &Artifact {
+        &self.artifact
+    }
+
+    pub fn inputs(&self) -> &[TensorSpec] {
+        &self.artifact.manifest.inputs
+    }
+
+    pub fn output_specs(&self) -> &[TensorSpec] {
+        &self.artifact.manifest.outputs
+    }
+
+    pub fn load_times(&self) -> LoadTimes {
+        self.load_times
+    }
+
+    /// Copies `inputs` (one byte slice per model input, in order, exact size) to the device and
+    /// submits the step. An input bound to a state buffer may be given as an empty slice to keep the
+    /// device-resident value. Returns the timeline value to pass to [`Session::finish`].
+    pub fn enqueue(&mut self, inputs: &[&[u8]]) -> Result<u64, SessionError> {
+        let m = &self.artifact.manifest;
+        if inputs.len() != m.inputs.len() {
+            return Err(SessionError::InputCount {
+                expected: m.inputs.len(),
+                found: inputs.len(),
+            });
+        }
+        for (index, (spec, data)) in m.inputs.iter().zip(inputs).enumerate() {
+            let expected = spec.nbytes();
+            if data.is_empty() && m.buffers[spec.buffer].kind == BufferUse::State {
+                continue;
+            }
+            if data.len() != expected {
+                return Err(SessionError::InputSize {
+                    index,
+                    expected,
+                    found: data.len(),
+                });
+            }
+            self.device
+                .copy_in(self.buffers[spec.buffer], 0, data)
+                .map_err(|source| SessionError::Device {
+                    phase: "copy in",
+                    source,
+                })?;
+        }
+        self.device
+            .submit(self.step)
+            .map_err(|source| SessionError::Device {
+                phase: "submit",
+                source,
+            })
+    }
+
+    /// Waits for the step that `enqueue` returned and copies the outputs back.
+    pub fn finish(&mut self, timeline: u64) -> Result<(), SessionError> {
+        self.device
+            .wait(timeline)
+            .map_err(|source| SessionError::Device {
+                phase: "wait",
+                source,
+            })?;
+        for (spec, out) in self.artifact.manifest.outputs.iter().zip(&mut self.outputs) {
+            self.device
+                .copy_out(self.buffers[spec.buffer], 0, out)
+                .map_err(|source| SessionError::Device {
+                    phase: "copy out",
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// One step: [`Session::enqueue`] then [`Session::finish`].
+    pub fn step(&mut self, inputs: &[&[u8]]) -> Result<(), SessionError> {
+        let v = self.enqueue(inputs)?;
+        self.finish(v)
+    }
+
+    /// The outputs of the last finished step, in order.
+    pub fn outputs(&self) -> &[Vec<u8>] {
+        &self.outputs
+    }
+
+    /// Restores every state buffer to its initial contents (zero where the artifact has none).
+    pub fn reset_state(&mut self) -> Result<(), SessionError> {
+        let m = &self.artifact.manifest;
+        for (i, b) in m.buffers.iter().enumerate() {
+            if b.kind != BufferUse::State {
+                continue;
+            }
+            let zeros;
+            let data = match b.blob {
+                Some(r) => self.artifact.blob(r),
+                None => {
+                    zeros = vec![0u8; b.size];
+                    &zeros
+                }
+            };
+            self.device
+                .copy_in(self.buffers[i], 0, data)
+                .map_err(|source| SessionError::Device {
+                    phase: "reset state",
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Blocks until all submitted work is done.
+    pub fn synchronize(&mut self) -> Result<(), SessionError> {
+        self.device
+            .synchronize()
+            .map_err(|source| SessionError::Device {
+                phase: "synchronize",
+                source,
+            })
+    }
+}

@@ -1,1 +1,119 @@
-fn main() {}
+//! `pilot`: compile, run, load, inspect, gate, smi, usb (SPEC §5).
+//!
+//! Exit codes: 0 success, 1 a gate or check failed, 2 bad usage or bad input (one line on stderr).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use pilot_tools::{gate, inspect, run, smi};
+
+#[derive(Parser)]
+#[command(name = "pilot", version, about = "Compile ONNX models and run them on comma-style hardware")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compile an ONNX model into an artifact (not available in this build yet).
+    Compile {
+        model: PathBuf,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        rest: Vec<String>,
+    },
+    /// Step an artifact and print per-step times.
+    Run(run::RunArgs),
+    /// Load an artifact repeatedly and print load times.
+    Load(run::LoadArgs),
+    /// Describe an artifact.
+    Inspect {
+        artifact: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare two benchmark logs; exit 1 on a real regression.
+    Gate {
+        #[arg(long)]
+        baseline: PathBuf,
+        #[arg(long)]
+        current: PathBuf,
+        /// Largest tolerated slowdown of the median step time ("5%", "0.05" or "5").
+        #[arg(long, default_value = "5%")]
+        max_regression: String,
+    },
+    /// GPU housekeeping for device CI: unload kernel modules, kill processes holding the GPU.
+    Smi {
+        vendor: smi::Vendor,
+        #[command(subcommand)]
+        action: SmiAction,
+    },
+    /// USB GPU bridge utilities (not available in this build yet).
+    Usb {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        rest: Vec<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum SmiAction {
+    /// Unload the vendor's kernel modules (with --expect: only check that they are unloaded).
+    Rmmod {
+        #[arg(long)]
+        expect: bool,
+    },
+    /// Kill the processes holding the GPU's device nodes or pilot's lock files.
+    KillPids {
+        /// Never call sudo.
+        #[arg(long)]
+        sudoless: bool,
+        /// Only the GPU at this PCI address (e.g. 0000:03:00.0).
+        #[arg(long)]
+        pci_bus: Option<String>,
+    },
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<bool> {
+    match cli.command {
+        Command::Compile { .. } => anyhow::bail!(
+            "pilot compile is not available in this build yet: the ONNX compiler has not landed"
+        ),
+        Command::Usb { .. } => anyhow::bail!(
+            "pilot usb is not available in this build yet: the USB GPU backend has not landed"
+        ),
+        Command::Run(args) => run::run(&args),
+        Command::Load(args) => run::load(&args),
+        Command::Inspect { artifact, json } => inspect::inspect(&artifact, json).map(|()| true),
+        Command::Gate { baseline, current, max_regression } => {
+            let max = gate::parse_percent(&max_regression)?;
+            let report = gate::compare(&gate::read_log(&baseline)?, &gate::read_log(&current)?, max);
+            print!("{report}");
+            Ok(!report.is_regression())
+        }
+        Command::Smi { vendor, action } => {
+            let mut env = smi::SystemEnv::default();
+            match action {
+                SmiAction::Rmmod { expect } => smi::rmmod(vendor, expect, &mut env),
+                SmiAction::KillPids { sudoless, pci_bus } => {
+                    smi::kill_pids(vendor, sudoless, pci_bus.as_deref(), &mut env)
+                }
+            }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().filter_or("PILOT_LOG", "warn")).init();
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            let msg = format!("{e:#}").replace('\n', " ");
+            eprintln!("pilot: error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}

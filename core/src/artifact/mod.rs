@@ -1,8 +1,144 @@
 //! The artifact: an openpilot-style out-of-band pickle (SPEC §3).
 //!
-//! Layers, bottom up: [`container`] (the `<q N> pickle (<q n> bytes)*` framing over a memory map),
-//! [`pickle`] (the strict plain-data subset), [`schema`] (the typed payload, version 1) and
-//! [`verify`] (structure first, then meaning). [`Artifact::open`] runs them all; nothing skips verification.
+//! Layers, bottom up: [`container`] (the `<q N> pickle (<q n> bytes)*` framing), [`pickle`] (the strict
+//! plain-data subset), [`schema`] (the typed payload, version 1, decoded with bounds checks) and
+//! [`verify`] (meaning). [`Artifact::open`] memory-maps a file and runs them all; there is no way to
+//! get an [`Artifact`] that skipped verification. Blob bytes are slices of the map, never copied.
 
 pub mod container;
 pub mod pickle;
+pub mod schema;
+pub mod verify;
+pub mod write;
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::device::HostBytes;
+pub use schema::{
+    BufferSpec, Manifest, Metadata, Placement, ProgramEntry, SchemaError, Target, TensorSpec,
+};
+pub use write::{checksum, ArtifactWriter};
+
+/// Why an artifact could not be read or written. Display is one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("container: {0}")]
+    Container(#[from] container::ContainerError),
+    #[error("{0}")]
+    Pickle(#[from] pickle::PickleError),
+    #[error("payload: {0}")]
+    Schema(#[from] SchemaError),
+    #[error("buffers[{buffer}]: checksum mismatch (expected {expected:016x}, contents hash to {found:016x})")]
+    Checksum {
+        buffer: usize,
+        expected: u64,
+        found: u64,
+    },
+    #[error("encoding the payload: {0}")]
+    Encode(String),
+}
+
+/// A loaded, verified artifact whose blobs are slices of its backing bytes (normally a memory map).
+pub struct Artifact {
+    bytes: Arc<dyn AsRef<[u8]> + Send + Sync>,
+    records: Vec<Range<usize>>,
+    pub manifest: Manifest,
+}
+
+impl std::fmt::Debug for Artifact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Artifact")
+            .field("records", &self.records.len())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Mapped(memmap2::Mmap);
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Artifact {
+    /// Memory-maps `path` read-only and parses and verifies it (structure, then meaning).
+    pub fn open(path: &Path) -> Result<Artifact, ArtifactError> {
+        let io = |source| ArtifactError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        if file.metadata().map_err(io)?.is_dir() {
+            return Err(io(std::io::Error::other("is a directory")));
+        }
+        // SAFETY: the map is read-only and private to this process. Artifacts are written atomically
+        // (temp file + rename), so the file behind a path is never modified in place by pilot; a file
+        // truncated by someone else while mapped would fault on access, which is the documented
+        // limitation of every mmap-based loader.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        Artifact::from_bytes(Arc::new(Mapped(map)))
+    }
+
+    /// Parses and verifies artifact bytes held by `bytes`.
+    pub fn from_bytes(
+        bytes: Arc<dyn AsRef<[u8]> + Send + Sync>,
+    ) -> Result<Artifact, ArtifactError> {
+        let data = (*bytes).as_ref();
+        let c = container::parse(data)?;
+        let p = pickle::read(&data[c.pickle.clone()])?;
+        let manifest = Manifest::decode(&p.value, p.buffer_count as usize)?;
+        let sizes: Vec<u64> = c.records.iter().map(|r| r.len() as u64).collect();
+        verify::verify(&manifest, &sizes)?;
+        Ok(Artifact {
+            records: c.records,
+            manifest,
+            bytes,
+        })
+    }
+
+    /// The bytes of out-of-band record `index` (a slice of the map).
+    pub fn blob(&self, index: usize) -> &[u8] {
+        &(*self.bytes).as_ref()[self.records[index].clone()]
+    }
+
+    /// Record `index` as shareable host bytes, for zero-copy upload.
+    pub fn blob_host_bytes(&self, index: usize) -> HostBytes {
+        HostBytes::new(self.bytes.clone(), self.records[index].clone())
+            .expect("record ranges were checked against the file when parsing")
+    }
+
+    /// Total size of the artifact in bytes.
+    pub fn file_size(&self) -> usize {
+        (*self.bytes).as_ref().len()
+    }
+
+    /// Checks every buffer checksum (reads all the weights).
+    pub fn verify_checksums(&self) -> Result<usize, ArtifactError> {
+        let mut checked = 0;
+        for (i, b) in self.manifest.buffers.iter().enumerate() {
+            if let (Some(expected), Some(r)) = (b.checksum, b.blob) {
+                let found = checksum(self.blob(r));
+                if found != expected {
+                    return Err(ArtifactError::Checksum {
+                        buffer: i,
+                        expected,
+                        found,
+                    });
+                }
+                checked += 1;
+            }
+        }
+        Ok(checked)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,24 @@
+# pilot's task runner. Each recipe is a thin alias for a script, so the README's commands work
+# on a machine without `just`.
+
+# Install system packages and the Python venv.
+setup:
+    scripts/setup.sh
+
+# Build a demo artifact and inspect, load, run and gate it.
+demo:
+    scripts/demo.sh
+
+# Every check CI runs.
+test:
+    scripts/test.sh
+
+# Criterion benchmarks (results in BENCHMARKS.md).
+bench:
+    cargo bench -p pilot-tests --bench load --bench step
+
+fmt:
+    cargo fmt --all
+
+lint:
+    cargo clippy --workspace --all-targets -- -D warnings

@@ -1,0 +1,526 @@
+//! The typed payload, version 1, and its first verification pass (structure and bounds).
+//!
+//! ```text
+//! {"format": "pilot", "version": 1,
+//!  "target":   {"backend": "cpu", "arch": "x86_64", "image": False, "float16": False, "nolocals": False},
+//!  "inputs":   [{"name", "shape": [..], "dtype": "uint8", "buffer": i}],
+//!  "outputs":  [{"name", "shape", "dtype", "buffer": i, "slices": {name: (start, end)} | None}],
+//!  "buffers":  [{"size", "dtype", "kind": "weight|input|output|state|scratch",
+//!                "placement": "device|host", "blob": record | None, "checksum": "xxh3:<16 hex>" | None}],
+//!  "programs": [{"name", "format": "elf|opencl|adreno|amdgpu", "blob": record, "args": n}],
+//!  "step":     [{"op": "dispatch", "program": p, "args": [(buffer, offset)..], "global": [x,y,z], "local": [x,y,z]}
+//!              | {"op": "copy", "src": (buffer, offset), "dst": (buffer, offset), "size": n}],
+//!  "metadata": {"compiler": str, "model_hash": str, "props": {str: str}},
+//!  "blobs":    [PickleBuffer, ...],   # record k of the container, in order
+//!  "_pad":     [record, ...]}         # records that only align the next one to 64 bytes
+//! ```
+//! `record` is an index into `blobs`, i.e. the n-th out-of-band record of the file. Decoding checks
+//! types and bounds only; [`super::verify`] checks meaning.
+
+use super::pickle::Value;
+use crate::device::{BufferUse, ProgramFormat, StepOp};
+use crate::dtype::DType;
+
+/// The only payload version this build reads and writes.
+pub const VERSION: i64 = 1;
+/// The value of the payload's `format` key.
+pub const FORMAT: &str = "pilot";
+
+/// A schema violation at a path such as `buffers[3].size`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{path}: {reason}")]
+pub struct SchemaError {
+    pub path: String,
+    pub reason: String,
+}
+
+pub(crate) fn err(path: impl Into<String>, reason: impl Into<String>) -> SchemaError {
+    SchemaError {
+        path: path.into(),
+        reason: reason.into(),
+    }
+}
+
+/// What the artifact was compiled for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub backend: String,
+    pub arch: String,
+    pub image: bool,
+    pub float16: bool,
+    pub nolocals: bool,
+}
+
+/// A model input or output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorSpec {
+    pub name: String,
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    pub buffer: usize,
+    /// Output slices from the ONNX metadata (openpilot's `output_slices`): name → [start, end).
+    pub slices: Vec<(String, usize, usize)>,
+}
+
+impl TensorSpec {
+    pub fn elements(&self) -> usize {
+        self.shape.iter().product()
+    }
+    pub fn nbytes(&self) -> usize {
+        self.elements() * self.dtype.size()
+    }
+}
+
+/// Where a buffer lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    Device,
+    /// Host memory the device maps (zero-copy inputs such as camera frames).
+    Host,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferSpec {
+    pub size: usize,
+    pub dtype: DType,
+    pub kind: BufferUse,
+    pub placement: Placement,
+    /// The record holding the initial contents (required for weights, optional for state).
+    pub blob: Option<usize>,
+    /// xxh3-64 of the contents, checked by `pilot load --verify`.
+    pub checksum: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProgramEntry {
+    pub name: String,
+    pub format: ProgramFormat,
+    pub blob: usize,
+    pub args: usize,
+}
+
+/// A step operation with buffer and program indices of the artifact (not device handles).
+pub type StepEntry = StepOp;
+
+/// The whole typed payload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Manifest {
+    pub target: Target,
+    pub inputs: Vec<TensorSpec>,
+    pub outputs: Vec<TensorSpec>,
+    pub buffers: Vec<BufferSpec>,
+    pub programs: Vec<ProgramEntry>,
+    /// Dispatch/copy ops whose `BufferId`/`ProgramId` hold artifact indices.
+    pub step: Vec<StepEntry>,
+    pub metadata: Metadata,
+    /// Number of out-of-band records (`blobs`).
+    pub blob_count: usize,
+    /// Records that only pad.
+    pub pads: Vec<usize>,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Metadata {
+    pub compiler: String,
+    pub model_hash: String,
+    /// ONNX `metadata_props`, in order.
+    pub props: Vec<(String, String)>,
+}
+
+pub const BACKENDS: [&str; 5] = ["cpu", "null", "cl", "qcom", "usb+amd"];
+
+pub(crate) fn kind_name(kind: BufferUse) -> &'static str {
+    match kind {
+        BufferUse::Weight => "weight",
+        BufferUse::Input => "input",
+        BufferUse::Output => "output",
+        BufferUse::State => "state",
+        BufferUse::Scratch => "scratch",
+    }
+}
+
+fn kind_from(s: &str) -> Option<BufferUse> {
+    Some(match s {
+        "weight" => BufferUse::Weight,
+        "input" => BufferUse::Input,
+        "output" => BufferUse::Output,
+        "state" => BufferUse::State,
+        "scratch" => BufferUse::Scratch,
+        _ => return None,
+    })
+}
+
+pub(crate) fn format_name(f: ProgramFormat) -> &'static str {
+    match f {
+        ProgramFormat::Elf => "elf",
+        ProgramFormat::OpenClSource => "opencl",
+        ProgramFormat::AdrenoBlob => "adreno",
+        ProgramFormat::AmdCodeObject => "amdgpu",
+    }
+}
+
+fn format_from(s: &str) -> Option<ProgramFormat> {
+    Some(match s {
+        "elf" => ProgramFormat::Elf,
+        "opencl" => ProgramFormat::OpenClSource,
+        "adreno" => ProgramFormat::AdrenoBlob,
+        "amdgpu" => ProgramFormat::AmdCodeObject,
+        _ => return None,
+    })
+}
+
+/// Typed access to a dict with paths for errors.
+struct Obj<'a> {
+    path: String,
+    entries: &'a [(Value, Value)],
+}
+
+impl<'a> Obj<'a> {
+    fn new(path: &str, v: &'a Value) -> Result<Obj<'a>, SchemaError> {
+        match v {
+            Value::Dict(entries) => Ok(Obj {
+                path: path.to_string(),
+                entries,
+            }),
+            other => Err(err(
+                path,
+                format!("expected dict, found {}", other.type_name()),
+            )),
+        }
+    }
+
+    fn at(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    fn opt(&self, key: &str) -> Option<&'a Value> {
+        self.entries
+            .iter()
+            .find(|(k, _)| matches!(k, Value::Str(s) if s == key))
+            .map(|(_, v)| v)
+    }
+
+    fn get(&self, key: &str) -> Result<&'a Value, SchemaError> {
+        self.opt(key).ok_or_else(|| err(self.at(key), "missing"))
+    }
+
+    fn str(&self, key: &str) -> Result<&'a str, SchemaError> {
+        as_str(&self.at(key), self.get(key)?)
+    }
+
+    fn uint(&self, key: &str) -> Result<usize, SchemaError> {
+        as_uint(&self.at(key), self.get(key)?)
+    }
+
+    fn bool(&self, key: &str) -> Result<bool, SchemaError> {
+        match self.get(key)? {
+            Value::Bool(b) => Ok(*b),
+            other => Err(err(
+                self.at(key),
+                format!("expected bool, found {}", other.type_name()),
+            )),
+        }
+    }
+
+    fn opt_uint(&self, key: &str) -> Result<Option<usize>, SchemaError> {
+        match self.opt(key) {
+            None | Some(Value::None) => Ok(None),
+            Some(v) => as_uint(&self.at(key), v).map(Some),
+        }
+    }
+
+    fn list(&self, key: &str) -> Result<&'a [Value], SchemaError> {
+        as_list(&self.at(key), self.get(key)?)
+    }
+
+    fn dtype(&self, key: &str) -> Result<DType, SchemaError> {
+        let s = self.str(key)?;
+        DType::from_name(s).ok_or_else(|| err(self.at(key), format!("unknown dtype `{s}`")))
+    }
+}
+
+fn as_str<'a>(path: &str, v: &'a Value) -> Result<&'a str, SchemaError> {
+    match v {
+        Value::Str(s) => Ok(s),
+        other => Err(err(
+            path,
+            format!("expected str, found {}", other.type_name()),
+        )),
+    }
+}
+
+fn as_uint(path: &str, v: &Value) -> Result<usize, SchemaError> {
+    match v {
+        Value::Int(i) if *i >= 0 => {
+            usize::try_from(*i).map_err(|_| err(path, format!("{i} does not fit this machine")))
+        }
+        Value::Int(i) => Err(err(path, format!("expected a non-negative int, found {i}"))),
+        other => Err(err(
+            path,
+            format!("expected int, found {}", other.type_name()),
+        )),
+    }
+}
+
+fn as_list<'a>(path: &str, v: &'a Value) -> Result<&'a [Value], SchemaError> {
+    match v {
+        Value::List(items) | Value::Tuple(items) => Ok(items),
+        other => Err(err(
+            path,
+            format!("expected list, found {}", other.type_name()),
+        )),
+    }
+}
+
+fn uints(path: &str, v: &Value) -> Result<Vec<usize>, SchemaError> {
+    as_list(path, v)?
+        .iter()
+        .enumerate()
+        .map(|(i, x)| as_uint(&format!("{path}[{i}]"), x))
+        .collect()
+}
+
+fn dims3(path: &str, v: &Value) -> Result<[u32; 3], SchemaError> {
+    let d = uints(path, v)?;
+    if d.len() != 3 {
+        return Err(err(
+            path,
+            format!("expected 3 dimensions, found {}", d.len()),
+        ));
+    }
+    let mut out = [0u32; 3];
+    for (i, x) in d.into_iter().enumerate() {
+        out[i] = u32::try_from(x).map_err(|_| err(format!("{path}[{i}]"), "exceeds u32"))?;
+    }
+    Ok(out)
+}
+
+fn arg_ref(path: &str, v: &Value) -> Result<crate::device::Arg, SchemaError> {
+    let pair = uints(path, v)?;
+    let [buffer, offset] = pair[..] else {
+        return Err(err(path, "expected (buffer, offset)"));
+    };
+    let buffer = u32::try_from(buffer).map_err(|_| err(path, "buffer index exceeds u32"))?;
+    Ok(crate::device::Arg {
+        buffer: crate::device::BufferId(buffer),
+        offset: offset as u64,
+    })
+}
+
+fn tensor(path: &str, v: &Value) -> Result<TensorSpec, SchemaError> {
+    let o = Obj::new(path, v)?;
+    let shape = uints(&o.at("shape"), o.get("shape")?)?;
+    let mut slices = Vec::new();
+    if let Some(Value::Dict(entries)) = o.opt("slices") {
+        for (k, range) in entries {
+            let p = o.at("slices");
+            let name = as_str(&p, k)?.to_string();
+            let r = uints(&format!("{p}.{name}"), range)?;
+            let [start, end] = r[..] else {
+                return Err(err(format!("{p}.{name}"), "expected (start, end)"));
+            };
+            slices.push((name, start, end));
+        }
+    } else if let Some(other @ (Value::Bool(_) | Value::Int(_) | Value::Str(_) | Value::List(_))) =
+        o.opt("slices")
+    {
+        return Err(err(
+            o.at("slices"),
+            format!("expected dict or None, found {}", other.type_name()),
+        ));
+    }
+    Ok(TensorSpec {
+        name: o.str("name")?.to_string(),
+        shape,
+        dtype: o.dtype("dtype")?,
+        buffer: o.uint("buffer")?,
+        slices,
+    })
+}
+
+fn buffer(path: &str, v: &Value) -> Result<BufferSpec, SchemaError> {
+    let o = Obj::new(path, v)?;
+    let kind = o.str("kind")?;
+    let placement = match o.str("placement")? {
+        "device" => Placement::Device,
+        "host" => Placement::Host,
+        other => {
+            return Err(err(
+                o.at("placement"),
+                format!("unknown placement `{other}`"),
+            ))
+        }
+    };
+    let checksum = match o.opt("checksum") {
+        None | Some(Value::None) => None,
+        Some(v) => Some(parse_checksum(
+            &o.at("checksum"),
+            as_str(&o.at("checksum"), v)?,
+        )?),
+    };
+    Ok(BufferSpec {
+        size: o.uint("size")?,
+        dtype: o.dtype("dtype")?,
+        kind: kind_from(kind).ok_or_else(|| err(o.at("kind"), format!("unknown kind `{kind}`")))?,
+        placement,
+        blob: o.opt_uint("blob")?,
+        checksum,
+    })
+}
+
+fn parse_checksum(path: &str, s: &str) -> Result<u64, SchemaError> {
+    s.strip_prefix("xxh3:")
+        .filter(|h| h.len() == 16)
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .ok_or_else(|| {
+            err(
+                path,
+                format!("expected `xxh3:` and 16 hex digits, found `{s}`"),
+            )
+        })
+}
+
+fn program(path: &str, v: &Value) -> Result<ProgramEntry, SchemaError> {
+    let o = Obj::new(path, v)?;
+    let format = o.str("format")?;
+    Ok(ProgramEntry {
+        name: o.str("name")?.to_string(),
+        format: format_from(format)
+            .ok_or_else(|| err(o.at("format"), format!("unknown format `{format}`")))?,
+        blob: o.uint("blob")?,
+        args: o.uint("args")?,
+    })
+}
+
+fn step_op(path: &str, v: &Value) -> Result<StepOp, SchemaError> {
+    let o = Obj::new(path, v)?;
+    match o.str("op")? {
+        "dispatch" => {
+            let program = u32::try_from(o.uint("program")?)
+                .map_err(|_| err(o.at("program"), "exceeds u32"))?;
+            let args = o
+                .list("args")?
+                .iter()
+                .enumerate()
+                .map(|(i, a)| arg_ref(&format!("{}[{i}]", o.at("args")), a))
+                .collect::<Result<_, _>>()?;
+            Ok(StepOp::Dispatch {
+                program: crate::device::ProgramId(program),
+                args,
+                global: dims3(&o.at("global"), o.get("global")?)?,
+                local: dims3(&o.at("local"), o.get("local")?)?,
+            })
+        }
+        "copy" => Ok(StepOp::Copy {
+            src: arg_ref(&o.at("src"), o.get("src")?)?,
+            dst: arg_ref(&o.at("dst"), o.get("dst")?)?,
+            len: o.uint("size")? as u64,
+        }),
+        other => Err(err(o.at("op"), format!("unknown step op `{other}`"))),
+    }
+}
+
+fn list_of<T>(
+    o: &Obj<'_>,
+    key: &str,
+    f: impl Fn(&str, &Value) -> Result<T, SchemaError>,
+) -> Result<Vec<T>, SchemaError> {
+    o.list(key)?
+        .iter()
+        .enumerate()
+        .map(|(i, v)| f(&format!("{}[{i}]", o.at(key)), v))
+        .collect()
+}
+
+impl Manifest {
+    /// Pass one: decodes the payload, checking every type and bound. `buffer_count` is the number of
+    /// NEXT_BUFFER opcodes the pickle held.
+    pub fn decode(payload: &Value, buffer_count: usize) -> Result<Manifest, SchemaError> {
+        let o = Obj::new("", payload)?;
+        match o.get("format") {
+            Ok(Value::Str(s)) if s == FORMAT => {}
+            _ => {
+                return Err(err(
+                    "format",
+                    "not a pilot artifact (expected format \"pilot\")",
+                ))
+            }
+        }
+        match o.get("version")? {
+            Value::Int(VERSION) => {}
+            Value::Int(v) => {
+                return Err(err(
+                    "version",
+                    format!("version {v} is not supported (this build reads {VERSION})"),
+                ))
+            }
+            other => {
+                return Err(err(
+                    "version",
+                    format!("expected int, found {}", other.type_name()),
+                ))
+            }
+        }
+        let t = Obj::new("target", o.get("target")?)?;
+        let target = Target {
+            backend: t.str("backend")?.to_string(),
+            arch: t.str("arch")?.to_string(),
+            image: t.bool("image")?,
+            float16: t.bool("float16")?,
+            nolocals: t.bool("nolocals")?,
+        };
+        let blobs = o.list("blobs")?;
+        for (i, b) in blobs.iter().enumerate() {
+            if *b != Value::Buffer(i as u32) {
+                return Err(err(
+                    format!("blobs[{i}]"),
+                    format!("expected out-of-band buffer {i}"),
+                ));
+            }
+        }
+        if blobs.len() != buffer_count {
+            return Err(err(
+                "blobs",
+                format!(
+                    "lists {} records but the pickle references {buffer_count}",
+                    blobs.len()
+                ),
+            ));
+        }
+        let m = Obj::new("metadata", o.get("metadata")?)?;
+        let props = match m.get("props")? {
+            Value::Dict(entries) => entries
+                .iter()
+                .map(|(k, v)| {
+                    let p = m.at("props");
+                    Ok((as_str(&p, k)?.to_string(), as_str(&p, v)?.to_string()))
+                })
+                .collect::<Result<_, SchemaError>>()?,
+            other => {
+                return Err(err(
+                    m.at("props"),
+                    format!("expected dict, found {}", other.type_name()),
+                ))
+            }
+        };
+        Ok(Manifest {
+            target,
+            inputs: list_of(&o, "inputs", tensor)?,
+            outputs: list_of(&o, "outputs", tensor)?,
+            buffers: list_of(&o, "buffers", buffer)?,
+            programs: list_of(&o, "programs", program)?,
+            step: list_of(&o, "step", step_op)?,
+            metadata: Metadata {
+                compiler: m.str("compiler")?.to_string(),
+                model_hash: m.str("model_hash")?.to_string(),
+                props,
+            },
+            blob_count: blobs.len(),
+            pads: list_of(&o, "_pad", |p, v| as_uint(p, v))?,
+        })
+    }
+}

@@ -1,0 +1,239 @@
+//! Pass two of verification: meaning. Runs on a decoded [`Manifest`] before any device is touched.
+//!
+//! Checks: a known target; unique input and output names; every index in range; sizes consistent with
+//! dtype × shape; weights carry contents of exactly their size; dispatch argument counts match their
+//! programs; every argument offset and copy range lies inside its buffer; every out-of-band record is
+//! referenced exactly once (by a buffer, a program or `_pad`).
+
+use super::schema::{err, kind_name, Manifest, SchemaError, BACKENDS};
+use crate::device::{Arg, BufferUse, StepOp};
+
+/// Verifies `m` against the sizes of the container's records.
+pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
+    if !BACKENDS.contains(&m.target.backend.as_str()) {
+        return Err(err(
+            "target.backend",
+            format!(
+                "unknown backend `{}` (known: {})",
+                m.target.backend,
+                BACKENDS.join(", ")
+            ),
+        ));
+    }
+    if record_sizes.len() != m.blob_count {
+        return Err(err(
+            "blobs",
+            format!(
+                "the payload lists {} records but the file holds {}",
+                m.blob_count,
+                record_sizes.len()
+            ),
+        ));
+    }
+    let mut referenced = vec![None::<String>; m.blob_count];
+    let mut claim = |record: usize, by: String| -> Result<(), SchemaError> {
+        match referenced.get_mut(record) {
+            None => Err(err(
+                &by,
+                format!("record {record} out of range ({} records)", m.blob_count),
+            )),
+            Some(Some(first)) => Err(err(
+                &by,
+                format!("record {record} is already used by {first}"),
+            )),
+            Some(slot) => {
+                *slot = Some(by);
+                Ok(())
+            }
+        }
+    };
+
+    for (i, b) in m.buffers.iter().enumerate() {
+        let path = format!("buffers[{i}]");
+        if b.size % b.dtype.size() != 0 {
+            return Err(err(
+                &path,
+                format!(
+                    "size {} is not a multiple of {} ({})",
+                    b.size,
+                    b.dtype.size(),
+                    b.dtype
+                ),
+            ));
+        }
+        match (b.kind, b.blob) {
+            (BufferUse::Weight, None) => return Err(err(&path, "weight without contents (blob)")),
+            (BufferUse::Weight | BufferUse::State, Some(r)) => {
+                claim(r, format!("{path}.blob"))?;
+                if record_sizes[r] != b.size as u64 {
+                    return Err(err(
+                        format!("{path}.blob"),
+                        format!(
+                            "record {r} holds {} bytes, buffer size is {}",
+                            record_sizes[r], b.size
+                        ),
+                    ));
+                }
+            }
+            (_, Some(_)) => {
+                return Err(err(
+                    format!("{path}.blob"),
+                    format!("a {} buffer has no initial contents", kind_name(b.kind)),
+                ))
+            }
+            (_, None) => {}
+        }
+        if b.checksum.is_some() && b.blob.is_none() {
+            return Err(err(format!("{path}.checksum"), "checksum without contents"));
+        }
+    }
+    for (i, p) in m.programs.iter().enumerate() {
+        let path = format!("programs[{i}]");
+        if p.name.is_empty() {
+            return Err(err(format!("{path}.name"), "empty name"));
+        }
+        claim(p.blob, format!("{path}.blob"))?;
+    }
+    for (k, &r) in m.pads.iter().enumerate() {
+        claim(r, format!("_pad[{k}]"))?;
+        if record_sizes.get(r).is_some_and(|&s| s >= 64) {
+            return Err(err(
+                format!("_pad[{k}]"),
+                "a padding record is 64 bytes or longer",
+            ));
+        }
+    }
+    if let Some(r) = referenced.iter().position(Option::is_none) {
+        return Err(err(format!("blobs[{r}]"), "record is not referenced"));
+    }
+
+    for (what, list, kind) in [
+        ("inputs", &m.inputs, BufferUse::Input),
+        ("outputs", &m.outputs, BufferUse::Output),
+    ] {
+        for (i, t) in list.iter().enumerate() {
+            let path = format!("{what}[{i}]");
+            if list[..i].iter().any(|o| o.name == t.name) {
+                return Err(err(
+                    format!("{path}.name"),
+                    format!("duplicate name `{}`", t.name),
+                ));
+            }
+            let nbytes = t
+                .shape
+                .iter()
+                .try_fold(t.dtype.size(), |acc, &d| acc.checked_mul(d))
+                .ok_or_else(|| err(format!("{path}.shape"), "size overflows"))?;
+            let b = m.buffers.get(t.buffer).ok_or_else(|| {
+                err(
+                    format!("{path}.buffer"),
+                    format!(
+                        "buffer {} out of range ({} buffers)",
+                        t.buffer,
+                        m.buffers.len()
+                    ),
+                )
+            })?;
+            if b.kind != kind && !(kind == BufferUse::Input && b.kind == BufferUse::State) {
+                return Err(err(
+                    format!("{path}.buffer"),
+                    format!("buffer {} is a {} buffer", t.buffer, kind_name(b.kind)),
+                ));
+            }
+            if b.size != nbytes || b.dtype != t.dtype {
+                return Err(err(
+                    &path,
+                    format!(
+                        "{} {:?} needs {nbytes} bytes of {}, buffer {} has {} bytes of {}",
+                        t.dtype, t.shape, t.dtype, t.buffer, b.size, b.dtype
+                    ),
+                ));
+            }
+            let elements = nbytes / t.dtype.size();
+            for (name, start, end) in &t.slices {
+                if start > end || *end > elements {
+                    return Err(err(
+                        format!("{path}.slices.{name}"),
+                        format!("[{start}, {end}) outside {elements} elements"),
+                    ));
+                }
+            }
+        }
+    }
+
+    let arg_in_range = |path: &str, a: &Arg, len: u64| -> Result<(), SchemaError> {
+        let b = m.buffers.get(a.buffer.0 as usize).ok_or_else(|| {
+            err(
+                path,
+                format!(
+                    "buffer {} out of range ({} buffers)",
+                    a.buffer.0,
+                    m.buffers.len()
+                ),
+            )
+        })?;
+        match a.offset.checked_add(len) {
+            Some(end) if end <= b.size as u64 => Ok(()),
+            _ => Err(err(
+                path,
+                format!(
+                    "range {}+{len} outside buffer {} of {} bytes",
+                    a.offset, a.buffer.0, b.size
+                ),
+            )),
+        }
+    };
+    for (i, op) in m.step.iter().enumerate() {
+        let path = format!("step[{i}]");
+        match op {
+            StepOp::Dispatch {
+                program,
+                args,
+                global,
+                ..
+            } => {
+                let p = m.programs.get(program.0 as usize).ok_or_else(|| {
+                    err(
+                        format!("{path}.program"),
+                        format!(
+                            "program {} out of range ({} programs)",
+                            program.0,
+                            m.programs.len()
+                        ),
+                    )
+                })?;
+                if args.len() != p.args {
+                    return Err(err(
+                        format!("{path}.args"),
+                        format!(
+                            "{} arguments, program `{}` takes {}",
+                            args.len(),
+                            p.name,
+                            p.args
+                        ),
+                    ));
+                }
+                if global.contains(&0) {
+                    return Err(err(format!("{path}.global"), "zero-sized dispatch"));
+                }
+                for (k, a) in args.iter().enumerate() {
+                    arg_in_range(&format!("{path}.args[{k}]"), a, 0)?;
+                }
+            }
+            StepOp::Copy { src, dst, len } => {
+                arg_in_range(&format!("{path}.src"), src, *len)?;
+                arg_in_range(&format!("{path}.dst"), dst, *len)?;
+                if src.buffer == dst.buffer
+                    && src.offset < dst.offset + len
+                    && dst.offset < src.offset + len
+                {
+                    return Err(err(&path, "source and destination overlap"));
+                }
+                if m.buffers[dst.buffer.0 as usize].kind == BufferUse::Weight {
+                    return Err(err(format!("{path}.dst"), "copy into a weight buffer"));
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,583 @@
+//! The loader for freestanding relocatable ELF64 objects (`ET_REL`, x86_64 or aarch64, little-endian).
+//!
+//! Loading is three stages:
+//!
+//! 1. [`Object::parse`] validates the header and reads the section and symbol tables;
+//! 2. [`Object::plan`] lays the image out: every `SHF_ALLOC` section, each at its alignment, in three
+//!    regions (code, read-only data, writable data) that start on [`REGION_ALIGN`] boundaries, plus a
+//!    stub per host function at the end of the code region and a small GOT at the end of the
+//!    read-only region;
+//! 3. [`Object::link`] fills an image buffer at a given base address: copies section bytes (`.bss` is
+//!    left zero), writes the GOT and the stubs, and applies every relocation with [`super::reloc`].
+//!
+//! Stage 3 works on any byte buffer, so [`link_at`] can link an aarch64 object on an x86_64 host for
+//! tests. [`load`] maps the image (anonymous, read-write), links it in place, syncs the instruction
+//! cache, then seals it: code `R+X`, read-only data and GOT `R`, data and bss `RW`. No page is ever
+//! writable and executable at once.
+//!
+//! Undefined symbols resolve only against a fixed host table: `memcpy`, `memset`, `memmove`
+//! (Rust implementations in this module). Code reaches them through an in-image stub that jumps via
+//! the GOT, so a 32-bit PC-relative call always reaches however far away the host code is.
+//!
+//! Every failure is an `Err(String)` describing the problem; this reads untrusted artifacts and never
+//! panics on bad input.
+
+use std::collections::BTreeMap;
+
+use object::elf::{self, FileHeader64};
+use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym, SymbolTable};
+use object::read::elf::Rela as _;
+use object::{LittleEndian as LE, SectionIndex, SymbolIndex};
+
+use super::mem::{sync_icache, ImageMap, Protection, REGION_ALIGN};
+use super::reloc::{self, Machine, Needs, Site, STUB_SIZE};
+
+/// The kernel ABI: `void NAME(void *const *args, uint32_t part, uint32_t nparts)`.
+pub type KernelFn = unsafe extern "C" fn(args: *const *mut u8, part: u32, nparts: u32);
+
+/// Largest image the loader accepts (kernels are small; this bounds what a bad file can ask for).
+const MAX_IMAGE: usize = 1 << 30;
+
+/// `memcpy` for loaded code.
+///
+/// # Safety
+/// C `memcpy` contract: `src` and `dst` valid for `n` bytes and not overlapping.
+unsafe extern "C" fn host_memcpy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
+    // SAFETY: forwarded from this function's own contract.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+    dst
+}
+
+/// `memmove` for loaded code.
+///
+/// # Safety
+/// C `memmove` contract: `src` and `dst` valid for `n` bytes (they may overlap).
+unsafe extern "C" fn host_memmove(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
+    // SAFETY: forwarded from this function's own contract.
+    unsafe { std::ptr::copy(src, dst, n) };
+    dst
+}
+
+/// `memset` for loaded code.
+///
+/// # Safety
+/// C `memset` contract: `dst` valid for `n` bytes.
+unsafe extern "C" fn host_memset(dst: *mut u8, value: i32, n: usize) -> *mut u8 {
+    // SAFETY: forwarded from this function's own contract; C converts `value` to unsigned char.
+    unsafe { std::ptr::write_bytes(dst, value as u8, n) };
+    dst
+}
+
+/// The fixed table of host functions an object may leave undefined.
+pub const HOST_SYMBOLS: [&str; 3] = ["memcpy", "memset", "memmove"];
+
+type CopyFn = unsafe extern "C" fn(*mut u8, *const u8, usize) -> *mut u8;
+type SetFn = unsafe extern "C" fn(*mut u8, i32, usize) -> *mut u8;
+
+/// The address of host function `name` in this process, if it is in [`HOST_SYMBOLS`].
+fn host_address(name: &str) -> Option<u64> {
+    let addr = match name {
+        "memcpy" => host_memcpy as CopyFn as usize,
+        "memmove" => host_memmove as CopyFn as usize,
+        "memset" => host_memset as SetFn as usize,
+        _ => return None,
+    };
+    Some(addr as u64)
+}
+
+/// A program mapped and sealed in this process, ready to call.
+pub struct LoadedImage {
+    map: ImageMap,
+    entry: KernelFn,
+}
+
+impl LoadedImage {
+    pub fn entry(&self) -> KernelFn {
+        self.entry
+    }
+
+    /// Address range of the whole mapping (for diagnostics and tests).
+    pub fn address_range(&self) -> std::ops::Range<u64> {
+        self.map.addr()..self.map.addr() + self.map.len() as u64
+    }
+}
+
+/// Loads `code` for execution in this process and returns its entry point `name`.
+pub fn load(code: &[u8], name: &str) -> Result<LoadedImage, String> {
+    let obj = Object::parse(code)?;
+    let host = Machine::host().ok_or("this host architecture cannot execute ELF programs")?;
+    if obj.machine != host {
+        return Err(format!(
+            "object is for {}, but this host is {}; it cannot be executed here",
+            obj.machine.name(),
+            host.name()
+        ));
+    }
+    let plan = obj.plan(name)?;
+    let mut map = ImageMap::new(plan.total, plan.low)?;
+    let base = map.addr();
+    if plan.low && base.saturating_add(plan.total as u64) > 1 << 31 {
+        return Err("could not map the image below 2 GiB".to_string());
+    }
+    obj.link(&plan, map.bytes_mut(), base, &|name| host_address(name))?;
+    sync_icache(map.bytes_mut().as_ptr(), plan.text_end);
+    map.protect(0, plan.ro_start, Protection::ReadExec)?;
+    map.protect(plan.ro_start, plan.rw_start - plan.ro_start, Protection::Read)?;
+    map.protect(plan.rw_start, plan.total - plan.rw_start, Protection::ReadWrite)?;
+    let entry_addr = base + plan.entry_offset as u64;
+    // SAFETY: `entry_addr` is the address of a function symbol (STT_FUNC) inside an executable section
+    // of this mapping, now R+X; a function pointer is just that address. Calling it is a separate
+    // obligation of the caller (the kernel ABI), and `map` lives as long as the returned value.
+    let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(entry_addr as *const u8) };
+    Ok(LoadedImage { map, entry })
+}
+
+/// An image linked into a plain buffer at a pretend `base` address (for tests of either machine).
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct LinkedBuffer {
+    pub machine: Machine,
+    pub bytes: Vec<u8>,
+    pub entry_offset: usize,
+    pub text_end: usize,
+}
+
+/// Parses, lays out and links `code` into a buffer as if it were mapped at `base`, resolving host
+/// functions with `host`. Nothing is executed or mapped.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn link_at(
+    code: &[u8],
+    name: &str,
+    base: u64,
+    host: &dyn Fn(&str) -> Option<u64>,
+) -> Result<LinkedBuffer, String> {
+    let obj = Object::parse(code)?;
+    let plan = obj.plan(name)?;
+    let mut bytes = vec![0u8; plan.total];
+    obj.link(&plan, &mut bytes, base, host)?;
+    Ok(LinkedBuffer {
+        machine: obj.machine,
+        bytes,
+        entry_offset: plan.entry_offset,
+        text_end: plan.text_end,
+    })
+}
+
+/// How a symbol resolves.
+#[derive(Clone, Debug)]
+enum SymDef {
+    /// The null symbol, or a weak undefined one: address 0.
+    Zero,
+    /// `value` bytes into a loaded section.
+    Section { index: usize, value: u64 },
+    Absolute(u64),
+    /// A host function: reached through stub `stub`.
+    Host { name: String, stub: usize },
+    /// Resolving it is an error, reported only if a relocation uses it.
+    Invalid(String),
+}
+
+struct Object<'d> {
+    data: &'d [u8],
+    machine: Machine,
+    sections: SectionTable<'d, FileHeader64<LE>, &'d [u8]>,
+    symbols: SymbolTable<'d, FileHeader64<LE>, &'d [u8]>,
+}
+
+/// Where everything goes in the image. Offsets are relative to the image base.
+struct Plan {
+    total: usize,
+    low: bool,
+    /// End of code and stubs; the code region is `[0, ro_start)`.
+    text_end: usize,
+    ro_start: usize,
+    rw_start: usize,
+    /// Offset of each loaded section, by section index.
+    section_offset: Vec<Option<usize>>,
+    symbols: Vec<SymDef>,
+    stub_offset: usize,
+    got_offset: usize,
+    /// GOT slot of each (symbol, value addend) pair.
+    got: BTreeMap<(u32, i64), usize>,
+    /// Relocation sections to apply: (target section index, relocation section index).
+    relocations: Vec<(usize, usize)>,
+    entry_offset: usize,
+}
+
+fn malformed(e: object::Error) -> String {
+    format!("malformed ELF: {e}")
+}
+
+fn align_up(value: usize, align: usize) -> Result<usize, String> {
+    value
+        .checked_add(align - 1)
+        .map(|v| v & !(align - 1))
+        .filter(|&v| v <= MAX_IMAGE)
+        .ok_or_else(|| format!("image larger than {MAX_IMAGE} bytes"))
+}
+
+fn to_usize(value: u64) -> Result<usize, String> {
+    usize::try_from(value)
+        .ok()
+        .filter(|&v| v <= MAX_IMAGE)
+        .ok_or_else(|| format!("size {value:#x} larger than {MAX_IMAGE} bytes"))
+}
+
+impl<'d> Object<'d> {
+    fn parse(data: &'d [u8]) -> Result<Object<'d>, String> {
+        let ident = data.get(..elf::EI_NIDENT).ok_or("not an ELF file (too short)")?;
+        if ident[..4] != elf::ELFMAG {
+            return Err("not an ELF file (bad magic)".to_string());
+        }
+        if ident[elf::EI_CLASS] != elf::ELFCLASS64 {
+            return Err("not a 64-bit ELF object".to_string());
+        }
+        if ident[elf::EI_DATA] != elf::ELFDATA2LSB {
+            return Err("not a little-endian ELF object".to_string());
+        }
+        let header = FileHeader64::<LE>::parse(data).map_err(malformed)?;
+        let endian = header.endian().map_err(malformed)?;
+        if header.e_type(endian) != elf::ET_REL {
+            return Err(format!(
+                "not a relocatable object (e_type {})",
+                header.e_type(endian)
+            ));
+        }
+        let machine = match header.e_machine(endian) {
+            elf::EM_X86_64 => Machine::X86_64,
+            elf::EM_AARCH64 => Machine::Aarch64,
+            other => return Err(format!("unsupported machine {other} (want x86_64 or aarch64)")),
+        };
+        let sections = header.sections(endian, data).map_err(malformed)?;
+        let symbols = sections
+            .symbols(endian, data, elf::SHT_SYMTAB)
+            .map_err(malformed)?;
+        Ok(Object {
+            data,
+            machine,
+            sections,
+            symbols,
+        })
+    }
+
+    fn symbol_name(&self, sym: &elf::Sym64<LE>) -> String {
+        match self.symbols.symbol_name(LE, sym) {
+            Ok(name) => String::from_utf8_lossy(name).into_owned(),
+            Err(_) => "<bad name>".to_string(),
+        }
+    }
+
+    fn section_name(&self, header: &elf::SectionHeader64<LE>) -> String {
+        match self.sections.section_name(LE, header) {
+            Ok(name) => String::from_utf8_lossy(name).into_owned(),
+            Err(_) => "<bad name>".to_string(),
+        }
+    }
+
+    fn plan(&self, entry: &str) -> Result<Plan, String> {
+        // 1. Sections, by region.
+        let mut regions: [Vec<(usize, usize, usize)>; 3] = Default::default(); // (index, size, align)
+        for (index, header) in self.sections.enumerate() {
+            let flags = header.sh_flags(LE);
+            if flags & u64::from(elf::SHF_ALLOC) == 0 || header.sh_type(LE) == elf::SHT_NULL {
+                continue;
+            }
+            let name = self.section_name(header);
+            if flags & u64::from(elf::SHF_TLS) != 0 {
+                return Err(format!("section {name}: thread-local storage is not supported"));
+            }
+            if matches!(
+                header.sh_type(LE),
+                elf::SHT_INIT_ARRAY | elf::SHT_FINI_ARRAY | elf::SHT_PREINIT_ARRAY
+            ) {
+                return Err(format!("section {name}: constructors/destructors are not supported"));
+            }
+            let exec = flags & u64::from(elf::SHF_EXECINSTR) != 0;
+            let write = flags & u64::from(elf::SHF_WRITE) != 0;
+            let region = match (exec, write) {
+                (true, true) => return Err(format!("section {name} is writable and executable")),
+                (true, false) => 0,
+                (false, false) => 1,
+                (false, true) => 2,
+            };
+            let align = header.sh_addralign(LE).max(1);
+            if !align.is_power_of_two() || align > REGION_ALIGN as u64 {
+                return Err(format!("section {name}: unsupported alignment {align}"));
+            }
+            regions[region].push((index.0, to_usize(header.sh_size(LE))?, align as usize));
+        }
+
+        // 2. Symbols.
+        let mut section_placed = vec![false; self.sections.len()];
+        for list in &regions {
+            for &(index, _, _) in list {
+                section_placed[index] = true;
+            }
+        }
+        let mut symbols = Vec::with_capacity(self.symbols.len());
+        let mut stubs = 0usize;
+        let mut got: BTreeMap<(u32, i64), usize> = BTreeMap::new();
+        for (index, sym) in self.symbols.enumerate() {
+            let def = if index.0 == 0 {
+                SymDef::Zero
+            } else if sym.st_type() == elf::STT_GNU_IFUNC || sym.st_type() == elf::STT_TLS {
+                SymDef::Invalid(format!("symbol `{}` has an unsupported type", self.symbol_name(sym)))
+            } else {
+                match sym.st_shndx(LE) {
+                    elf::SHN_ABS => SymDef::Absolute(sym.st_value(LE)),
+                    elf::SHN_COMMON => {
+                        let name = self.symbol_name(sym);
+                        return Err(format!("common symbol `{name}` (compile with -fno-common)"));
+                    }
+                    _ => match self.symbols.symbol_section(LE, sym, index).map_err(malformed)? {
+                        None if sym.st_shndx(LE) != elf::SHN_UNDEF && sym.st_shndx(LE) != elf::SHN_XINDEX => {
+                            SymDef::Invalid(format!(
+                                "symbol `{}` has unsupported section index {:#x}",
+                                self.symbol_name(sym),
+                                sym.st_shndx(LE)
+                            ))
+                        }
+                        None => {
+                            let name = self.symbol_name(sym);
+                            if HOST_SYMBOLS.contains(&name.as_str()) {
+                                stubs += 1;
+                                let slot = got.len();
+                                got.insert((index.0 as u32, 0), slot);
+                                SymDef::Host { name, stub: stubs - 1 }
+                            } else if sym.st_bind() == elf::STB_WEAK {
+                                SymDef::Zero
+                            } else if name.is_empty() {
+                                SymDef::Invalid("unnamed undefined symbol".to_string())
+                            } else {
+                                return Err(format!(
+                                    "undefined symbol `{name}` (the host provides only {})",
+                                    HOST_SYMBOLS.join(", ")
+                                ));
+                            }
+                        }
+                        Some(section) if section_placed.get(section.0) == Some(&true) => {
+                            SymDef::Section {
+                                index: section.0,
+                                value: sym.st_value(LE),
+                            }
+                        }
+                        Some(section) => SymDef::Invalid(format!(
+                            "symbol `{}` is in section {} which is not loaded",
+                            self.symbol_name(sym),
+                            section.0
+                        )),
+                    },
+                }
+            };
+            symbols.push(def);
+        }
+
+        // 3. Relocation sections and the GOT entries they need.
+        let mut relocations = Vec::new();
+        let mut low = false;
+        for (index, header) in self.sections.enumerate() {
+            let sh_type = header.sh_type(LE);
+            if sh_type != elf::SHT_RELA && sh_type != elf::SHT_REL {
+                continue;
+            }
+            let target = header.sh_info(LE) as usize;
+            if section_placed.get(target) != Some(&true) {
+                continue; // debug info and other sections that are not loaded
+            }
+            if sh_type == elf::SHT_REL {
+                return Err("REL relocations (without addend) are not supported".to_string());
+            }
+            if header.sh_link(LE) as usize != self.symbols.section().0 {
+                return Err("relocation section does not use the symbol table".to_string());
+            }
+            let (relas, _) = header
+                .rela(LE, self.data)
+                .map_err(malformed)?
+                .ok_or("bad relocation section")?;
+            for rela in relas {
+                let r_type = rela.r_type(LE, false);
+                let kind = reloc::needs(self.machine, r_type)?;
+                low |= reloc::needs_low_address(self.machine, r_type);
+                let sym = rela.r_sym(LE, false);
+                if sym as usize >= symbols.len() {
+                    return Err(format!("relocation uses symbol {sym}, which does not exist"));
+                }
+                let key = match kind {
+                    Needs::Direct => continue,
+                    Needs::GotEntry => (sym, 0),
+                    Needs::GotEntryWithAddend => (sym, rela.r_addend(LE)),
+                };
+                let slot = got.len();
+                got.entry(key).or_insert(slot);
+            }
+            relocations.push((target, index.0));
+        }
+
+        // 4. Layout.
+        let mut section_offset = vec![None; self.sections.len()];
+        let mut cursor = 0usize;
+        let mut place = |list: &[(usize, usize, usize)], cursor: &mut usize| -> Result<(), String> {
+            for &(index, size, align) in list {
+                *cursor = align_up(*cursor, align)?;
+                section_offset[index] = Some(*cursor);
+                *cursor = cursor.checked_add(size).ok_or("image too large")?;
+            }
+            Ok(())
+        };
+        place(&regions[0], &mut cursor)?;
+        let stub_offset = align_up(cursor, STUB_SIZE)?;
+        let text_end = stub_offset + stubs * STUB_SIZE;
+        let ro_start = align_up(text_end, REGION_ALIGN)?;
+        cursor = ro_start;
+        place(&regions[1], &mut cursor)?;
+        let got_offset = align_up(cursor, 8)?;
+        let rw_start = align_up(got_offset + got.len() * 8, REGION_ALIGN)?;
+        cursor = rw_start;
+        place(&regions[2], &mut cursor)?;
+        let total = align_up(cursor, REGION_ALIGN)?.max(REGION_ALIGN);
+
+        // 5. The entry point.
+        let entry_offset = self.find_entry(entry, &symbols, &section_offset)?;
+        Ok(Plan {
+            total,
+            low,
+            text_end,
+            ro_start,
+            rw_start,
+            section_offset,
+            symbols,
+            stub_offset,
+            got_offset,
+            got,
+            relocations,
+            entry_offset,
+        })
+    }
+
+    fn find_entry(
+        &self,
+        entry: &str,
+        symbols: &[SymDef],
+        section_offset: &[Option<usize>],
+    ) -> Result<usize, String> {
+        let mut found = None;
+        for (index, sym) in self.symbols.enumerate() {
+            if self.symbols.symbol_name(LE, sym).ok() != Some(entry.as_bytes()) {
+                continue;
+            }
+            let global = sym.st_bind() != elf::STB_LOCAL;
+            if found.is_none() || global {
+                found = Some((index, sym));
+            }
+            if global {
+                break;
+            }
+        }
+        let (index, sym): (SymbolIndex, _) =
+            found.ok_or_else(|| format!("entry symbol `{entry}` not found"))?;
+        let not_function = || format!("entry symbol `{entry}` is not a function in an executable section");
+        let SymDef::Section { index: section, value } = symbols[index.0] else {
+            return Err(not_function());
+        };
+        let header = self.sections.section(SectionIndex(section)).map_err(malformed)?;
+        if sym.st_type() != elf::STT_FUNC
+            || header.sh_flags(LE) & u64::from(elf::SHF_EXECINSTR) == 0
+            || value >= header.sh_size(LE)
+        {
+            return Err(not_function());
+        }
+        Ok(section_offset[section].ok_or_else(not_function)? + value as usize)
+    }
+
+    /// Resolves symbol `index` for a direct reference (host functions resolve to their stub).
+    fn resolve(&self, plan: &Plan, base: u64, index: u32) -> Result<u64, String> {
+        match &plan.symbols[index as usize] {
+            SymDef::Zero => Ok(0),
+            SymDef::Absolute(value) => Ok(*value),
+            SymDef::Section { index, value } => {
+                let offset = plan.section_offset[*index].ok_or("symbol in an unloaded section")?;
+                Ok(base.wrapping_add(offset as u64).wrapping_add(*value))
+            }
+            SymDef::Host { stub, .. } => Ok(base + (plan.stub_offset + stub * STUB_SIZE) as u64),
+            SymDef::Invalid(reason) => Err(reason.clone()),
+        }
+    }
+
+    /// Fills `image` (zeroed, `plan.total` bytes) as if it were mapped at `base`.
+    fn link(
+        &self,
+        plan: &Plan,
+        image: &mut [u8],
+        base: u64,
+        host: &dyn Fn(&str) -> Option<u64>,
+    ) -> Result<(), String> {
+        if image.len() != plan.total {
+            return Err("image buffer has the wrong size".to_string());
+        }
+        // Section contents.
+        for (index, header) in self.sections.enumerate() {
+            let Some(offset) = plan.section_offset[index.0] else {
+                continue;
+            };
+            if header.sh_type(LE) == elf::SHT_NOBITS {
+                continue; // already zero
+            }
+            let bytes = header.data(LE, self.data).map_err(malformed)?;
+            if bytes.len() as u64 != header.sh_size(LE) {
+                return Err(format!("section {} data is truncated", self.section_name(header)));
+            }
+            image[offset..offset + bytes.len()].copy_from_slice(bytes);
+        }
+        // The GOT, then the stubs that jump through it.
+        for (&(sym, addend), &slot) in &plan.got {
+            let value = match &plan.symbols[sym as usize] {
+                SymDef::Host { name, .. } => {
+                    host(name).ok_or_else(|| format!("host symbol `{name}` is not available"))?
+                }
+                _ => self.resolve(plan, base, sym)?,
+            };
+            let at = plan.got_offset + slot * 8;
+            image[at..at + 8].copy_from_slice(&value.wrapping_add(addend as u64).to_le_bytes());
+        }
+        for (sym, def) in plan.symbols.iter().enumerate() {
+            if let SymDef::Host { stub, .. } = def {
+                let slot = plan.got[&(sym as u32, 0)];
+                let at = plan.stub_offset + stub * STUB_SIZE;
+                let got_addr = base + (plan.got_offset + slot * 8) as u64;
+                reloc::write_stub(self.machine, &mut image[at..at + STUB_SIZE], base + at as u64, got_addr)?;
+            }
+        }
+        // Relocations.
+        for &(target, rel_index) in &plan.relocations {
+            let target_header = self.sections.section(SectionIndex(target)).map_err(malformed)?;
+            let offset = plan.section_offset[target].ok_or("relocation target not loaded")?;
+            let size = target_header.sh_size(LE) as usize;
+            let section = &mut image[offset..offset + size];
+            let section_addr = base + offset as u64;
+            let rel_header = self.sections.section(SectionIndex(rel_index)).map_err(malformed)?;
+            let (relas, _) = rel_header
+                .rela(LE, self.data)
+                .map_err(malformed)?
+                .ok_or("bad relocation section")?;
+            let target_name = self.section_name(target_header);
+            for rela in relas {
+                let r_type = rela.r_type(LE, false);
+                let sym = rela.r_sym(LE, false);
+                let site = Site {
+                    r_type,
+                    offset: rela.r_offset(LE),
+                    addend: rela.r_addend(LE),
+                };
+                let in_section = |e: String| format!("section {target_name}: {e}");
+                let s = self.resolve(plan, base, sym).map_err(in_section)?;
+                let got = match reloc::needs(self.machine, r_type)? {
+                    Needs::Direct => None,
+                    Needs::GotEntry => plan.got.get(&(sym, 0)),
+                    Needs::GotEntryWithAddend => plan.got.get(&(sym, site.addend)),
+                }
+                .map(|slot| base + (plan.got_offset + slot * 8) as u64);
+                reloc::apply(self.machine, section, section_addr, site, s, got).map_err(in_section)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what pilot's demo and tests need on a fresh Debian machine; idempotent and quiet when done.
+#   system: a C compiler (kernels), clang-19 + lld-19 (cross-compiled aarch64 kernels), python3-venv
+#   .venv:  numpy, onnx, onnxruntime (reference outputs and interop checks)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+need_apt=()
+command -v cc >/dev/null || need_apt+=(gcc)
+command -v clang-19 >/dev/null || need_apt+=(clang-19)
+command -v ld.lld-19 >/dev/null || need_apt+=(lld-19)
+python3 -c 'import ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]}" >&2
+  sudo_if_needed apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive sudo_if_needed apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if ! .venv/bin/python -c 'import numpy, onnx, onnxruntime' 2>/dev/null; then
+  echo "setup: creating .venv with numpy, onnx, onnxruntime" >&2
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
+fi

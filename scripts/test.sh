@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Every check CI runs: setup, the dependency rule, formatting, lints, all tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+export PATH="$PWD/.venv/bin:$PATH"
+
+# core, qcom and usbgpu must never link protobuf/ONNX code (SPEC §2).
+for crate in pilot-core pilot-qcom pilot-usbgpu; do
+  if cargo tree -p "$crate" -e normal --prefix none | grep -Eiq '^(prost|protobuf|onnx|pilot-compiler)'; then
+    echo "dependency rule broken: $crate depends on protobuf/ONNX/compiler code" >&2
+    cargo tree -p "$crate" -e normal -i prost 2>/dev/null || true
+    exit 1
+  fi
+done
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+PROPTEST_CASES="${PROPTEST_CASES:-4096}" cargo test --workspace --quiet

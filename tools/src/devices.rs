@@ -1,0 +1,30 @@
+//! Opening a device by name for `--device`.
+
+use anyhow::bail;
+use pilot_core::artifact::Target;
+use pilot_core::cpu::CpuDevice;
+use pilot_core::null::NullDevice;
+use pilot_core::Device;
+
+/// Names `--device` accepts in this build.
+pub const AVAILABLE: [&str; 2] = ["cpu", "null"];
+
+/// Opens `name`, or the artifact's own backend when `name` is `None`.
+pub fn open(name: Option<&str>, target: &Target, threads: Option<usize>) -> anyhow::Result<Box<dyn Device>> {
+    let name = name.unwrap_or(&target.backend);
+    Ok(match name {
+        "cpu" => {
+            let threads = match threads {
+                Some(0) => bail!("--threads must be at least 1"),
+                Some(n) => n,
+                None => std::thread::available_parallelism().map_or(1, usize::from),
+            };
+            Box::new(CpuDevice::new(threads))
+        }
+        "null" => Box::new(NullDevice::new(&target.arch)),
+        "cl" | "qcom" | "fake-kgsl" | "usb+amd" => {
+            bail!("device `{name}` is not available in this build yet (available: {})", AVAILABLE.join(", "))
+        }
+        other => bail!("unknown device `{other}` (available: {})", AVAILABLE.join(", ")),
+    })
+}

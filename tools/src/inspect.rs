@@ -1,0 +1,105 @@
+//! `pilot inspect`: what an artifact holds, as text or JSON.
+
+use std::path::Path;
+
+use pilot_core::artifact::{Manifest, TensorSpec};
+use pilot_core::device::{BufferUse, StepOp};
+use pilot_core::Artifact;
+use serde_json::{json, Value};
+
+fn kind(k: BufferUse) -> &'static str {
+    match k {
+        BufferUse::Weight => "weight",
+        BufferUse::Input => "input",
+        BufferUse::Output => "output",
+        BufferUse::State => "state",
+        BufferUse::Scratch => "scratch",
+    }
+}
+
+fn tensor(t: &TensorSpec) -> Value {
+    let slices: serde_json::Map<String, Value> =
+        t.slices.iter().map(|(n, a, b)| (n.clone(), json!([a, b]))).collect();
+    json!({"name": t.name, "shape": t.shape, "dtype": t.dtype.name(), "buffer": t.buffer, "slices": slices})
+}
+
+/// The JSON description of an artifact (stable keys; tests and CI scripts read it).
+pub fn describe(a: &Artifact) -> Value {
+    let m: &Manifest = &a.manifest;
+    let mut by_kind = serde_json::Map::new();
+    for k in [BufferUse::Weight, BufferUse::Input, BufferUse::Output, BufferUse::State, BufferUse::Scratch] {
+        let (n, bytes) = m
+            .buffers
+            .iter()
+            .filter(|b| b.kind == k)
+            .fold((0usize, 0usize), |(n, s), b| (n + 1, s + b.size));
+        by_kind.insert(kind(k).into(), json!({"count": n, "bytes": bytes}));
+    }
+    let dispatches = m.step.iter().filter(|op| matches!(op, StepOp::Dispatch { .. })).count();
+    json!({
+        "file_size": a.file_size(),
+        "target": {
+            "backend": m.target.backend, "arch": m.target.arch,
+            "image": m.target.image, "float16": m.target.float16, "nolocals": m.target.nolocals,
+        },
+        "inputs": m.inputs.iter().map(tensor).collect::<Vec<_>>(),
+        "outputs": m.outputs.iter().map(tensor).collect::<Vec<_>>(),
+        "buffers": by_kind,
+        "programs": m.programs.iter().map(|p| json!({
+            "name": p.name, "args": p.args, "code_bytes": a.blob(p.blob).len(),
+        })).collect::<Vec<_>>(),
+        "kernel_count": dispatches,
+        "copies": m.step.len() - dispatches,
+        "checksums": m.buffers.iter().filter(|b| b.checksum.is_some()).count(),
+        "metadata": {
+            "compiler": m.metadata.compiler,
+            "model_hash": m.metadata.model_hash,
+            "props": m.metadata.props.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        },
+    })
+}
+
+fn mib(bytes: usize) -> String {
+    format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// Prints the description of the artifact at `path`.
+pub fn inspect(path: &Path, as_json: bool) -> anyhow::Result<()> {
+    let a = Artifact::open(path)?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&describe(&a))?);
+        return Ok(());
+    }
+    let m = &a.manifest;
+    let t = &m.target;
+    let flags: Vec<&str> = [("image", t.image), ("float16", t.float16), ("nolocals", t.nolocals)]
+        .into_iter()
+        .filter_map(|(n, on)| on.then_some(n))
+        .collect();
+    println!("{}  ({})", path.display(), mib(a.file_size()));
+    println!("target    {}:{} {}", t.backend, t.arch, flags.join(" "));
+    for (what, list) in [("input ", &m.inputs), ("output", &m.outputs)] {
+        for x in list {
+            println!("{what}    {:<32} {:<8} {:?}", x.name, x.dtype.name(), x.shape);
+            for (n, s, e) in &x.slices {
+                println!("            slice {n} [{s}, {e})");
+            }
+        }
+    }
+    for k in [BufferUse::Weight, BufferUse::Input, BufferUse::Output, BufferUse::State, BufferUse::Scratch] {
+        let sizes: Vec<usize> = m.buffers.iter().filter(|b| b.kind == k).map(|b| b.size).collect();
+        if !sizes.is_empty() {
+            println!("buffers   {:<8} {:>5} × totalling {}", kind(k), sizes.len(), mib(sizes.iter().sum()));
+        }
+    }
+    let dispatches = m.step.iter().filter(|op| matches!(op, StepOp::Dispatch { .. })).count();
+    println!("programs  {}", m.programs.len());
+    println!("step      {dispatches} kernels, {} copies", m.step.len() - dispatches);
+    println!("compiler  {}", m.metadata.compiler);
+    println!("model     {}", m.metadata.model_hash);
+    for (k, v) in &m.metadata.props {
+        let shown: String = v.chars().take(60).collect();
+        println!("prop      {k} = {shown}{}", if v.chars().count() > 60 { "…" } else { "" });
+    }
+    Ok(())
+}

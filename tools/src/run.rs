@@ -1,0 +1,276 @@
+//! `pilot run` and `pilot load`: step an artifact or load it repeatedly, with the seed's gates
+//! (`ASSERT_MIN_STEP_TIME`, `ASSERT_MIN_LOAD_TIME`) and `BENCHMARK_LOG`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use pilot_core::artifact::TensorSpec;
+use pilot_core::{Artifact, DType, Session};
+
+use crate::devices;
+use crate::npy;
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    pub artifact: PathBuf,
+    /// Feed NAME from a .npy file (exact dtype and shape); other inputs get seeded random values.
+    #[arg(long = "input", value_name = "NAME=FILE.npy")]
+    pub inputs: Vec<String>,
+    #[arg(long, default_value_t = 20)]
+    pub steps: usize,
+    /// Write each output to DIR/<name>.npy after the last step.
+    #[arg(long, value_name = "DIR")]
+    pub save_outputs: Option<PathBuf>,
+    /// Device to run on (default: the artifact's target backend).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// CPU backend worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Seed of the random inputs.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Write one JSON object per step to FILE (BENCHMARK_LOG=NAME writes NAME.jsonl).
+    #[arg(long, value_name = "FILE")]
+    pub benchmark_log: Option<PathBuf>,
+    /// Fail (exit 1) unless the fastest step takes less than MS milliseconds.
+    #[arg(long, env = "ASSERT_MIN_STEP_TIME", value_name = "MS")]
+    pub assert_min_step_time: Option<f64>,
+}
+
+#[derive(clap::Args)]
+pub struct LoadArgs {
+    pub artifact: PathBuf,
+    #[arg(long, default_value_t = 10)]
+    pub times: usize,
+    /// Also check every buffer checksum.
+    #[arg(long)]
+    pub verify: bool,
+    #[arg(long)]
+    pub device: Option<String>,
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Fail (exit 1) unless the fastest load takes less than S seconds.
+    #[arg(long, env = "ASSERT_MIN_LOAD_TIME", value_name = "S")]
+    pub assert_min_load_time: Option<f64>,
+}
+
+fn open_session(path: &Path, device: Option<&str>, threads: Option<usize>) -> anyhow::Result<Session> {
+    let artifact = Artifact::open(path)?;
+    let device = devices::open(device, &artifact.manifest.target, threads)?;
+    Ok(Session::new(artifact, device)?)
+}
+
+/// splitmix64: a tiny, well-known seeded generator for reproducible random inputs.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Standard normal (Box–Muller).
+    fn normal(&mut self) -> f64 {
+        let u = 1.0 - self.unit();
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * self.unit()).cos()
+    }
+}
+
+/// Seeded random contents for an input: normal floats, uniform bytes, small integers, 0/1 bools.
+pub fn random_input(spec: &TensorSpec, rng_seed: u64) -> Vec<u8> {
+    let mut rng = SplitMix(rng_seed);
+    let n = spec.elements();
+    let mut out = Vec::with_capacity(spec.nbytes());
+    for _ in 0..n {
+        match spec.dtype {
+            DType::F32 => out.extend_from_slice(&(rng.normal() as f32).to_le_bytes()),
+            DType::F64 => out.extend_from_slice(&rng.normal().to_le_bytes()),
+            DType::F16 => out.extend_from_slice(&half::f16::from_f64(rng.normal()).to_le_bytes()),
+            DType::U8 | DType::I8 => out.push(rng.next() as u8),
+            DType::Bool => out.push((rng.next() & 1) as u8),
+            d => {
+                let v = (rng.next() % 16) as u64;
+                out.extend_from_slice(&v.to_le_bytes()[..d.size()]);
+            }
+        }
+    }
+    out
+}
+
+fn parse_input(arg: &str) -> anyhow::Result<(&str, &Path)> {
+    match arg.split_once('=') {
+        Some((name, file)) if !name.is_empty() && !file.is_empty() => Ok((name, Path::new(file))),
+        _ => bail!("--input expects NAME=FILE.npy, got `{arg}`"),
+    }
+}
+
+fn build_inputs(session: &Session, args: &RunArgs) -> anyhow::Result<Vec<Vec<u8>>> {
+    let specs = session.inputs();
+    let mut given: Vec<Option<Vec<u8>>> = vec![None; specs.len()];
+    for arg in &args.inputs {
+        let (name, file) = parse_input(arg)?;
+        let Some(i) = specs.iter().position(|s| s.name == name) else {
+            let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+            bail!("the artifact has no input `{name}` (inputs: {})", names.join(", "));
+        };
+        let a = npy::read(file).with_context(|| format!("{}", file.display()))?;
+        let s = &specs[i];
+        if a.dtype != s.dtype || a.shape != s.shape {
+            bail!(
+                "{}: {} {:?} given for input `{name}`, which is {} {:?}",
+                file.display(),
+                a.dtype,
+                a.shape,
+                s.dtype,
+                s.shape
+            );
+        }
+        given[i] = Some(a.data);
+    }
+    Ok(given
+        .into_iter()
+        .zip(specs)
+        .enumerate()
+        .map(|(i, (g, s))| g.unwrap_or_else(|| random_input(s, args.seed.wrapping_mul(1000).wrapping_add(i as u64))))
+        .collect())
+}
+
+/// Replaces every character outside `[A-Za-z0-9._-]` with `_` (SPEC §5).
+pub fn file_name_for(output: &str) -> String {
+    output
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
+        .collect()
+}
+
+fn benchmark_log_path(args: &RunArgs) -> Option<PathBuf> {
+    args.benchmark_log.clone().or_else(|| {
+        std::env::var("BENCHMARK_LOG")
+            .ok()
+            .filter(|n| !n.is_empty())
+            .map(|n| PathBuf::from(format!("{n}.jsonl")))
+    })
+}
+
+/// `pilot run`. Returns false when a gate failed.
+pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
+    if args.steps == 0 {
+        bail!("--steps must be at least 1");
+    }
+    let mut session = open_session(&args.artifact, args.device.as_deref(), args.threads)?;
+    let inputs = build_inputs(&session, args)?;
+    let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let mut log = match benchmark_log_path(args) {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(&p).with_context(|| format!("creating {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let mut best = f64::INFINITY;
+    for step in 0..args.steps {
+        let st = Instant::now();
+        let v = session.enqueue(&refs)?;
+        let mt = Instant::now();
+        session.finish(v)?;
+        let et = Instant::now();
+        let enqueue_ms = (mt - st).as_secs_f64() * 1e3;
+        let wall_ms = (et - st).as_secs_f64() * 1e3;
+        best = best.min(wall_ms);
+        println!("enqueue {enqueue_ms:7.2} ms -- total run {wall_ms:7.2} ms");
+        if let Some(log) = &mut log {
+            let line = serde_json::json!({"step": step, "wall_ms": wall_ms, "enqueue_ms": enqueue_ms});
+            writeln!(log, "{line}")?;
+        }
+    }
+    if let Some(mut log) = log {
+        log.flush()?;
+    }
+    if let Some(dir) = &args.save_outputs {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for (spec, data) in session.output_specs().iter().zip(session.outputs()) {
+            let path = dir.join(format!("{}.npy", file_name_for(&spec.name)));
+            let a = npy::Array { dtype: spec.dtype, shape: spec.shape.clone(), data: data.clone() };
+            npy::write(&path, &a).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    if let Some(limit) = args.assert_min_step_time {
+        if best >= limit {
+            eprintln!("ASSERT_MIN_STEP_TIME: fastest step took {best:.3} ms, the limit is {limit} ms");
+            return Ok(false);
+        }
+        println!("fastest step {best:.3} ms < {limit} ms");
+    }
+    Ok(true)
+}
+
+/// `pilot load`. Returns false when a gate failed.
+pub fn load(args: &LoadArgs) -> anyhow::Result<bool> {
+    if args.times == 0 {
+        bail!("--times must be at least 1");
+    }
+    let mut best = f64::INFINITY;
+    for i in 0..args.times {
+        let st = Instant::now();
+        let artifact = Artifact::open(&args.artifact)?;
+        let parsed = st.elapsed();
+        if args.verify {
+            artifact.verify_checksums()?;
+        }
+        let device = devices::open(args.device.as_deref(), &artifact.manifest.target, args.threads)?;
+        let session = Session::new(artifact, device)?;
+        let total = st.elapsed().as_secs_f64();
+        best = best.min(total);
+        let t = session.load_times();
+        println!(
+            "load {i}: {:8.3} ms (parse+verify {:.3} ms, upload {:.3} ms, programs {:.3} ms, link {:.3} ms)",
+            total * 1e3,
+            parsed.as_secs_f64() * 1e3,
+            t.allocate_upload.as_secs_f64() * 1e3,
+            t.programs.as_secs_f64() * 1e3,
+            t.link.as_secs_f64() * 1e3
+        );
+    }
+    if let Some(limit) = args.assert_min_load_time {
+        if best >= limit {
+            eprintln!("ASSERT_MIN_LOAD_TIME: fastest load took {best:.4} s, the limit is {limit} s");
+            return Ok(false);
+        }
+        println!("fastest load {best:.4} s < {limit} s");
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_names_become_safe_file_names() {
+        assert_eq!(file_name_for("save_infer_model/scale_0.tmp_1"), "save_infer_model_scale_0.tmp_1");
+        assert_eq!(file_name_for("a b:c"), "a_b_c");
+    }
+
+    #[test]
+    fn random_inputs_are_seeded() {
+        let spec = TensorSpec { name: "x".into(), shape: vec![2, 3], dtype: DType::F32, buffer: 0, slices: vec![] };
+        assert_eq!(random_input(&spec, 7), random_input(&spec, 7));
+        assert_ne!(random_input(&spec, 7), random_input(&spec, 8));
+        assert_eq!(random_input(&spec, 7).len(), 24);
+    }
+
+    #[test]
+    fn input_arguments_need_name_and_file() {
+        assert!(parse_input("x=a.npy").is_ok());
+        assert!(parse_input("x").is_err());
+        assert!(parse_input("=a.npy").is_err());
+    }
+}
