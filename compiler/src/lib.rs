@@ -1,3 +1,7 @@
 //! pilot-compiler: ONNX import, graph passes, scheduling, code generation and the artifact writer.
-//!
-//! Not built yet (the compiler issue). `pilot compile` reports that it is unavailable.
+
+pub mod ir;
+pub mod lazy;
+pub mod onnx;
+pub mod program;
+pub mod tensor;

@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pilot_core::artifact::{ArtifactWriter, BufferSpec, Manifest, Metadata, Placement, ProgramEntry, Target, TensorSpec};
+use pilot_core::artifact::{
+    ArtifactWriter, BufferSpec, Manifest, Metadata, Placement, ProgramEntry, Target, TensorSpec,
+};
 use pilot_core::cpu::CpuDevice;
 use pilot_core::device::{Arg, BufferId, BufferUse, ProgramFormat, ProgramId, StepOp};
 use pilot_core::{Artifact, DType, Session};
@@ -17,8 +19,22 @@ fn write_big(path: &Path) {
     let code = pilot_tests::cc_object(KERNEL);
     let mut w = ArtifactWriter::new();
     let mut buffers = vec![
-        BufferSpec { size: 4, dtype: DType::F32, kind: BufferUse::Input, placement: Placement::Device, blob: None, checksum: None },
-        BufferSpec { size: 4, dtype: DType::F32, kind: BufferUse::Output, placement: Placement::Device, blob: None, checksum: None },
+        BufferSpec {
+            size: 4,
+            dtype: DType::F32,
+            kind: BufferUse::Input,
+            placement: Placement::Device,
+            blob: None,
+            checksum: None,
+        },
+        BufferSpec {
+            size: 4,
+            dtype: DType::F32,
+            kind: BufferUse::Output,
+            placement: Placement::Device,
+            blob: None,
+            checksum: None,
+        },
     ];
     for data in &weights {
         let blob = w.add_blob(data);
@@ -32,16 +48,42 @@ fn write_big(path: &Path) {
         });
     }
     let code_blob = w.add_blob(&code);
-    let t = |name: &str, buffer| TensorSpec { name: name.into(), shape: vec![1], dtype: DType::F32, buffer, slices: vec![] };
+    let t = |name: &str, buffer| TensorSpec {
+        name: name.into(),
+        shape: vec![1],
+        dtype: DType::F32,
+        buffer,
+        slices: vec![],
+    };
     let mut m = Manifest {
-        target: Target { backend: "cpu".into(), arch: std::env::consts::ARCH.into(), image: false, float16: false, nolocals: false },
+        target: Target {
+            backend: "cpu".into(),
+            arch: std::env::consts::ARCH.into(),
+            image: false,
+            float16: false,
+            nolocals: false,
+        },
         inputs: vec![t("x", 0)],
         outputs: vec![t("y", 1)],
         buffers,
-        programs: vec![ProgramEntry { name: "touch".into(), format: ProgramFormat::Elf, blob: code_blob, args: 2 }],
+        programs: vec![ProgramEntry {
+            name: "touch".into(),
+            format: ProgramFormat::Elf,
+            blob: code_blob,
+            args: 2,
+        }],
         step: vec![StepOp::Dispatch {
             program: ProgramId(0),
-            args: vec![Arg { buffer: BufferId(0), offset: 0 }, Arg { buffer: BufferId(1), offset: 0 }],
+            args: vec![
+                Arg {
+                    buffer: BufferId(0),
+                    offset: 0,
+                },
+                Arg {
+                    buffer: BufferId(1),
+                    offset: 0,
+                },
+            ],
             global: [1, 1, 1],
             local: [1, 1, 1],
         }],
@@ -59,9 +101,13 @@ fn load(c: &mut Criterion) {
     assert!(std::fs::metadata(&path).unwrap().len() > 100_000_000);
     let mut g = c.benchmark_group("load_100MB");
     g.sample_size(20);
-    g.bench_function("open_verify_structure", |b| b.iter(|| Artifact::open(&path).unwrap()));
+    g.bench_function("open_verify_structure", |b| {
+        b.iter(|| Artifact::open(&path).unwrap())
+    });
     g.bench_function("open_and_session_cpu", |b| {
-        b.iter(|| Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(1))).unwrap())
+        b.iter(|| {
+            Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(1))).unwrap()
+        })
     });
     g.bench_function("open_checksums_session_cpu", |b| {
         b.iter(|| {

@@ -13,7 +13,8 @@ fn step(c: &mut Criterion) {
     demo::write(&path, &pilot_tests::cc_object(demo::KERNEL), "cpu").unwrap();
     let input = vec![0u8; demo::WIDTH * 4];
     let mut g = c.benchmark_group("step_overhead");
-    let devices: [(&str, fn() -> Box<dyn Device>); 3] = [
+    type MakeDevice = fn() -> Box<dyn Device>;
+    let devices: [(&str, MakeDevice); 3] = [
         ("null", || Box::new(NullDevice::new(std::env::consts::ARCH))),
         ("cpu_1_thread", || Box::new(CpuDevice::new(1))),
         ("cpu_2_threads", || Box::new(CpuDevice::new(2))),

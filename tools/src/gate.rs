@@ -146,6 +146,13 @@ impl GateReport {
     pub fn passed(&self) -> bool {
         !self.verdict.is_failure()
     }
+
+    /// Whether the gate fails (exit status 1): `!self.passed()`. Besides a regression, this is also
+    /// true for [`Verdict::NoData`], which only arises when [`compare`] is given no finite sample
+    /// ([`read_log`] never returns such a log).
+    pub fn is_regression(&self) -> bool {
+        self.verdict.is_failure()
+    }
 }
 
 /// Compares two sets of step times (ms); see the module docs for the method.
@@ -379,7 +386,7 @@ mod tests {
         );
         assert_eq!(r.verdict, Verdict::Regression, "{r}");
         assert!(r.ci.0 > 1.15 && r.ci.1 < 1.25, "{r}");
-        assert!(!r.passed());
+        assert!(!r.passed() && r.is_regression());
         assert!(r.to_string().contains("REGRESSION"), "{r}");
     }
 
@@ -391,7 +398,7 @@ mod tests {
             0.05,
         );
         assert_eq!(r.verdict, Verdict::Improvement, "{r}");
-        assert!(r.passed());
+        assert!(r.passed() && !r.is_regression());
     }
 
     #[test]

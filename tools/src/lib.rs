@@ -1,9 +1,8 @@
-//! The `pilot` command's building blocks, as a library so they can be unit-tested.
-//!
-//! - [`npy`]: numpy `.npy` reader and writer (`run --input`, `run --save-outputs`).
-//! - [`gate`]: the noise-aware step-time regression gate (`pilot gate`).
-//! - [`smi`]: GPU housekeeping: unload kernel modules, kill processes holding the GPU (`pilot smi`).
+//! The `pilot` command's modules; `main.rs` holds only the argument parsing.
 
+pub mod devices;
 pub mod gate;
+pub mod inspect;
 pub mod npy;
+pub mod run;
 pub mod smi;

@@ -33,19 +33,17 @@ pub struct Array {
     pub data: Vec<u8>,
 }
 
-/// Why a `.npy` file could not be read or written. Renders as one line.
+/// Why a `.npy` file could not be read or written. Renders as one line (and has no `source()`, so
+/// printing an `anyhow` chain with `{:#}` does not repeat it).
 #[derive(Debug, thiserror::Error)]
 pub enum NpyError {
-    #[error("{}: {source}", .path.display())]
+    #[error("{}: {error}", .path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{}: {source}", .path.display())]
-    In {
-        path: PathBuf,
-        source: Box<NpyError>,
-    },
+    #[error("{}: {error}", .path.display())]
+    In { path: PathBuf, error: Box<NpyError> },
     #[error("not a .npy file (bad magic)")]
     BadMagic,
     #[error("truncated .npy file ({0})")]
@@ -115,16 +113,16 @@ fn check_len(dtype: DType, shape: &[usize], actual: usize) -> Result<(), NpyErro
 fn in_file(path: &Path) -> impl Fn(NpyError) -> NpyError + '_ {
     move |e| NpyError::In {
         path: path.into(),
-        source: Box::new(e),
+        error: Box::new(e),
     }
 }
 
 /// Reads a `.npy` file. Errors name the file.
 pub fn read(path: impl AsRef<Path>) -> Result<Array, NpyError> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| NpyError::Io {
+    let bytes = std::fs::read(path).map_err(|error| NpyError::Io {
         path: path.into(),
-        source,
+        error,
     })?;
     read_bytes(&bytes).map_err(in_file(path))
 }
@@ -226,9 +224,9 @@ pub fn write(path: impl AsRef<Path>, array: &Array) -> Result<(), NpyError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let path = path.as_ref();
     let bytes = to_bytes(array).map_err(in_file(path))?;
-    let io_err = |source| NpyError::Io {
+    let io_err = |error| NpyError::Io {
         path: path.into(),
-        source,
+        error,
     };
     let name = path.file_name().ok_or_else(|| {
         io_err(std::io::Error::new(
@@ -750,5 +748,29 @@ np.save(sys.argv[2], a.astype(a.dtype.newbyteorder('>')) if a.dtype.itemsize > 1
                 Array::new(dtype, vec![2, 3, 4], bytes).unwrap()
             );
         }
+        // Format versions 2.0 and 3.0 and a Fortran-ordered array, as numpy writes them.
+        let script = "import numpy as np, sys
+a = np.arange(6, dtype='<i4').reshape(2, 3)
+for v in (2, 3):
+    with open(f'{sys.argv[1]}/v{v}.npy', 'wb') as f: np.lib.format.write_array(f, a, version=(v, 0))
+np.save(f'{sys.argv[1]}/fortran.npy', np.asfortranarray(a))";
+        let out = std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let data = (0..6i32).flat_map(i32::to_le_bytes).collect();
+        let want = Array::new(DType::I32, vec![2, 3], data).unwrap();
+        assert_eq!(read(dir.path().join("v2.npy")).unwrap(), want);
+        assert_eq!(read(dir.path().join("v3.npy")).unwrap(), want);
+        let e = read(dir.path().join("fortran.npy"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fortran_order"), "{e}");
     }
 }

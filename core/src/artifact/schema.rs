@@ -520,7 +520,7 @@ impl Manifest {
                 props,
             },
             blob_count: blobs.len(),
-            pads: list_of(&o, "_pad", |p, v| as_uint(p, v))?,
+            pads: list_of(&o, "_pad", as_uint)?,
         })
     }
 }

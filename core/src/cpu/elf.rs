@@ -2,22 +2,27 @@
 //!
 //! Loading is three stages:
 //!
-//! 1. [`Object::parse`] validates the header and reads the section and symbol tables;
-//! 2. [`Object::plan`] lays the image out: every `SHF_ALLOC` section, each at its alignment, in three
-//!    regions (code, read-only data, writable data) that start on [`REGION_ALIGN`] boundaries, plus a
+//! 1. `Object::parse` validates the header and reads the section and symbol tables;
+//! 2. `Object::plan` lays the image out: every `SHF_ALLOC` section, each at its alignment, in three
+//!    regions (code, read-only data, writable data) that start on 64 KiB boundaries (a multiple of
+//!    every Linux page size on both machines), plus a
 //!    stub per host function at the end of the code region and a small GOT at the end of the
 //!    read-only region;
-//! 3. [`Object::link`] fills an image buffer at a given base address: copies section bytes (`.bss` is
-//!    left zero), writes the GOT and the stubs, and applies every relocation with [`super::reloc`].
+//! 3. `Object::link` fills an image buffer at a given base address: copies section bytes (`.bss` is
+//!    left zero), writes the GOT and the stubs, and applies every relocation with the pure functions
+//!    of the `reloc` module.
 //!
-//! Stage 3 works on any byte buffer, so [`link_at`] can link an aarch64 object on an x86_64 host for
+//! Stage 3 works on any byte buffer, so `link_at` can link an aarch64 object on an x86_64 host for
 //! tests. [`load`] maps the image (anonymous, read-write), links it in place, syncs the instruction
 //! cache, then seals it: code `R+X`, read-only data and GOT `R`, data and bss `RW`. No page is ever
 //! writable and executable at once.
 //!
-//! Undefined symbols resolve only against a fixed host table: `memcpy`, `memset`, `memmove`
-//! (Rust implementations in this module). Code reaches them through an in-image stub that jumps via
-//! the GOT, so a 32-bit PC-relative call always reaches however far away the host code is.
+//! Undefined symbols resolve only against a fixed host table, [`HOST_SYMBOLS`]: `memcpy`, `memset`,
+//! `memmove` (Rust implementations), plus `_GLOBAL_OFFSET_TABLE_`, which names the image's GOT. Code reaches them through an in-image stub that jumps via
+//! the GOT, so a 32-bit PC-relative call always reaches however far away the host code is. Objects
+//! built with `-fno-pic -mcmodel=small` on x86_64 contain absolute 32-bit relocations; their image is
+//! mapped in the low 2 GiB (`MAP_32BIT`). In-image aarch64 branches must be within +-128 MiB (there
+//! are no veneers; images are far smaller), anything else is an error.
 //!
 //! Every failure is an `Err(String)` describing the problem; this reads untrusted artifacts and never
 //! panics on bad input.
@@ -25,10 +30,12 @@
 use std::collections::BTreeMap;
 
 use object::elf::{self, FileHeader64};
-use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym, SymbolTable};
 use object::read::elf::Rela as _;
+use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym, SymbolTable};
 use object::{LittleEndian as LE, SectionIndex, SymbolIndex};
 
+use super::host::host_address;
+pub use super::host::HOST_SYMBOLS;
 use super::mem::{sync_icache, ImageMap, Protection, REGION_ALIGN};
 use super::reloc::{self, Machine, Needs, Site, STUB_SIZE};
 
@@ -36,54 +43,7 @@ use super::reloc::{self, Machine, Needs, Site, STUB_SIZE};
 pub type KernelFn = unsafe extern "C" fn(args: *const *mut u8, part: u32, nparts: u32);
 
 /// Largest image the loader accepts (kernels are small; this bounds what a bad file can ask for).
-const MAX_IMAGE: usize = 1 << 30;
-
-/// `memcpy` for loaded code.
-///
-/// # Safety
-/// C `memcpy` contract: `src` and `dst` valid for `n` bytes and not overlapping.
-unsafe extern "C" fn host_memcpy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
-    // SAFETY: forwarded from this function's own contract.
-    unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
-    dst
-}
-
-/// `memmove` for loaded code.
-///
-/// # Safety
-/// C `memmove` contract: `src` and `dst` valid for `n` bytes (they may overlap).
-unsafe extern "C" fn host_memmove(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
-    // SAFETY: forwarded from this function's own contract.
-    unsafe { std::ptr::copy(src, dst, n) };
-    dst
-}
-
-/// `memset` for loaded code.
-///
-/// # Safety
-/// C `memset` contract: `dst` valid for `n` bytes.
-unsafe extern "C" fn host_memset(dst: *mut u8, value: i32, n: usize) -> *mut u8 {
-    // SAFETY: forwarded from this function's own contract; C converts `value` to unsigned char.
-    unsafe { std::ptr::write_bytes(dst, value as u8, n) };
-    dst
-}
-
-/// The fixed table of host functions an object may leave undefined.
-pub const HOST_SYMBOLS: [&str; 3] = ["memcpy", "memset", "memmove"];
-
-type CopyFn = unsafe extern "C" fn(*mut u8, *const u8, usize) -> *mut u8;
-type SetFn = unsafe extern "C" fn(*mut u8, i32, usize) -> *mut u8;
-
-/// The address of host function `name` in this process, if it is in [`HOST_SYMBOLS`].
-fn host_address(name: &str) -> Option<u64> {
-    let addr = match name {
-        "memcpy" => host_memcpy as CopyFn as usize,
-        "memmove" => host_memmove as CopyFn as usize,
-        "memset" => host_memset as SetFn as usize,
-        _ => return None,
-    };
-    Some(addr as u64)
-}
+const MAX_IMAGE: usize = 256 << 20;
 
 /// A program mapped and sealed in this process, ready to call.
 pub struct LoadedImage {
@@ -122,8 +82,16 @@ pub fn load(code: &[u8], name: &str) -> Result<LoadedImage, String> {
     obj.link(&plan, map.bytes_mut(), base, &|name| host_address(name))?;
     sync_icache(map.bytes_mut().as_ptr(), plan.text_end);
     map.protect(0, plan.ro_start, Protection::ReadExec)?;
-    map.protect(plan.ro_start, plan.rw_start - plan.ro_start, Protection::Read)?;
-    map.protect(plan.rw_start, plan.total - plan.rw_start, Protection::ReadWrite)?;
+    map.protect(
+        plan.ro_start,
+        plan.rw_start - plan.ro_start,
+        Protection::Read,
+    )?;
+    map.protect(
+        plan.rw_start,
+        plan.total - plan.rw_start,
+        Protection::ReadWrite,
+    )?;
     let entry_addr = base + plan.entry_offset as u64;
     // SAFETY: `entry_addr` is the address of a function symbol (STT_FUNC) inside an executable section
     // of this mapping, now R+X; a function pointer is just that address. Calling it is a separate
@@ -168,10 +136,18 @@ enum SymDef {
     /// The null symbol, or a weak undefined one: address 0.
     Zero,
     /// `value` bytes into a loaded section.
-    Section { index: usize, value: u64 },
+    Section {
+        index: usize,
+        value: u64,
+    },
     Absolute(u64),
+    /// `_GLOBAL_OFFSET_TABLE_`: the start of the image's GOT.
+    GotBase,
     /// A host function: reached through stub `stub`.
-    Host { name: String, stub: usize },
+    Host {
+        name: String,
+        stub: usize,
+    },
     /// Resolving it is an error, reported only if a relocation uses it.
     Invalid(String),
 }
@@ -224,14 +200,17 @@ fn to_usize(value: u64) -> Result<usize, String> {
 
 impl<'d> Object<'d> {
     fn parse(data: &'d [u8]) -> Result<Object<'d>, String> {
-        let ident = data.get(..elf::EI_NIDENT).ok_or("not an ELF file (too short)")?;
+        // e_ident: magic (0..4), class (4), data encoding (5), ...; 16 bytes in all.
+        const EI_CLASS: usize = 4;
+        const EI_DATA: usize = 5;
+        let ident = data.get(..16).ok_or("not an ELF file (too short)")?;
         if ident[..4] != elf::ELFMAG {
             return Err("not an ELF file (bad magic)".to_string());
         }
-        if ident[elf::EI_CLASS] != elf::ELFCLASS64 {
+        if ident[EI_CLASS] != elf::ELFCLASS64 {
             return Err("not a 64-bit ELF object".to_string());
         }
-        if ident[elf::EI_DATA] != elf::ELFDATA2LSB {
+        if ident[EI_DATA] != elf::ELFDATA2LSB {
             return Err("not a little-endian ELF object".to_string());
         }
         let header = FileHeader64::<LE>::parse(data).map_err(malformed)?;
@@ -245,7 +224,11 @@ impl<'d> Object<'d> {
         let machine = match header.e_machine(endian) {
             elf::EM_X86_64 => Machine::X86_64,
             elf::EM_AARCH64 => Machine::Aarch64,
-            other => return Err(format!("unsupported machine {other} (want x86_64 or aarch64)")),
+            other => {
+                return Err(format!(
+                    "unsupported machine {other} (want x86_64 or aarch64)"
+                ))
+            }
         };
         let sections = header.sections(endian, data).map_err(malformed)?;
         let symbols = sections
@@ -283,13 +266,17 @@ impl<'d> Object<'d> {
             }
             let name = self.section_name(header);
             if flags & u64::from(elf::SHF_TLS) != 0 {
-                return Err(format!("section {name}: thread-local storage is not supported"));
+                return Err(format!(
+                    "section {name}: thread-local storage is not supported"
+                ));
             }
             if matches!(
                 header.sh_type(LE),
                 elf::SHT_INIT_ARRAY | elf::SHT_FINI_ARRAY | elf::SHT_PREINIT_ARRAY
             ) {
-                return Err(format!("section {name}: constructors/destructors are not supported"));
+                return Err(format!(
+                    "section {name}: constructors/destructors are not supported"
+                ));
             }
             let exec = flags & u64::from(elf::SHF_EXECINSTR) != 0;
             let write = flags & u64::from(elf::SHF_WRITE) != 0;
@@ -302,6 +289,10 @@ impl<'d> Object<'d> {
             let align = header.sh_addralign(LE).max(1);
             if !align.is_power_of_two() || align > REGION_ALIGN as u64 {
                 return Err(format!("section {name}: unsupported alignment {align}"));
+            }
+            if header.sh_type(LE) != elf::SHT_NOBITS {
+                // Contents must be inside the file, so only `.bss` can make the image large.
+                header.data(LE, self.data).map_err(malformed)?;
             }
             regions[region].push((index.0, to_usize(header.sh_size(LE))?, align as usize));
         }
@@ -320,7 +311,10 @@ impl<'d> Object<'d> {
             let def = if index.0 == 0 {
                 SymDef::Zero
             } else if sym.st_type() == elf::STT_GNU_IFUNC || sym.st_type() == elf::STT_TLS {
-                SymDef::Invalid(format!("symbol `{}` has an unsupported type", self.symbol_name(sym)))
+                SymDef::Invalid(format!(
+                    "symbol `{}` has an unsupported type",
+                    self.symbol_name(sym)
+                ))
             } else {
                 match sym.st_shndx(LE) {
                     elf::SHN_ABS => SymDef::Absolute(sym.st_value(LE)),
@@ -328,8 +322,14 @@ impl<'d> Object<'d> {
                         let name = self.symbol_name(sym);
                         return Err(format!("common symbol `{name}` (compile with -fno-common)"));
                     }
-                    _ => match self.symbols.symbol_section(LE, sym, index).map_err(malformed)? {
-                        None if sym.st_shndx(LE) != elf::SHN_UNDEF && sym.st_shndx(LE) != elf::SHN_XINDEX => {
+                    _ => match self
+                        .symbols
+                        .symbol_section(LE, sym, index)
+                        .map_err(malformed)?
+                    {
+                        None if sym.st_shndx(LE) != elf::SHN_UNDEF
+                            && sym.st_shndx(LE) != elf::SHN_XINDEX =>
+                        {
                             SymDef::Invalid(format!(
                                 "symbol `{}` has unsupported section index {:#x}",
                                 self.symbol_name(sym),
@@ -338,11 +338,16 @@ impl<'d> Object<'d> {
                         }
                         None => {
                             let name = self.symbol_name(sym);
-                            if HOST_SYMBOLS.contains(&name.as_str()) {
+                            if name == "_GLOBAL_OFFSET_TABLE_" {
+                                SymDef::GotBase
+                            } else if HOST_SYMBOLS.contains(&name.as_str()) {
                                 stubs += 1;
                                 let slot = got.len();
                                 got.insert((index.0 as u32, 0), slot);
-                                SymDef::Host { name, stub: stubs - 1 }
+                                SymDef::Host {
+                                    name,
+                                    stub: stubs - 1,
+                                }
                             } else if sym.st_bind() == elf::STB_WEAK {
                                 SymDef::Zero
                             } else if name.is_empty() {
@@ -399,7 +404,9 @@ impl<'d> Object<'d> {
                 low |= reloc::needs_low_address(self.machine, r_type);
                 let sym = rela.r_sym(LE, false);
                 if sym as usize >= symbols.len() {
-                    return Err(format!("relocation uses symbol {sym}, which does not exist"));
+                    return Err(format!(
+                        "relocation uses symbol {sym}, which does not exist"
+                    ));
                 }
                 let key = match kind {
                     Needs::Direct => continue,
@@ -415,14 +422,15 @@ impl<'d> Object<'d> {
         // 4. Layout.
         let mut section_offset = vec![None; self.sections.len()];
         let mut cursor = 0usize;
-        let mut place = |list: &[(usize, usize, usize)], cursor: &mut usize| -> Result<(), String> {
-            for &(index, size, align) in list {
-                *cursor = align_up(*cursor, align)?;
-                section_offset[index] = Some(*cursor);
-                *cursor = cursor.checked_add(size).ok_or("image too large")?;
-            }
-            Ok(())
-        };
+        let mut place =
+            |list: &[(usize, usize, usize)], cursor: &mut usize| -> Result<(), String> {
+                for &(index, size, align) in list {
+                    *cursor = align_up(*cursor, align)?;
+                    section_offset[index] = Some(*cursor);
+                    *cursor = cursor.checked_add(size).ok_or("image too large")?;
+                }
+                Ok(())
+            };
         place(&regions[0], &mut cursor)?;
         let stub_offset = align_up(cursor, STUB_SIZE)?;
         let text_end = stub_offset + stubs * STUB_SIZE;
@@ -474,11 +482,19 @@ impl<'d> Object<'d> {
         }
         let (index, sym): (SymbolIndex, _) =
             found.ok_or_else(|| format!("entry symbol `{entry}` not found"))?;
-        let not_function = || format!("entry symbol `{entry}` is not a function in an executable section");
-        let SymDef::Section { index: section, value } = symbols[index.0] else {
+        let not_function =
+            || format!("entry symbol `{entry}` is not a function in an executable section");
+        let SymDef::Section {
+            index: section,
+            value,
+        } = symbols[index.0]
+        else {
             return Err(not_function());
         };
-        let header = self.sections.section(SectionIndex(section)).map_err(malformed)?;
+        let header = self
+            .sections
+            .section(SectionIndex(section))
+            .map_err(malformed)?;
         if sym.st_type() != elf::STT_FUNC
             || header.sh_flags(LE) & u64::from(elf::SHF_EXECINSTR) == 0
             || value >= header.sh_size(LE)
@@ -498,6 +514,7 @@ impl<'d> Object<'d> {
                 Ok(base.wrapping_add(offset as u64).wrapping_add(*value))
             }
             SymDef::Host { stub, .. } => Ok(base + (plan.stub_offset + stub * STUB_SIZE) as u64),
+            SymDef::GotBase => Ok(base + plan.got_offset as u64),
             SymDef::Invalid(reason) => Err(reason.clone()),
         }
     }
@@ -523,7 +540,10 @@ impl<'d> Object<'d> {
             }
             let bytes = header.data(LE, self.data).map_err(malformed)?;
             if bytes.len() as u64 != header.sh_size(LE) {
-                return Err(format!("section {} data is truncated", self.section_name(header)));
+                return Err(format!(
+                    "section {} data is truncated",
+                    self.section_name(header)
+                ));
             }
             image[offset..offset + bytes.len()].copy_from_slice(bytes);
         }
@@ -543,17 +563,28 @@ impl<'d> Object<'d> {
                 let slot = plan.got[&(sym as u32, 0)];
                 let at = plan.stub_offset + stub * STUB_SIZE;
                 let got_addr = base + (plan.got_offset + slot * 8) as u64;
-                reloc::write_stub(self.machine, &mut image[at..at + STUB_SIZE], base + at as u64, got_addr)?;
+                reloc::write_stub(
+                    self.machine,
+                    &mut image[at..at + STUB_SIZE],
+                    base + at as u64,
+                    got_addr,
+                )?;
             }
         }
         // Relocations.
         for &(target, rel_index) in &plan.relocations {
-            let target_header = self.sections.section(SectionIndex(target)).map_err(malformed)?;
+            let target_header = self
+                .sections
+                .section(SectionIndex(target))
+                .map_err(malformed)?;
             let offset = plan.section_offset[target].ok_or("relocation target not loaded")?;
             let size = target_header.sh_size(LE) as usize;
             let section = &mut image[offset..offset + size];
             let section_addr = base + offset as u64;
-            let rel_header = self.sections.section(SectionIndex(rel_index)).map_err(malformed)?;
+            let rel_header = self
+                .sections
+                .section(SectionIndex(rel_index))
+                .map_err(malformed)?;
             let (relas, _) = rel_header
                 .rela(LE, self.data)
                 .map_err(malformed)?
@@ -575,7 +606,8 @@ impl<'d> Object<'d> {
                     Needs::GotEntryWithAddend => plan.got.get(&(sym, site.addend)),
                 }
                 .map(|slot| base + (plan.got_offset + slot * 8) as u64);
-                reloc::apply(self.machine, section, section_addr, site, s, got).map_err(in_section)?;
+                reloc::apply(self.machine, section, section_addr, site, s, got)
+                    .map_err(in_section)?;
             }
         }
         Ok(())

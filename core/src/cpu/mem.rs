@@ -120,7 +120,12 @@ impl ImageMap {
         // SAFETY: a fresh anonymous private mapping at an address the kernel picks cannot alias any
         // existing Rust object; we own it from here and unmap it in Drop.
         let ptr = unsafe {
-            mman::mmap_anonymous(None, size, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, flags)
+            mman::mmap_anonymous(
+                None,
+                size,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                flags,
+            )
         }
         .map_err(|e| format!("mmap of {len} bytes failed: {e}"))?;
         Ok(ImageMap {
@@ -148,11 +153,18 @@ impl ImageMap {
 
     /// Sets the protection of `[offset, offset + len)`, which must be page-aligned (the loader uses
     /// multiples of [`REGION_ALIGN`]).
-    pub(crate) fn protect(&mut self, offset: usize, len: usize, prot: Protection) -> Result<(), String> {
+    pub(crate) fn protect(
+        &mut self,
+        offset: usize,
+        len: usize,
+        prot: Protection,
+    ) -> Result<(), String> {
         if len == 0 {
             return Ok(());
         }
-        if offset % REGION_ALIGN != 0 || offset.checked_add(len).is_none_or(|end| end > self.len) {
+        if !offset.is_multiple_of(REGION_ALIGN)
+            || offset.checked_add(len).is_none_or(|end| end > self.len)
+        {
             return Err(format!("bad protection range {offset:#x}+{len:#x}"));
         }
         let flags = match prot {
@@ -165,7 +177,8 @@ impl ImageMap {
         // Rust reference into the mapping is alive: `bytes_mut` borrows end before this `&mut self`.
         let ptr = unsafe { self.ptr.add(offset) };
         // SAFETY: see above; changing protection of our own pages has no other effect.
-        unsafe { mman::mprotect(ptr.cast(), len, flags) }.map_err(|e| format!("mprotect failed: {e}"))
+        unsafe { mman::mprotect(ptr.cast(), len, flags) }
+            .map_err(|e| format!("mprotect failed: {e}"))
     }
 }
 

@@ -31,15 +31,14 @@
 //! freed (there is no way to unlink a step; everything is released when the device is dropped).
 
 pub mod elf;
+mod host;
 mod mem;
 pub mod pool;
 mod reloc;
 
-use std::ptr::NonNull;
-
 use crate::device::{
-    Arg, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, HostBytes, ProgramFormat,
-    ProgramId, ProgramSpec, StepId, StepOp,
+    Arg, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, HostBytes,
+    ProgramFormat, ProgramId, ProgramSpec, StepId, StepOp,
 };
 
 pub use mem::BUFFER_ALIGN;
@@ -181,13 +180,13 @@ impl CpuDevice {
                 global,
                 local: _,
             } => {
-                let p = self
-                    .programs
-                    .get(program.0 as usize)
-                    .ok_or(DeviceError::InvalidHandle {
-                        kind: "program",
-                        id: program.0,
-                    })?;
+                let p =
+                    self.programs
+                        .get(program.0 as usize)
+                        .ok_or(DeviceError::InvalidHandle {
+                            kind: "program",
+                            id: program.0,
+                        })?;
                 let bad = |reason: String| DeviceError::Program {
                     name: p.name.clone(),
                     reason,
@@ -218,7 +217,10 @@ impl CpuDevice {
                 if self.buffer(dst.buffer)?.storage.is_imported() {
                     return Err(DeviceError::Failed {
                         op: "link copy",
-                        reason: format!("destination buffer {} is imported (read-only)", dst.buffer.0),
+                        reason: format!(
+                            "destination buffer {} is imported (read-only)",
+                            dst.buffer.0
+                        ),
                     });
                 }
                 Ok(LinkedOp::Copy {
@@ -263,7 +265,10 @@ impl Device for CpuDevice {
     }
 
     fn copy_in(&mut self, dst: BufferId, offset: u64, src: &[u8]) -> DeviceResult<()> {
-        let arg = Arg { buffer: dst, offset };
+        let arg = Arg {
+            buffer: dst,
+            offset,
+        };
         let ptr = self.address("copy_in", arg, src.len() as u64)?;
         if self.buffer(dst)?.storage.is_imported() {
             return Err(DeviceError::Failed {
@@ -279,7 +284,10 @@ impl Device for CpuDevice {
     }
 
     fn copy_out(&mut self, src: BufferId, offset: u64, dst: &mut [u8]) -> DeviceResult<()> {
-        let arg = Arg { buffer: src, offset };
+        let arg = Arg {
+            buffer: src,
+            offset,
+        };
         let ptr = self.address("copy_out", arg, dst.len() as u64)?;
         // SAFETY: `ptr..ptr + dst.len()` is inside a live buffer of this device (bounds checked),
         // readable, and not written concurrently; `dst` is an exclusive Rust slice elsewhere.
@@ -293,9 +301,13 @@ impl Device for CpuDevice {
             reason,
         };
         if spec.format != ProgramFormat::Elf {
-            return Err(bad(format!("format {:?} cannot run on the CPU", spec.format)));
+            return Err(bad(format!(
+                "format {:?} cannot run on the CPU",
+                spec.format
+            )));
         }
-        let id = u32::try_from(self.programs.len()).map_err(|_| bad("too many programs".to_string()))?;
+        let id =
+            u32::try_from(self.programs.len()).map_err(|_| bad("too many programs".to_string()))?;
         let image = elf::load(spec.code, spec.name).map_err(bad)?;
         self.programs.push(Program {
             name: spec.name.to_string(),
@@ -333,13 +345,20 @@ impl Device for CpuDevice {
 
     /// Runs the step to completion on the pool (no heap allocation) and returns its timeline value.
     fn submit(&mut self, step: StepId) -> DeviceResult<u64> {
-        let linked = self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle {
-            kind: "step",
-            id: step.0,
-        })?;
+        let linked = self
+            .steps
+            .get(step.0 as usize)
+            .ok_or(DeviceError::InvalidHandle {
+                kind: "step",
+                id: step.0,
+            })?;
         for op in &linked.ops {
             match *op {
-                LinkedOp::Dispatch { kernel, args, nparts } => {
+                LinkedOp::Dispatch {
+                    kernel,
+                    args,
+                    nparts,
+                } => {
                     let args = linked.args[args..].as_ptr();
                     // SAFETY: `kernel` is the entry of a program image owned by this device (alive
                     // as long as the device); `args` are pointers into live buffers that cannot be
@@ -381,8 +400,10 @@ impl Device for CpuDevice {
 /// The address of a live buffer, for tests that check zero-copy import.
 #[cfg(test)]
 impl CpuDevice {
-    fn buffer_ptr(&self, id: BufferId) -> Option<NonNull<u8>> {
-        self.buffer(id).ok().and_then(|b| NonNull::new(b.storage.base()))
+    fn buffer_ptr(&self, id: BufferId) -> Option<std::ptr::NonNull<u8>> {
+        self.buffer(id)
+            .ok()
+            .and_then(|b| std::ptr::NonNull::new(b.storage.base()))
     }
 }
 

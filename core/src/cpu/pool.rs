@@ -17,11 +17,37 @@ use std::hint::spin_loop;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use super::elf::KernelFn;
 
-/// Spin iterations before sleeping (a few tens of microseconds).
-const SPIN: u32 = 20_000;
+/// How long a waiter spins before it sleeps. Dispatches of one step follow each other within
+/// microseconds, so workers stay hot through a step and go to sleep soon after it.
+const SPIN_TIME: Duration = Duration::from_micros(50);
+
+/// After this long, a spinning waiter yields the CPU between checks, so that with more threads than
+/// free cores the thread it waits for gets to run.
+const YIELD_AFTER: Duration = Duration::from_micros(2);
+
+/// Spins until `ready()` or [`SPIN_TIME`] has passed; returns whether `ready()` became true.
+fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        for _ in 0..64 {
+            if ready() {
+                return true;
+            }
+            spin_loop();
+        }
+        let waited = start.elapsed();
+        if waited > SPIN_TIME {
+            return ready();
+        }
+        if waited > YIELD_AFTER {
+            std::thread::yield_now();
+        }
+    }
+}
 
 /// A kernel that does nothing, stored in the slot before the first dispatch.
 unsafe extern "C" fn no_kernel(_: *const *mut u8, _: u32, _: u32) {}
@@ -116,8 +142,10 @@ impl Pool {
             s.args.store(args.cast_mut(), Relaxed);
             s.outstanding.store(nparts - 1, Relaxed);
             // Publishes the slot (release) and orders against the `sleeping_workers` load (SeqCst).
-            s.job
-                .store((u64::from(self.generation) << 32) | u64::from(nparts), SeqCst);
+            s.job.store(
+                (u64::from(self.generation) << 32) | u64::from(nparts),
+                SeqCst,
+            );
             if s.sleeping_workers.load(SeqCst) > 0 {
                 drop(s.lock());
                 s.work.notify_all();
@@ -132,11 +160,8 @@ impl Pool {
 
     fn wait_done(&self) {
         let s = &*self.shared;
-        for _ in 0..SPIN {
-            if s.outstanding.load(Acquire) == 0 {
-                return;
-            }
-            spin_loop();
+        if spin_until(|| s.outstanding.load(Acquire) == 0) {
+            return;
         }
         let mut guard = s.lock();
         s.caller_sleeping.store(true, SeqCst);
@@ -173,23 +198,16 @@ fn worker(s: &Shared, index: u32) {
     let mut seen = 0u64;
     loop {
         // Wait for a new job word or shutdown: spin, then sleep.
-        let mut job = s.job.load(Acquire);
-        let mut spins = 0;
-        while job == seen && !s.shutdown.load(Relaxed) {
-            if spins < SPIN {
-                spins += 1;
-                spin_loop();
-            } else {
-                let mut guard = s.lock();
-                s.sleeping_workers.fetch_add(1, SeqCst);
-                while s.job.load(SeqCst) == seen && !s.shutdown.load(SeqCst) {
-                    guard = s.work.wait(guard).unwrap_or_else(|e| e.into_inner());
-                }
-                s.sleeping_workers.fetch_sub(1, SeqCst);
-                drop(guard);
+        let ready = || s.job.load(Acquire) != seen || s.shutdown.load(Relaxed);
+        if !spin_until(ready) {
+            let mut guard = s.lock();
+            s.sleeping_workers.fetch_add(1, SeqCst);
+            while s.job.load(SeqCst) == seen && !s.shutdown.load(SeqCst) {
+                guard = s.work.wait(guard).unwrap_or_else(|e| e.into_inner());
             }
-            job = s.job.load(Acquire);
+            s.sleeping_workers.fetch_sub(1, SeqCst);
         }
+        let job = s.job.load(Acquire);
         if s.shutdown.load(Acquire) {
             return;
         }
@@ -223,7 +241,12 @@ mod tests {
     /// args[0]: `[AtomicU32; 8]` per-part run counts; args[1]: `AtomicU32` last nparts seen.
     unsafe extern "C" fn count_parts(args: *const *mut u8, part: u32, nparts: u32) {
         // SAFETY: the tests below pass two pointers: to 8 counters and to one counter.
-        let (counts, seen) = unsafe { (&*(*args).cast::<[AtomicU32; 8]>(), &*(*args.add(1)).cast::<AtomicU32>()) };
+        let (counts, seen) = unsafe {
+            (
+                &*(*args).cast::<[AtomicU32; 8]>(),
+                &*(*args.add(1)).cast::<AtomicU32>(),
+            )
+        };
         counts[part as usize].fetch_add(1, Relaxed);
         seen.store(nparts, Relaxed);
     }
@@ -231,7 +254,10 @@ mod tests {
     fn run_counted(threads: usize, nparts: u32, rounds: u32) -> ([u32; 8], u32) {
         let counts: [AtomicU32; 8] = Default::default();
         let seen = AtomicU32::new(0);
-        let args = [counts.as_ptr().cast_mut().cast::<u8>(), (&raw const seen).cast_mut().cast::<u8>()];
+        let args = [
+            counts.as_ptr().cast_mut().cast::<u8>(),
+            (&raw const seen).cast_mut().cast::<u8>(),
+        ];
         let mut pool = Pool::new(threads).unwrap();
         for _ in 0..rounds {
             // SAFETY: count_parts only does atomic updates through `args`, which outlive the call.
@@ -242,7 +268,10 @@ mod tests {
 
     #[test]
     fn every_part_runs_exactly_once_per_dispatch() {
-        assert_eq!(run_counted(4, 4, 500), ([500, 500, 500, 500, 0, 0, 0, 0], 4));
+        assert_eq!(
+            run_counted(4, 4, 500),
+            ([500, 500, 500, 500, 0, 0, 0, 0], 4)
+        );
         // More parts than threads: clamped to the thread count.
         assert_eq!(run_counted(3, 7, 100), ([100, 100, 100, 0, 0, 0, 0, 0], 3));
         // Fewer parts than threads: idle workers skip.
@@ -254,7 +283,10 @@ mod tests {
     fn workers_sleep_and_wake_and_shut_down() {
         let counts: [AtomicU32; 8] = Default::default();
         let seen = AtomicU32::new(0);
-        let args = [counts.as_ptr().cast_mut().cast::<u8>(), (&raw const seen).cast_mut().cast::<u8>()];
+        let args = [
+            counts.as_ptr().cast_mut().cast::<u8>(),
+            (&raw const seen).cast_mut().cast::<u8>(),
+        ];
         let mut pool = Pool::new(4).unwrap();
         assert_eq!(pool.threads(), 4);
         for _ in 0..3 {

@@ -135,18 +135,37 @@ pub(crate) fn apply(
             got.ok_or_else(|| format!("relocation type {} has no GOT entry", site.r_type))?
         }
     };
-    let p = section_addr.wrapping_add(site.offset);
-    let s_a = i128::from(sym) + i128::from(site.addend);
-    let p_i = i128::from(p);
+    // Addresses are 64-bit and wrap: work on their signed 64-bit interpretation, so `S + A` with
+    // a negative addend, or a high-half address, range-checks as the psABIs mean it.
+    let p = wrap(i128::from(section_addr) + i128::from(site.offset));
+    let s_a = wrap(i128::from(sym) + i128::from(site.addend));
     let field = Field {
         section,
         offset: site.offset,
     };
     match machine {
-        Machine::X86_64 => apply_x86_64(field, site.r_type, s_a, p_i, i128::from(got) + i128::from(site.addend)),
-        Machine::Aarch64 => apply_aarch64(field, site.r_type, s_a, p_i, i128::from(got)),
+        Machine::X86_64 => {
+            let g_a = wrap(i128::from(got) + i128::from(site.addend));
+            apply_x86_64(field, site.r_type, s_a, p, g_a)
+        }
+        Machine::Aarch64 => apply_aarch64(field, site.r_type, s_a, p, wrap(i128::from(got))),
     }
-    .map_err(|e| format!("relocation type {} at offset {:#x}: {e}", site.r_type, site.offset))
+    .map_err(|e| {
+        format!(
+            "relocation type {} at offset {:#x}: {e}",
+            site.r_type, site.offset
+        )
+    })
+}
+
+/// `value` reduced modulo 2^64, as a signed 64-bit number.
+fn wrap(value: i128) -> i128 {
+    i128::from(value as i64)
+}
+
+/// `value` reduced modulo 2^64, as an unsigned 64-bit number.
+fn unsigned(value: i128) -> i128 {
+    i128::from(value as u64)
 }
 
 /// The bytes a relocation patches, with bounds checks.
@@ -189,7 +208,9 @@ impl Field<'_> {
 
 fn check_range(value: i128, min: i128, max: i128) -> Result<(), String> {
     if value < min || value > max {
-        Err(format!("value {value:#x} out of range [{min:#x}, {max:#x}]"))
+        Err(format!(
+            "value {value:#x} out of range [{min:#x}, {max:#x}]"
+        ))
     } else {
         Ok(())
     }
@@ -200,20 +221,26 @@ fn signed32(value: i128) -> Result<[u8; 4], String> {
     Ok((value as i32).to_le_bytes())
 }
 
-fn apply_x86_64(mut field: Field<'_>, r_type: u32, s_a: i128, p: i128, g_a: i128) -> Result<(), String> {
+fn apply_x86_64(
+    mut field: Field<'_>,
+    r_type: u32,
+    s_a: i128,
+    p: i128,
+    g_a: i128,
+) -> Result<(), String> {
     match r_type {
         elf::R_X86_64_NONE => Ok(()),
         // Truncation to 64 bits is the definition of these two kinds (addresses wrap).
         elf::R_X86_64_64 => field.write(&(s_a as u64).to_le_bytes()),
         elf::R_X86_64_PC64 => field.write(&((s_a - p) as u64).to_le_bytes()),
-        elf::R_X86_64_PC32 | elf::R_X86_64_PLT32 => field.write(&signed32(s_a - p)?),
+        elf::R_X86_64_PC32 | elf::R_X86_64_PLT32 => field.write(&signed32(wrap(s_a - p))?),
         elf::R_X86_64_32 => {
-            check_range(s_a, 0, i128::from(u32::MAX))?;
+            check_range(unsigned(s_a), 0, i128::from(u32::MAX))?;
             field.write(&(s_a as u32).to_le_bytes())
         }
         elf::R_X86_64_32S => field.write(&signed32(s_a)?),
         elf::R_X86_64_GOTPCREL | elf::R_X86_64_GOTPCRELX | elf::R_X86_64_REX_GOTPCRELX => {
-            field.write(&signed32(g_a - p)?)
+            field.write(&signed32(wrap(g_a - p))?)
         }
         _ => Err("unsupported".to_string()),
     }
@@ -227,12 +254,14 @@ fn page(x: i128) -> i128 {
 fn encode_adr(insn: u32, imm: i128) -> Result<u32, String> {
     check_range(imm, -(1 << 20), (1 << 20) - 1)?;
     let imm = imm as u32;
-    Ok((insn & !((0x3 << 29) | (0x7ffff << 5))) | ((imm & 0x3) << 29) | (((imm >> 2) & 0x7ffff) << 5))
+    Ok((insn & !((0x3 << 29) | (0x7ffff << 5)))
+        | ((imm & 0x3) << 29)
+        | (((imm >> 2) & 0x7ffff) << 5))
 }
 
 /// ADRP to the page of `target` from the page of `p`.
 fn encode_adrp(insn: u32, target: i128, p: i128) -> Result<u32, String> {
-    encode_adr(insn, (page(target) - page(p)) >> 12)
+    encode_adr(insn, wrap(page(target) - page(p)) >> 12)
 }
 
 /// The 12-bit unsigned immediate in bits 10..22 (ADD and the scaled LDR/STR forms), scaled by
@@ -248,7 +277,13 @@ fn encode_lo12(insn: u32, value: i128, shift: u32) -> Result<u32, String> {
     Ok((insn & !(0xfff << 10)) | ((lo >> shift) << 10))
 }
 
-fn apply_aarch64(mut field: Field<'_>, r_type: u32, s_a: i128, p: i128, g: i128) -> Result<(), String> {
+fn apply_aarch64(
+    mut field: Field<'_>,
+    r_type: u32,
+    s_a: i128,
+    p: i128,
+    g: i128,
+) -> Result<(), String> {
     match r_type {
         elf::R_AARCH64_NONE => Ok(()),
         elf::R_AARCH64_ABS64 => field.write(&(s_a as u64).to_le_bytes()),
@@ -258,11 +293,12 @@ fn apply_aarch64(mut field: Field<'_>, r_type: u32, s_a: i128, p: i128, g: i128)
             field.write(&(s_a as u32).to_le_bytes())
         }
         elf::R_AARCH64_PREL32 => {
-            check_range(s_a - p, i128::from(i32::MIN), i128::from(u32::MAX))?;
-            field.write(&((s_a - p) as u32).to_le_bytes())
+            let x = wrap(s_a - p);
+            check_range(x, i128::from(i32::MIN), i128::from(u32::MAX))?;
+            field.write(&(x as u32).to_le_bytes())
         }
         elf::R_AARCH64_ADR_PREL_PG_HI21 => field.patch_insn(|i| encode_adrp(i, s_a, p)),
-        elf::R_AARCH64_ADR_PREL_LO21 => field.patch_insn(|i| encode_adr(i, s_a - p)),
+        elf::R_AARCH64_ADR_PREL_LO21 => field.patch_insn(|i| encode_adr(i, wrap(s_a - p))),
         elf::R_AARCH64_ADD_ABS_LO12_NC | elf::R_AARCH64_LDST8_ABS_LO12_NC => {
             field.patch_insn(|i| encode_lo12(i, s_a, 0))
         }
@@ -271,7 +307,7 @@ fn apply_aarch64(mut field: Field<'_>, r_type: u32, s_a: i128, p: i128, g: i128)
         elf::R_AARCH64_LDST64_ABS_LO12_NC => field.patch_insn(|i| encode_lo12(i, s_a, 3)),
         elf::R_AARCH64_LDST128_ABS_LO12_NC => field.patch_insn(|i| encode_lo12(i, s_a, 4)),
         elf::R_AARCH64_CALL26 | elf::R_AARCH64_JUMP26 => field.patch_insn(|i| {
-            let off = s_a - p;
+            let off = wrap(s_a - p);
             if off & 3 != 0 {
                 return Err(format!("branch offset {off:#x} not a multiple of 4"));
             }
@@ -298,7 +334,7 @@ fn apply_aarch64(mut field: Field<'_>, r_type: u32, s_a: i128, p: i128, g: i128)
                 _ => (3, true),
             };
             if checked {
-                check_range(s_a, 0, (1i128 << (16 * (group + 1))) - 1)?;
+                check_range(unsigned(s_a), 0, (1i128 << (16 * (group + 1))) - 1)?;
             }
             let chunk = ((s_a as u64) >> (16 * group)) as u32 & 0xffff;
             field.patch_insn(|i| Ok((i & !(0xffff << 5)) | (chunk << 5)))
@@ -329,7 +365,7 @@ pub(crate) fn write_stub(
             out.fill(0xcc);
             out[..2].copy_from_slice(&[0xff, 0x25]);
             // The displacement is relative to the end of the 6-byte instruction.
-            out[2..6].copy_from_slice(&signed32(g - (s + 6))?);
+            out[2..6].copy_from_slice(&signed32(wrap(g - (s + 6)))?);
         }
         Machine::Aarch64 => {
             let adrp = encode_adrp(0x9000_0010, g, s)?;

@@ -245,7 +245,7 @@ impl<'a> Machine<'a> {
     }
 
     fn set_items(&mut self, items: Vec<usize>) -> Result<()> {
-        if items.len() % 2 != 0 {
+        if items.len() & 1 != 0 {
             return self.err("odd number of items for SETITEMS");
         }
         let target = self.top()?;

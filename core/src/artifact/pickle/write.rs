@@ -33,6 +33,7 @@ pub enum WriteError {
 /// Identical strings are written once and referenced through the memo; every `Value::Buffer(n)`
 /// becomes NEXT_BUFFER and must appear in stream order 0, 1, 2, ... exactly once. Dict keys must be
 /// allowed and unique (see the module docs), containers nest at most [`MAX_DEPTH`] deep.
+/// Buffers are not marked READONLY_BUFFER: Python would then load a memoryview, not a PickleBuffer.
 pub fn write(value: &Value) -> Result<Vec<u8>, WriteError> {
     let mut w = Writer {
         out: vec![PROTO, 5],

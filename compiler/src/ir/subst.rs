@@ -1,0 +1,41 @@
+//! Substitution of variables, the mechanism behind every movement op.
+
+use std::collections::HashMap;
+
+use super::{Ctx, Op, N};
+
+/// Rebuilds `root` with each `Var(v)` in `map` replaced, and `guard` (if any) and-ed into the
+/// validity of every load, so a load outside the valid region never reads memory. Rebuilding goes
+/// through the simplifying constructors.
+pub fn substitute(ctx: &mut Ctx, root: N, map: &HashMap<u32, N>, guard: Option<N>) -> N {
+    let order = ctx.toposort(&[root]);
+    let mut new: HashMap<N, N> = HashMap::with_capacity(order.len());
+    for n in order {
+        let m = |x: &N| new[x];
+        let node = ctx.node(n).clone();
+        let r = match &node.op {
+            Op::Var(v) => map.get(v).copied().unwrap_or(n),
+            Op::Const(_) => n,
+            Op::Load { buf, index, valid } => {
+                let valid = match (valid.map(|v| m(&v)), guard) {
+                    (Some(v), Some(g)) => Some(ctx.and(v, g)),
+                    (v, g) => v.or(g),
+                };
+                ctx.load(*buf, node.dtype, m(index), valid)
+            }
+            Op::Unary(op, x) => ctx.unary(*op, m(x)),
+            Op::Binary(op, a, b) => ctx.binary(*op, m(a), m(b)),
+            Op::Where(c, a, b) => ctx.where_(m(c), m(a), m(b)),
+            Op::Cast(x) => ctx.cast(m(x), node.dtype),
+            Op::Bitcast(x) => ctx.bitcast(m(x), node.dtype),
+            Op::Reduce {
+                op,
+                var,
+                extent,
+                body,
+            } => ctx.reduce(*op, *var, *extent, m(body)),
+        };
+        new.insert(n, r);
+    }
+    new[&root]
+}

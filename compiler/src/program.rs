@@ -1,0 +1,75 @@
+//! A program under construction: buffers, kernels in execution order, and the IR context.
+
+use pilot_core::DType;
+
+use crate::ir::{Ctx, N};
+use crate::tensor::Tensor;
+
+/// What a buffer holds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BufKind {
+    /// Model input `i`.
+    Input(usize),
+    /// Constant contents known at compile time.
+    Weight(Tensor),
+    /// Written by a kernel, read by later kernels.
+    Scratch,
+    /// Model output `i` (written by the last kernel that produces it).
+    Output(usize),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buf {
+    pub dtype: DType,
+    pub numel: usize,
+    pub kind: BufKind,
+}
+
+impl Buf {
+    pub fn nbytes(&self) -> usize {
+        self.numel * self.dtype.size()
+    }
+}
+
+/// One kernel: `out[flat(vars)] = expr` for every point of `shape`; `vars[i]` ranges over `shape[i]`.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub name: String,
+    pub out: u32,
+    pub vars: Vec<u32>,
+    pub shape: Vec<usize>,
+    pub expr: N,
+}
+
+#[derive(Default, Debug)]
+pub struct Program {
+    pub ctx: Ctx,
+    pub bufs: Vec<Buf>,
+    pub kernels: Vec<Kernel>,
+}
+
+impl Program {
+    pub fn new() -> Program {
+        Program::default()
+    }
+
+    pub fn add_buf(&mut self, dtype: DType, numel: usize, kind: BufKind) -> u32 {
+        self.bufs.push(Buf { dtype, numel, kind });
+        self.bufs.len() as u32 - 1
+    }
+
+    /// Buffers a kernel reads, in ascending id order.
+    pub fn kernel_inputs(&self, k: &Kernel) -> Vec<u32> {
+        self.ctx
+            .loads(k.expr)
+            .into_iter()
+            .filter(|&b| b != k.out)
+            .collect()
+    }
+
+    /// Floating-point operations of a kernel (per output element × elements), for the summary.
+    pub fn kernel_flops(&self, k: &Kernel) -> u64 {
+        let points: u64 = k.shape.iter().map(|&d| d as u64).product();
+        points * crate::ir::flops_per_point(&self.ctx, k.expr)
+    }
+}
