@@ -162,11 +162,17 @@ impl Program {
         .0
     }
 
-    /// Broadcasts size-1 dimensions of `x` (same rank) to `shape`.
+    /// Broadcasts size-1 dimensions of `x` (same rank) to `shape`. A value containing a reduction is
+    /// realized first: broadcasting it lazily would recompute the reduction for every copy.
     pub fn expand(&mut self, x: &Lazy, shape: &[usize]) -> Lazy {
         if x.shape == shape {
             return x.clone();
         }
+        let x = &if shape.iter().product::<usize>() > x.numel() && self.ctx.has_reduce(x.expr) {
+            self.realize(x, BufKind::Scratch, "expanded")
+        } else {
+            x.clone()
+        };
         let old_shape = x.shape.clone();
         self.remap(x, shape, |p, vars| {
             let old = old_shape

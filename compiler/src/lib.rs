@@ -1,7 +1,10 @@
 //! pilot-compiler: ONNX import, graph passes, scheduling, code generation and the artifact writer.
 
+pub mod error;
+pub mod exec;
 pub mod ir;
 pub mod lazy;
+pub mod lower;
 pub mod onnx;
 pub mod program;
 pub mod tensor;

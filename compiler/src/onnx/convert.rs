@@ -164,12 +164,18 @@ fn node(n: proto::NodeProto, index: usize, base_dir: Option<&Path>) -> Result<No
     } else {
         format!("node {name:?} ({op_type})")
     };
+    let short = if name.is_empty() {
+        format!("#{index}")
+    } else {
+        name.clone()
+    };
     let attrs = n
         .attribute
         .into_iter()
         .map(|a| {
             let aname = a.name.clone().unwrap_or_default();
-            let value = attr(a, &format!("{label} attribute {aname:?}"), base_dir)?;
+            let label = format!("{label} attribute {aname:?}");
+            let value = attr(a, &label, &format!("{short}:{aname}"), base_dir)?;
             Ok((aname, value))
         })
         .collect::<Result<_, ImportError>>()?;
@@ -183,10 +189,12 @@ fn node(n: proto::NodeProto, index: usize, base_dir: Option<&Path>) -> Result<No
     })
 }
 
-/// `label` names the attribute in errors and stands in for the name of unnamed attribute tensors.
+/// `label` prefixes errors about the attribute; `tensor_name` ("node:attr") stands in for the name
+/// of unnamed attribute tensors.
 fn attr(
     a: proto::AttributeProto,
     label: &str,
+    tensor_name: &str,
     base_dir: Option<&Path>,
 ) -> Result<Attr, ImportError> {
     let invalid = |why: String| ImportError::Invalid(format!("{label}: {why}"));
@@ -202,7 +210,7 @@ fn attr(
     };
     let tensor = |mut t: proto::TensorProto| {
         if t.name.as_deref().unwrap_or_default().is_empty() {
-            t.name = Some(label.to_string());
+            t.name = Some(tensor_name.to_string());
         }
         decode_tensor(t, base_dir)
     };

@@ -18,7 +18,7 @@
 //!   are bounded by prost's recursion limit of 100 messages.
 
 mod convert;
-mod data;
+pub mod data;
 mod error;
 mod external;
 pub mod proto;
@@ -142,7 +142,8 @@ pub fn load_bytes(bytes: &[u8], base_dir: Option<&Path>) -> Result<Model, Import
         )));
     }
     let proto = proto::ModelProto::decode(bytes).map_err(|e| {
-        let msg = e.to_string();
+        let full = e.to_string();
+        let msg = full.strip_prefix("failed to decode Protobuf message: ").unwrap_or(&full).to_string();
         // prost reports a message cut short as an underflow or an unterminated varint.
         if msg.contains("buffer underflow") || msg.contains("invalid varint") {
             ImportError::Truncated(msg)

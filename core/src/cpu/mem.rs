@@ -84,6 +84,17 @@ impl Drop for Storage {
 /// boundaries without asking the kernel for the page size. Untouched padding is never made resident.
 pub(crate) const REGION_ALIGN: usize = 64 * 1024;
 
+/// Flags for a private mapping in the first 2 GiB of the address space.
+#[cfg(target_arch = "x86_64")]
+fn low_map_flags() -> Result<MapFlags, String> {
+    Ok(MapFlags::MAP_PRIVATE | MapFlags::MAP_32BIT)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn low_map_flags() -> Result<MapFlags, String> {
+    Err("absolute 32-bit relocations need a low mapping (x86_64 only)".to_string())
+}
+
 /// Protection of one region of an [`ImageMap`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Protection {
@@ -108,15 +119,11 @@ impl ImageMap {
     /// (x86_64 `MAP_32BIT`), needed by absolute 32-bit relocations; elsewhere it is an error.
     pub(crate) fn new(len: usize, low: bool) -> Result<ImageMap, String> {
         let size = NonZeroUsize::new(len).ok_or("empty image")?;
-        let mut flags = MapFlags::MAP_PRIVATE;
-        if low {
-            #[cfg(target_arch = "x86_64")]
-            {
-                flags |= MapFlags::MAP_32BIT;
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            return Err("absolute 32-bit relocations need a low mapping (x86_64 only)".to_string());
-        }
+        let flags = if low {
+            low_map_flags()?
+        } else {
+            MapFlags::MAP_PRIVATE
+        };
         // SAFETY: a fresh anonymous private mapping at an address the kernel picks cannot alias any
         // existing Rust object; we own it from here and unmap it in Drop.
         let ptr = unsafe {

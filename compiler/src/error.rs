@@ -1,0 +1,22 @@
+//! Compiler errors. Display is one line; node errors name the node, its op and the opset.
+
+/// Why a model could not be compiled.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// A problem with one node: unsupported op or attribute, inconsistent shapes, non-constant
+    /// shape input, ...
+    #[error("node `{node}` ({op}, opset {opset}): {reason}")]
+    Node { node: String, op: String, opset: i64, reason: String },
+    /// A problem with the graph as a whole (inputs, outputs, dynamic dimensions).
+    #[error("{0}")]
+    Graph(String),
+    /// The C compiler or another tool failed.
+    #[error("{0}")]
+    Tool(String),
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("writing the artifact: {0}")]
+    Artifact(#[from] pilot_core::ArtifactError),
+}
+
+pub type Result<T, E = CompileError> = std::result::Result<T, E>;

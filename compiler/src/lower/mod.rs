@@ -1,0 +1,322 @@
+//! Lowering an ONNX graph to a [`Program`]: every node becomes lazy-tensor operations; constants
+//! fold as they appear (shape subgraphs disappear); realization points are chosen here.
+//!
+//! Realization policy (where fusion stops):
+//! - graph outputs are realized into output buffers;
+//! - a value that contains a reduction and has several consumers is realized once;
+//! - an input of a reduction (conv, matmul, pooling) is realized when it carries computation that the
+//!   reduction would otherwise repeat for every reuse (see [`NodeCtx::reduce_input`]);
+//! - everything else (elementwise chains, activations, bias, normalization, residual adds, movement)
+//!   fuses into its producer or consumer.
+
+mod elementwise;
+mod nn;
+mod reduce;
+mod shape;
+
+use std::collections::HashMap;
+
+use pilot_core::DType;
+
+use crate::error::{CompileError, Result};
+use crate::lazy::Lazy;
+use crate::onnx::{Dim, Model, Node};
+use crate::program::{BufKind, Program};
+use crate::tensor::Tensor;
+
+/// Constants up to this many elements are folded at compile time into fresh constants.
+pub const FOLD_LIMIT: usize = 1 << 22;
+
+/// A named model input or output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Port {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+/// A lowered model.
+#[derive(Debug)]
+pub struct Lowered {
+    pub program: Program,
+    pub inputs: Vec<Port>,
+    pub outputs: Vec<Port>,
+}
+
+type OpFn = fn(&mut NodeCtx<'_>) -> Result<Vec<Lazy>>;
+
+fn lookup(op: &str) -> Option<OpFn> {
+    elementwise::lookup(op).or_else(|| shape::lookup(op)).or_else(|| nn::lookup(op)).or_else(|| reduce::lookup(op))
+}
+
+/// Whether the lowering knows `op` (in the default domain).
+pub fn supports(op: &str) -> bool {
+    lookup(op).is_some()
+}
+
+struct Lowerer {
+    p: Program,
+    values: HashMap<String, Lazy>,
+    consts: HashMap<String, Tensor>,
+    uses: HashMap<String, usize>,
+    opset: i64,
+}
+
+/// What an op implementation sees: its node, its inputs, and the program being built.
+pub struct NodeCtx<'a> {
+    l: &'a mut Lowerer,
+    pub node: &'a Node,
+}
+
+impl NodeCtx<'_> {
+    pub fn p(&mut self) -> &mut Program {
+        &mut self.l.p
+    }
+
+    pub fn opset(&self) -> i64 {
+        self.l.opset
+    }
+
+    pub fn err(&self, reason: impl Into<String>) -> CompileError {
+        CompileError::Node {
+            node: self.node.name.clone(),
+            op: self.node.op_type.clone(),
+            opset: self.l.opset,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn num_inputs(&self) -> usize {
+        self.node.inputs.len()
+    }
+
+    pub fn has_input(&self, i: usize) -> bool {
+        self.node.inputs.get(i).is_some_and(|n| !n.is_empty())
+    }
+
+    pub fn input(&self, i: usize) -> Result<Lazy> {
+        let name = self.node.inputs.get(i).filter(|n| !n.is_empty()).ok_or_else(|| self.err(format!("input {i} is missing")))?;
+        self.l.values.get(name).cloned().ok_or_else(|| self.err(format!("input `{name}` is not defined before use")))
+    }
+
+    pub fn opt_input(&self, i: usize) -> Result<Option<Lazy>> {
+        if self.has_input(i) {
+            self.input(i).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Input `i` as a compile-time constant (shape-like inputs must be).
+    pub fn const_input(&mut self, i: usize) -> Result<Tensor> {
+        let name = self.node.inputs.get(i).cloned().unwrap_or_default();
+        if let Some(t) = self.l.consts.get(&name) {
+            return Ok(t.clone());
+        }
+        let x = self.input(i)?;
+        let t = self
+            .l
+            .p
+            .fold(&x)
+            .ok_or_else(|| self.err(format!("input {i} (`{name}`) must be a compile-time constant")))?;
+        self.l.consts.insert(name, t.clone());
+        Ok(t)
+    }
+
+    pub fn opt_const_input(&mut self, i: usize) -> Result<Option<Tensor>> {
+        if self.has_input(i) {
+            self.const_input(i).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    pub fn attr_int(&self, name: &str, default: i64) -> i64 {
+        self.node.attr_int(name).unwrap_or(default)
+    }
+
+    pub fn attr_float(&self, name: &str, default: f32) -> f32 {
+        self.node.attr_float(name).unwrap_or(default)
+    }
+
+    pub fn attr_ints(&self, name: &str) -> Option<Vec<i64>> {
+        self.node.attr_ints(name).map(<[i64]>::to_vec)
+    }
+
+    pub fn attr_str(&self, name: &str, default: &str) -> String {
+        self.node.attr_str(name).unwrap_or_else(|| default.to_string())
+    }
+
+    /// Normalizes a possibly negative axis for rank `rank`.
+    pub fn axis(&self, axis: i64, rank: usize) -> Result<usize> {
+        let a = if axis < 0 { axis + rank as i64 } else { axis };
+        if a < 0 || a >= rank.max(1) as i64 {
+            return Err(self.err(format!("axis {axis} out of range for rank {rank}")));
+        }
+        Ok(a as usize)
+    }
+
+    /// `x` ready to be read many times by a reduction that reads each element `reuse` times:
+    /// realized first if it carries computation worth not repeating.
+    pub fn reduce_input(&mut self, x: &Lazy, reuse: f64) -> Lazy {
+        let p = &mut self.l.p;
+        if p.is_buffer_view(x).is_some() || p.is_constant(x) {
+            return x.clone();
+        }
+        let cost = p.ctx.cost(x.expr);
+        if p.ctx.has_reduce(x.expr) || (reuse > 1.5 && cost >= 2) || cost >= 8 {
+            let name = format!("{}_in", self.node.name);
+            return self.l.p.realize(x, BufKind::Scratch, &name);
+        }
+        x.clone()
+    }
+
+    /// Broadcasts all inputs to a common shape, or errors naming the shapes.
+    pub fn broadcast(&mut self, xs: &[&Lazy]) -> Result<Vec<Lazy>> {
+        let shapes: Vec<Vec<usize>> = xs.iter().map(|x| x.shape.clone()).collect();
+        self.l.p.broadcast(xs).ok_or_else(|| self.err(format!("shapes {shapes:?} do not broadcast")))
+    }
+}
+
+fn resolve_dims(name: &str, dims: &Option<Vec<Dim>>, pinned: Option<&Vec<usize>>) -> Result<Vec<usize>> {
+    if let Some(s) = pinned {
+        if let Some(d) = dims {
+            if d.len() != s.len() {
+                return Err(CompileError::Graph(format!(
+                    "--shape {name}: {} dimensions given, the model has {}",
+                    s.len(),
+                    d.len()
+                )));
+            }
+            for (i, (dim, &v)) in d.iter().zip(s).enumerate() {
+                if let Dim::Fixed(f) = dim {
+                    if *f as usize != v {
+                        return Err(CompileError::Graph(format!(
+                            "--shape {name}: dimension {i} is fixed to {f} in the model, {v} given"
+                        )));
+                    }
+                }
+            }
+        }
+        return Ok(s.clone());
+    }
+    let dims = dims.as_ref().ok_or_else(|| {
+        CompileError::Graph(format!("input `{name}` has no shape in the model: give it with --shape {name}=1x..."))
+    })?;
+    dims.iter()
+        .map(|d| match d {
+            Dim::Fixed(v) if *v >= 0 => Ok(*v as usize),
+            Dim::Named(n) => Err(CompileError::Graph(format!(
+                "input `{name}` has dynamic dimension `{n}`: pin it with --shape {name}=..."
+            ))),
+            _ => Err(CompileError::Graph(format!(
+                "input `{name}` has a dynamic dimension: pin it with --shape {name}=..."
+            ))),
+        })
+        .collect()
+}
+
+/// Lowers `model`, with dynamic input dimensions pinned by `shapes`.
+pub fn lower(model: &Model, shapes: &HashMap<String, Vec<usize>>) -> Result<Lowered> {
+    let g = &model.graph;
+    let opset = model
+        .opsets
+        .iter()
+        .find(|(d, _)| d.is_empty() || d == "ai.onnx")
+        .map(|(_, v)| *v)
+        .unwrap_or(1);
+    let mut l = Lowerer { p: Program::new(), values: HashMap::new(), consts: HashMap::new(), uses: HashMap::new(), opset };
+    for name in shapes.keys() {
+        if !g.real_inputs().any(|i| &i.name == name) {
+            return Err(CompileError::Graph(format!("--shape names `{name}`, which is not a model input")));
+        }
+    }
+    for (name, t) in &g.initializers {
+        let x = l.p.constant(t.clone());
+        l.values.insert(name.clone(), x);
+        l.consts.insert(name.clone(), t.clone());
+    }
+    let mut inputs = Vec::new();
+    for (i, vi) in g.real_inputs().enumerate() {
+        let dtype = vi
+            .dtype
+            .ok_or_else(|| CompileError::Graph(format!("input `{}` has no supported element type", vi.name)))?;
+        let shape = resolve_dims(&vi.name, &vi.dims, shapes.get(&vi.name))?;
+        let x = l.p.input(i, dtype, &shape);
+        l.values.insert(vi.name.clone(), x);
+        inputs.push(Port { name: vi.name.clone(), dtype, shape });
+    }
+    for n in &g.nodes {
+        for i in n.inputs.iter().filter(|i| !i.is_empty()) {
+            *l.uses.entry(i.clone()).or_default() += 1;
+        }
+    }
+    for o in &g.outputs {
+        *l.uses.entry(o.name.clone()).or_default() += 1;
+    }
+
+    for node in &g.nodes {
+        if !(node.domain.is_empty() || node.domain == "ai.onnx") {
+            return Err(CompileError::Node {
+                node: node.name.clone(),
+                op: format!("{}:{}", node.domain, node.op_type),
+                opset,
+                reason: "operators outside the default ONNX domain are not supported".into(),
+            });
+        }
+        let f = lookup(&node.op_type).ok_or_else(|| CompileError::Node {
+            node: node.name.clone(),
+            op: node.op_type.clone(),
+            opset,
+            reason: "unsupported operator".into(),
+        })?;
+        let outs = f(&mut NodeCtx { l: &mut l, node })?;
+        for (name, x) in node.outputs.iter().zip(outs) {
+            if name.is_empty() {
+                continue;
+            }
+            let x = settle(&mut l, name, x);
+            l.values.insert(name.clone(), x);
+        }
+    }
+
+    let mut outputs = Vec::new();
+    for (i, o) in g.outputs.iter().enumerate() {
+        let x = l
+            .values
+            .get(&o.name)
+            .cloned()
+            .ok_or_else(|| CompileError::Graph(format!("output `{}` is never computed", o.name)))?;
+        let claimed = match l.p.is_buffer_view(&x) {
+            Some(b) if l.p.bufs[b as usize].kind == BufKind::Scratch => {
+                l.p.bufs[b as usize].kind = BufKind::Output(i);
+                true
+            }
+            _ => false,
+        };
+        if !claimed {
+            l.p.realize(&x, BufKind::Output(i), &o.name);
+        }
+        outputs.push(Port { name: o.name.clone(), dtype: x.dtype, shape: x.shape.clone() });
+    }
+    Ok(Lowered { program: l.p, inputs, outputs })
+}
+
+/// Decides what becomes of a node's output: folded to a constant, realized, or left lazy.
+fn settle(l: &mut Lowerer, name: &str, x: Lazy) -> Lazy {
+    let p = &mut l.p;
+    if p.is_buffer_view(&x).is_some() {
+        return x;
+    }
+    if p.is_constant(&x) && x.numel() <= FOLD_LIMIT && !matches!(p.ctx.op(x.expr), crate::ir::Op::Const(_)) {
+        if let Some(t) = p.fold(&x) {
+            l.consts.insert(name.to_string(), t.clone());
+            return p.constant(t);
+        }
+    }
+    let uses = l.uses.get(name).copied().unwrap_or(0);
+    if uses > 1 && (p.ctx.has_reduce(x.expr) || p.ctx.cost(x.expr) >= 4) {
+        return p.realize(&x, BufKind::Scratch, name);
+    }
+    x
+}

@@ -1,0 +1,484 @@
+//! Neural-network operators: convolutions, matrix products, normalization, pooling.
+
+use std::collections::HashMap;
+
+use super::elementwise::with;
+use super::{NodeCtx, OpFn};
+use crate::error::Result;
+use crate::ir::subst::substitute;
+use crate::ir::{BinOp, RedOp, UnOp, N};
+use crate::lazy::Lazy;
+use crate::program::Program;
+
+pub(super) fn lookup(op: &str) -> Option<OpFn> {
+    Some(match op {
+        "Conv" => conv,
+        "ConvTranspose" => conv_transpose,
+        "MatMul" => matmul,
+        "Gemm" => gemm,
+        "BatchNormalization" => batch_norm,
+        "InstanceNormalization" => instance_norm,
+        "LayerNormalization" => layer_norm,
+        "GlobalAveragePool" => |c| global_pool(c, RedOp::Sum),
+        "GlobalMaxPool" => |c| global_pool(c, RedOp::Max),
+        "MaxPool" => |c| pool(c, RedOp::Max),
+        "AveragePool" => |c| pool(c, RedOp::Sum),
+        _ => return None,
+    })
+}
+
+/// Spatial geometry of a windowed op (conv or pool) over `spatial` input dims.
+struct Window {
+    kernel: Vec<usize>,
+    strides: Vec<usize>,
+    dilations: Vec<usize>,
+    pad_lo: Vec<i64>,
+    pad_hi: Vec<i64>,
+    out: Vec<usize>,
+}
+
+fn window(c: &NodeCtx<'_>, spatial: &[usize], kernel: Vec<usize>, ceil_mode: bool) -> Result<Window> {
+    let k = spatial.len();
+    let get = |name: &str, default: usize| -> Vec<usize> {
+        c.attr_ints(name).map_or(vec![default; k], |v| v.iter().map(|&x| x as usize).collect())
+    };
+    let strides = get("strides", 1);
+    let dilations = get("dilations", 1);
+    if kernel.len() != k || strides.len() != k || dilations.len() != k || strides.contains(&0) || dilations.contains(&0) {
+        return Err(c.err("kernel_shape, strides or dilations do not match the spatial rank"));
+    }
+    let auto = c.attr_str("auto_pad", "NOTSET");
+    let mut pad_lo = vec![0i64; k];
+    let mut pad_hi = vec![0i64; k];
+    let mut out = vec![0usize; k];
+    for i in 0..k {
+        let eff = ((kernel[i] - 1) * dilations[i] + 1) as i64;
+        let d = spatial[i] as i64;
+        let s = strides[i] as i64;
+        match auto.as_str() {
+            "SAME_UPPER" | "SAME_LOWER" => {
+                let o = (d + s - 1) / s;
+                let total = ((o - 1) * s + eff - d).max(0);
+                let small = total / 2;
+                (pad_lo[i], pad_hi[i]) = if auto == "SAME_UPPER" { (small, total - small) } else { (total - small, small) };
+                out[i] = o as usize;
+            }
+            "VALID" | "NOTSET" => {
+                if auto == "NOTSET" {
+                    if let Some(p) = c.attr_ints("pads") {
+                        if p.len() != 2 * k {
+                            return Err(c.err(format!("{} pads for {k} spatial dims", p.len())));
+                        }
+                        pad_lo[i] = p[i];
+                        pad_hi[i] = p[i + k];
+                    }
+                }
+                let span = d + pad_lo[i] + pad_hi[i] - eff;
+                if span < 0 {
+                    return Err(c.err(format!("window {eff} larger than padded input {}", d + pad_lo[i] + pad_hi[i])));
+                }
+                let o = if ceil_mode { (span + s - 1) / s + 1 } else { span / s + 1 };
+                // The last window must start inside the input or the left padding.
+                let o = if ceil_mode && (o - 1) * s >= d + pad_lo[i] { o - 1 } else { o };
+                out[i] = o as usize;
+                // Extra room on the right for ceil_mode windows (read as padding).
+                pad_hi[i] = pad_hi[i].max((o - 1) * s + eff - d - pad_lo[i]);
+            }
+            other => return Err(c.err(format!("unknown auto_pad `{other}`"))),
+        }
+    }
+    Ok(Window { kernel, strides, dilations, pad_lo, pad_hi, out })
+}
+
+/// The padded input read at window positions: maps `x`'s vars (batch, channel, spatial...) to
+/// `(n, ch, out*stride + k*dilation)`.
+fn window_read(p: &mut Program, xp: &Lazy, n: N, ch: N, out_vars: &[u32], kvars: &[u32], w: &Window) -> N {
+    let mut map = HashMap::new();
+    map.insert(xp.vars[0], n);
+    map.insert(xp.vars[1], ch);
+    for i in 0..w.kernel.len() {
+        let o = p.ctx.var(out_vars[i]);
+        let o = p.ctx.mul_i(o, w.strides[i] as i64);
+        let kk = p.ctx.var(kvars[i]);
+        let kk = p.ctx.mul_i(kk, w.dilations[i] as i64);
+        map.insert(xp.vars[2 + i], p.ctx.add(o, kk));
+    }
+    substitute(&mut p.ctx, xp.expr, &map, None)
+}
+
+fn conv(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
+    let (x, wt) = (c.input(0)?, c.input(1)?);
+    let bias = c.opt_input(2)?;
+    if x.rank() < 3 || wt.rank() != x.rank() {
+        return Err(c.err(format!("input {:?} and weight {:?} ranks do not fit", x.shape, wt.shape)));
+    }
+    let groups = c.attr_int("group", 1).max(1) as usize;
+    let (n, cin) = (x.shape[0], x.shape[1]);
+    let cout = wt.shape[0];
+    let cig = wt.shape[1];
+    if cin != cig * groups || cout % groups != 0 {
+        return Err(c.err(format!("channels: input {cin}, weight {:?}, groups {groups}", wt.shape)));
+    }
+    let kernel = c.attr_ints("kernel_shape").map_or(wt.shape[2..].to_vec(), |k| k.iter().map(|&v| v as usize).collect());
+    let w = window(c, &x.shape[2..], kernel, false)?;
+    let reuse = (cout / groups * w.kernel.iter().product::<usize>()) as f64 / w.strides.iter().product::<usize>() as f64;
+    let x = c.reduce_input(&x, reuse);
+    let p = c.p();
+    let xp = p.pad(&x, &[&[0, 0][..], &w.pad_lo].concat(), &[&[0, 0][..], &w.pad_hi].concat(), 0.0);
+    let mut shape = vec![n, cout];
+    shape.extend_from_slice(&w.out);
+    let vars = p.ctx.fresh_vars(&shape);
+    let ci = p.ctx.fresh_var(cig as u64);
+    let kvars: Vec<u32> = w.kernel.iter().map(|&k| p.ctx.fresh_var(k as u64)).collect();
+    let (vn, vco) = (p.ctx.var(vars[0]), p.ctx.var(vars[1]));
+    let cog = (cout / groups) as i64;
+    let g = p.ctx.div_i(vco, cog);
+    let gbase = p.ctx.mul_i(g, cig as i64);
+    let civ = p.ctx.var(ci);
+    let ch = p.ctx.add(gbase, civ);
+    let xv = window_read(p, &xp, vn, ch, &vars[2..], &kvars, &w);
+    let mut wmap = HashMap::from([(wt.vars[0], vco), (wt.vars[1], civ)]);
+    for (i, &kv) in kvars.iter().enumerate() {
+        wmap.insert(wt.vars[2 + i], p.ctx.var(kv));
+    }
+    let wv = substitute(&mut p.ctx, wt.expr, &wmap, None);
+    let mut acc = p.ctx.mul(xv, wv);
+    for (&kv, &k) in kvars.iter().zip(&w.kernel).rev() {
+        acc = p.ctx.reduce(RedOp::Sum, kv, k as u64, acc);
+    }
+    acc = p.ctx.reduce(RedOp::Sum, ci, cig as u64, acc);
+    let mut y = Lazy { dtype: x.dtype, shape, vars, expr: acc };
+    if let Some(b) = bias {
+        let bv = substitute(&mut p.ctx, b.expr, &HashMap::from([(b.vars[0], vco)]), None);
+        y.expr = p.ctx.add(y.expr, bv);
+    }
+    Ok(vec![y])
+}
+
+fn conv_transpose(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
+    let (x, wt) = (c.input(0)?, c.input(1)?);
+    let bias = c.opt_input(2)?;
+    if x.rank() < 3 || wt.rank() != x.rank() {
+        return Err(c.err("input and weight ranks do not fit"));
+    }
+    let groups = c.attr_int("group", 1).max(1) as usize;
+    let (n, cin) = (x.shape[0], x.shape[1]);
+    let cog = wt.shape[1];
+    let cout = cog * groups;
+    let k = x.rank() - 2;
+    let kernel: Vec<usize> = c.attr_ints("kernel_shape").map_or(wt.shape[2..].to_vec(), |v| v.iter().map(|&d| d as usize).collect());
+    let attr = |name: &str, d: i64| c.attr_ints(name).unwrap_or_else(|| vec![d; k]);
+    let (strides, dil, outpad) = (attr("strides", 1), attr("dilations", 1), attr("output_padding", 0));
+    let mut pads = c.attr_ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
+    let auto = c.attr_str("auto_pad", "NOTSET");
+    let mut out = Vec::new();
+    for i in 0..k {
+        let d = x.shape[2 + i] as i64;
+        let full = strides[i] * (d - 1) + outpad[i] + (kernel[i] as i64 - 1) * dil[i] + 1;
+        if let Some(os) = c.attr_ints("output_shape") {
+            let total = full - os[os.len() - k + i];
+            let small = total / 2;
+            (pads[i], pads[i + k]) = if auto == "SAME_UPPER" { (small, total - small) } else { (total - small, small) };
+        } else if auto == "SAME_UPPER" || auto == "SAME_LOWER" {
+            let total = full - d * strides[i];
+            let small = total / 2;
+            (pads[i], pads[i + k]) = if auto == "SAME_UPPER" { (small, total - small) } else { (total - small, small) };
+        }
+        out.push((full - pads[i] - pads[i + k]) as usize);
+    }
+    // y[n, co, o] = Σ_{ci in group, kk} x[n, ci, (o + pad - kk*dil)/stride] · w[ci, co%cog, kk]
+    // over the kk for which the division is exact and in range.
+    let x = c.reduce_input(&x, kernel.iter().product::<usize>() as f64);
+    let p = c.p();
+    let mut shape = vec![n, cout];
+    shape.extend_from_slice(&out);
+    let vars = p.ctx.fresh_vars(&shape);
+    let cig = cin / groups;
+    let ci = p.ctx.fresh_var(cig as u64);
+    let kvars: Vec<u32> = kernel.iter().map(|&kk| p.ctx.fresh_var(kk as u64)).collect();
+    let vco = p.ctx.var(vars[1]);
+    let g = p.ctx.div_i(vco, cog as i64);
+    let gbase = p.ctx.mul_i(g, cig as i64);
+    let civ = p.ctx.var(ci);
+    let ch = p.ctx.add(gbase, civ);
+    let mut xmap = HashMap::from([(x.vars[0], p.ctx.var(vars[0])), (x.vars[1], ch)]);
+    let mut guard: Option<N> = None;
+    for i in 0..k {
+        let o = p.ctx.var(vars[2 + i]);
+        let kk = p.ctx.var(kvars[i]);
+        let kd = p.ctx.mul_i(kk, dil[i]);
+        let num = p.ctx.add_i(o, pads[i]);
+        let num = p.ctx.sub(num, kd);
+        // num >= 0, num % stride == 0, num / stride < d
+        let nonneg = p.ctx.ge_i(num, 0);
+        let shifted = p.ctx.add_i(num, strides[i] * x.shape[2 + i] as i64);
+        let rem = p.ctx.rem_i(shifted, strides[i]);
+        let exact = p.ctx.lt_i(rem, 1);
+        let q = p.ctx.div_i(num, strides[i]);
+        let inside = p.ctx.lt_i(q, x.shape[2 + i] as i64);
+        let ok = p.ctx.and(nonneg, exact);
+        let ok = p.ctx.and(ok, inside);
+        guard = Some(match guard {
+            Some(g0) => p.ctx.and(g0, ok),
+            None => ok,
+        });
+        xmap.insert(x.vars[2 + i], q);
+    }
+    let xv = substitute(&mut p.ctx, x.expr, &xmap, guard);
+    let cog_var = p.ctx.rem_i(vco, cog as i64);
+    let mut wmap = HashMap::from([(wt.vars[0], ch), (wt.vars[1], cog_var)]);
+    for (i, &kv) in kvars.iter().enumerate() {
+        wmap.insert(wt.vars[2 + i], p.ctx.var(kv));
+    }
+    let wv = substitute(&mut p.ctx, wt.expr, &wmap, None);
+    let prod = p.ctx.mul(xv, wv);
+    let zero = p.ctx.constant(x.dtype, 0.0);
+    let mut acc = p.ctx.where_(guard.expect("rank >= 3"), prod, zero);
+    for (&kv, &kk) in kvars.iter().zip(&kernel).rev() {
+        acc = p.ctx.reduce(RedOp::Sum, kv, kk as u64, acc);
+    }
+    acc = p.ctx.reduce(RedOp::Sum, ci, cig as u64, acc);
+    if let Some(b) = bias {
+        let bv = substitute(&mut p.ctx, b.expr, &HashMap::from([(b.vars[0], vco)]), None);
+        acc = p.ctx.add(acc, bv);
+    }
+    Ok(vec![Lazy { dtype: x.dtype, shape, vars, expr: acc }])
+}
+
+/// Batched matrix product with numpy semantics (1-D operands are promoted and the axis removed).
+pub(super) fn matmul_lazy(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy) -> Result<Lazy> {
+    let (a1, b1) = (a.rank() == 1, b.rank() == 1);
+    let p = c.p();
+    let a = if a1 { p.reshape(a, &[1, a.shape[0]]) } else { a.clone() };
+    let b = if b1 { p.reshape(b, &[b.shape[0], 1]) } else { b.clone() };
+    let (m, k) = (a.shape[a.rank() - 2], a.shape[a.rank() - 1]);
+    let (k2, nn) = (b.shape[b.rank() - 2], b.shape[b.rank() - 1]);
+    if k != k2 {
+        return Err(c.err(format!("inner dimensions differ: {:?} × {:?}", a.shape, b.shape)));
+    }
+    let a = c.reduce_input(&a, nn as f64);
+    let b = c.reduce_input(&b, m as f64);
+    let p = c.p();
+    // a[..., m, 1, k] * b^T[..., 1, n, k] summed over k.
+    let mut ashape = a.shape.clone();
+    ashape.insert(ashape.len() - 1, 1);
+    let a3 = p.reshape(&a, &ashape);
+    let mut perm: Vec<usize> = (0..b.rank()).collect();
+    perm.swap(b.rank() - 2, b.rank() - 1);
+    let bt = p.permute(&b, &perm);
+    let mut bshape = bt.shape.clone();
+    bshape.insert(bshape.len() - 2, 1);
+    let b3 = p.reshape(&bt, &bshape);
+    let v = c.broadcast(&[&a3, &b3])?;
+    let p = c.p();
+    let prod = p.binary(BinOp::Mul, &v[0], &v[1]);
+    let r = prod.rank();
+    let s = p.reduce(RedOp::Sum, &prod, &[r - 1]);
+    let mut out: Vec<usize> = s.shape[..r - 1].to_vec();
+    if b1 {
+        out.remove(out.len() - 1);
+    }
+    if a1 {
+        out.remove(out.len() - if b1 { 1 } else { 2 });
+    }
+    Ok(p.reshape(&s, &out))
+}
+
+fn matmul(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
+    let (a, b) = (c.input(0)?, c.input(1)?);
+    Ok(vec![matmul_lazy(c, &a, &b)?])
+}
+
+fn gemm(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
+    let (mut a, mut b) = (c.input(0)?, c.input(1)?);
+    if a.rank() != 2 || b.rank() != 2 {
+        return Err(c.err("A and B must be 2-D"));
+    }
+    if c.attr_int("transA", 0) != 0 {
+        a = c.p().permute(&a, &[1, 0]);
+    }
+    if c.attr_int("transB", 0) != 0 {
+        b = c.p().permute(&b, &[1, 0]);
+    }
+    let (alpha, beta) = (c.attr_float("alpha", 1.0) as f64, c.attr_float("beta", 1.0) as f64);
+    let mut y = matmul_lazy(c, &a, &b)?;
+    if alpha != 1.0 {
+        y = with(c.p(), BinOp::Mul, &y, alpha);
+    }
+    if let Some(bias) = c.opt_input(2)? {
+        let bias = if beta != 1.0 { with(c.p(), BinOp::Mul, &bias, beta) } else { bias };
+        let v = c.broadcast(&[&y, &bias])?;
+        y = c.p().binary(BinOp::Add, &v[0], &v[1]);
+    }
+    Ok(vec![y])
+}
+
+/// Folds `x` to a constant if it is one (so per-channel parameters cost nothing per step).
+fn settle_const(p: &mut Program, x: Lazy) -> Lazy {
+    match p.fold(&x) {
+        Some(t) if x.numel() > 1 => p.constant(t),
+        _ => x,
+    }
+}
+
+/// Reshapes a per-channel vector `[C]` to broadcast against rank `rank` on axis 1.
+fn per_channel(p: &mut Program, v: &Lazy, rank: usize) -> Lazy {
+    let mut shape = vec![1usize; rank];
+    shape[1] = v.numel();
+    p.reshape(v, &shape)
+}
+
+fn batch_norm(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
+    if c.attr_int("training_mode", 0) != 0 || c.node.outputs.iter().skip(1).any(|o| !o.is_empty()) {
+        return Err(c.err("training mode (running statistics outputs) is not supported"));
+    }
+    let x = c.input(0)?;
+    let (scale, bias, mean, var) = (c.input(1)?, c.input(2)?, c.input(3)?, c.input(4)?);
+    let eps = c.attr_float("epsilon", 1e-5) as f64;
+    let p = c.p();
+    let ve = with(p, BinOp::Add, &var, eps);
+    let sd = p.unary(UnOp::Sqrt, &ve);
+    let s = p.binary(BinOp::Div, &scale, &sd);
+    let ms = p.binary(BinOp::Mul, &mean, &s);
+    let shift = p.binary(BinOp::Sub, &bias, &ms);
+    let s = settle_const(p, s);
+    let shift = settle_const(p, shift);
+    let s = per_channel(p, &s, x.rank());
+    let shift = per_channel(p, &shift, x.rank());
+    let v = c.broadcast(&[&x, &s, &shift])?;
+    let p = c.p();
+    let y = p.binary(BinOp::Mul, &v[0], &v[1]);
+    Ok(vec![p.binary(BinOp::Add, &y, &v[2])])
+}
+
+/// `(x - mean) / sqrt(var + eps)` over `axes`, with mean and variance realized once.
+fn normalize(c: &mut NodeCtx<'_>, x: &Lazy, axes: &[usize], eps: f64) -> Result<(Lazy, Lazy, Lazy)> {
+    let n: usize = axes.iter().map(|&a| x.shape[a]).product();
+    let x = c.reduce_input(x, 2.0);
+    let p = c.p();
+    let s = p.reduce(RedOp::Sum, &x, axes);
+    let mean = with(p, BinOp::Div, &s, n as f64);
+    let v = c.broadcast(&[&x, &mean])?;
+    let p = c.p();
+    let d = p.binary(BinOp::Sub, &v[0], &v[1]);
+    let d2 = p.binary(BinOp::Mul, &d, &d);
+    let ss = p.reduce(RedOp::Sum, &d2, axes);
+    let var = with(p, BinOp::Div, &ss, n as f64);
+    let ve = with(p, BinOp::Add, &var, eps);
+    let sd = p.unary(UnOp::Sqrt, &ve);
+    let inv = p.unary(UnOp::Recip, &sd);
+    let v = c.broadcast(&[&d, &inv])?;
+    let y = c.p().binary(BinOp::Mul, &v[0], &v[1]);
+    Ok((y, mean, inv))
+}
+
+fn instance_norm(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
+    let (x, scale, bias) = (c.input(0)?, c.input(1)?, c.input(2)?);
+    let eps = c.attr_float("epsilon", 1e-5) as f64;
+    let axes: Vec<usize> = (2..x.rank()).collect();
+    let (y, _, _) = normalize(c, &x, &axes, eps)?;
+    let p = c.p();
+    let s = per_channel(p, &scale, x.rank());
+    let b = per_channel(p, &bias, x.rank());
+    let v = c.broadcast(&[&y, &s, &b])?;
+    let p = c.p();
+    let y = p.binary(BinOp::Mul, &v[0], &v[1]);
+    Ok(vec![p.binary(BinOp::Add, &y, &v[2])])
+}
+
+fn layer_norm(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
+    let (x, scale) = (c.input(0)?, c.input(1)?);
+    let bias = c.opt_input(2)?;
+    let axis = c.axis(c.attr_int("axis", -1), x.rank())?;
+    let eps = c.attr_float("epsilon", 1e-5) as f64;
+    let axes: Vec<usize> = (axis..x.rank()).collect();
+    let (y, mean, inv) = normalize(c, &x, &axes, eps)?;
+    let v = c.broadcast(&[&y, &scale])?;
+    let mut y = c.p().binary(BinOp::Mul, &v[0], &v[1]);
+    if let Some(b) = bias {
+        let v = c.broadcast(&[&y, &b])?;
+        y = c.p().binary(BinOp::Add, &v[0], &v[1]);
+    }
+    Ok(vec![y, mean, inv])
+}
+
+fn global_pool(c: &mut NodeCtx<'_>, op: RedOp) -> Result<Vec<Lazy>> {
+    let x = c.input(0)?;
+    let axes: Vec<usize> = (2..x.rank()).collect();
+    let n: usize = axes.iter().map(|&a| x.shape[a]).product();
+    let x = c.reduce_input(&x, 1.0);
+    let p = c.p();
+    let r = p.reduce(op, &x, &axes);
+    Ok(vec![if op == RedOp::Sum { with(p, BinOp::Div, &r, n as f64) } else { r }])
+}
+
+fn pool(c: &mut NodeCtx<'_>, op: RedOp) -> Result<Vec<Lazy>> {
+    let x = c.input(0)?;
+    if c.node.outputs.get(1).is_some_and(|o| !o.is_empty()) {
+        return Err(c.err("the Indices output is not supported"));
+    }
+    if x.rank() < 3 {
+        return Err(c.err("expects rank >= 3"));
+    }
+    let kernel: Vec<usize> =
+        c.attr_ints("kernel_shape").ok_or_else(|| c.err("missing kernel_shape"))?.iter().map(|&k| k as usize).collect();
+    let w = window(c, &x.shape[2..], kernel, c.attr_int("ceil_mode", 0) != 0)?;
+    let x = c.reduce_input(&x, w.kernel.iter().product::<usize>() as f64 / w.strides.iter().product::<usize>() as f64);
+    let p = c.p();
+    let fill = if op == RedOp::Max { f64::NEG_INFINITY } else { 0.0 };
+    let lo = [&[0, 0][..], &w.pad_lo].concat();
+    let hi = [&[0, 0][..], &w.pad_hi].concat();
+    let xp = p.pad(&x, &lo, &hi, fill);
+    let mut shape = x.shape[..2].to_vec();
+    shape.extend_from_slice(&w.out);
+    let vars = p.ctx.fresh_vars(&shape);
+    let kvars: Vec<u32> = w.kernel.iter().map(|&k| p.ctx.fresh_var(k as u64)).collect();
+    let (vn, vc) = (p.ctx.var(vars[0]), p.ctx.var(vars[1]));
+    let mut acc = window_read(p, &xp, vn, vc, &vars[2..], &kvars, &w);
+    for (&kv, &k) in kvars.iter().zip(&w.kernel).rev() {
+        acc = p.ctx.reduce(op, kv, k as u64, acc);
+    }
+    let y = Lazy { dtype: x.dtype, shape: shape.clone(), vars, expr: acc };
+    if op == RedOp::Max {
+        return Ok(vec![y]);
+    }
+    // Divisor per output position: the window size, or the count of real (unpadded) elements.
+    let include_pad = c.attr_int("count_include_pad", 0) != 0;
+    let p = c.p();
+    let ones = p.full(x.dtype, &x.shape, 1.0);
+    let declared_lo: Vec<i64> = lo.clone();
+    let declared_hi: Vec<i64> = hi.iter().zip(&w.pad_hi).map(|(h, _)| *h).collect();
+    let mask = if include_pad {
+        // Padding declared by the model counts, the ceil_mode overhang does not.
+        let declared: Vec<i64> = c.attr_ints("pads").map_or(vec![0; w.kernel.len()], |v| v[w.kernel.len()..].to_vec());
+        let p = c.p();
+        let hi_decl = [&[0, 0][..], &declared].concat();
+        let m = p.pad(&ones, &declared_lo, &hi_decl, 1.0);
+        let extra: Vec<i64> = declared_hi.iter().zip(&hi_decl).map(|(a, b)| a - b).collect();
+        p.pad(&m, &vec![0; extra.len()], &extra, 0.0)
+    } else {
+        p.pad(&ones, &declared_lo, &declared_hi, 0.0)
+    };
+    let p = c.p();
+    let vars2 = p.ctx.fresh_vars(&shape);
+    let kv2: Vec<u32> = w.kernel.iter().map(|&k| p.ctx.fresh_var(k as u64)).collect();
+    let (vn2, vc2) = (p.ctx.var(vars2[0]), p.ctx.var(vars2[1]));
+    let mut cnt = window_read(p, &mask, vn2, vc2, &vars2[2..], &kv2, &w);
+    for (&kv, &k) in kv2.iter().zip(&w.kernel).rev() {
+        cnt = p.ctx.reduce(RedOp::Sum, kv, k as u64, cnt);
+    }
+    let count = Lazy { dtype: x.dtype, shape: shape.clone(), vars: vars2, expr: cnt };
+    // The count only depends on the spatial position: fold it over one batch and channel.
+    let mut start = vec![0i64; shape.len()];
+    start[..2].copy_from_slice(&[0, 0]);
+    let mut len = shape.clone();
+    len[0] = 1;
+    len[1] = 1;
+    let one_plane = p.slice(&count, &start, &vec![1; shape.len()], &len);
+    let plane = match p.fold(&one_plane) {
+        Some(t) => p.constant(t),
+        None => one_plane,
+    };
+    let plane = p.expand(&plane, &shape);
+    Ok(vec![p.binary(BinOp::Div, &y, &plane)])
+}
