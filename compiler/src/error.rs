@@ -6,7 +6,12 @@ pub enum CompileError {
     /// A problem with one node: unsupported op or attribute, inconsistent shapes, non-constant
     /// shape input, ...
     #[error("node `{node}` ({op}, opset {opset}): {reason}")]
-    Node { node: String, op: String, opset: i64, reason: String },
+    Node {
+        node: String,
+        op: String,
+        opset: i64,
+        reason: String,
+    },
     /// A problem with the graph as a whole (inputs, outputs, dynamic dimensions).
     #[error("{0}")]
     Graph(String),
@@ -14,7 +19,10 @@ pub enum CompileError {
     #[error("{0}")]
     Tool(String),
     #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("writing the artifact: {0}")]
     Artifact(#[from] pilot_core::ArtifactError),
 }

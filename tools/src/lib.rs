@@ -3,6 +3,6 @@
 pub mod devices;
 pub mod gate;
 pub mod inspect;
-pub mod npy;
+pub use pilot_core::npy;
 pub mod run;
 pub mod smi;

@@ -143,7 +143,10 @@ pub fn load_bytes(bytes: &[u8], base_dir: Option<&Path>) -> Result<Model, Import
     }
     let proto = proto::ModelProto::decode(bytes).map_err(|e| {
         let full = e.to_string();
-        let msg = full.strip_prefix("failed to decode Protobuf message: ").unwrap_or(&full).to_string();
+        let msg = full
+            .strip_prefix("failed to decode Protobuf message: ")
+            .unwrap_or(&full)
+            .to_string();
         // prost reports a message cut short as an underflow or an unterminated varint.
         if msg.contains("buffer underflow") || msg.contains("invalid varint") {
             ImportError::Truncated(msg)
@@ -248,4 +251,12 @@ impl Node {
                 _ => None,
             })
     }
+}
+
+/// Decodes a serialized `TensorProto` (the `input_0.pb` files of the ONNX backend tests) into its
+/// name and tensor. External data is resolved relative to `base_dir`.
+pub fn load_tensor(bytes: &[u8], base_dir: Option<&Path>) -> Result<(String, Tensor), ImportError> {
+    let t = proto::TensorProto::decode(bytes).map_err(|e| ImportError::NotOnnx(e.to_string()))?;
+    let name = t.name.clone().unwrap_or_default();
+    Ok((name, data::decode_tensor(t, base_dir)?))
 }

@@ -19,7 +19,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pilot_core::DType;
+use crate::DType;
 
 const MAGIC: &[u8] = b"\x93NUMPY";
 /// Alignment of the start of the data, as written by numpy ≥ 1.14.

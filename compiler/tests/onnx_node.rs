@@ -1,0 +1,194 @@
+//! Conformance: the ONNX backend node tests (generated from the `onnx` Python package by
+//! `scripts/gen_onnx_node_tests.py`) run through pilot, driven by a manifest of passing cases.
+//!
+//! - `onnx_node_passing.txt`: cases that must pass (CI fails on any regression);
+//! - `onnx_node_skipped.txt`: cases we skip, each with its reason;
+//! - `cargo test -p pilot-compiler --test onnx_node -- --ignored survey` runs every case and writes
+//!   `target/onnx-node-survey.txt` (pass/fail with the error), to refresh both lists.
+
+use std::path::{Path, PathBuf};
+
+use pilot_compiler::onnx;
+use pilot_compiler::tensor::Tensor;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The generated node tests, generating them with the project's venv on first use.
+fn node_dir() -> PathBuf {
+    if let Ok(d) = std::env::var("PILOT_ONNX_NODE_DIR") {
+        return PathBuf::from(d);
+    }
+    let dir = root().join("target/onnx-node");
+    if !dir.join("test_abs").exists() {
+        let python = root().join(".venv/bin/python");
+        assert!(
+            python.exists(),
+            "the ONNX node tests need the venv: run scripts/setup.sh"
+        );
+        let st = std::process::Command::new(python)
+            .arg(root().join("scripts/gen_onnx_node_tests.py"))
+            .arg(&dir)
+            .status()
+            .expect("python runs");
+        assert!(st.success(), "generating the ONNX node tests failed");
+    }
+    dir
+}
+
+fn read_pb(path: &Path) -> Tensor {
+    onnx::load_tensor(&std::fs::read(path).unwrap(), None)
+        .unwrap()
+        .1
+}
+
+fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
+    if got.dtype != want.dtype {
+        return Err(format!("dtype {} vs expected {}", got.dtype, want.dtype));
+    }
+    if got.numel() != want.numel() {
+        return Err(format!(
+            "{} elements vs expected {:?}",
+            got.numel(),
+            want.shape
+        ));
+    }
+    // float16 carries about 3 decimal digits.
+    let tol = if want.dtype == pilot_core::DType::F16 {
+        1e-3
+    } else {
+        1e-4
+    };
+    let (g, w) = (got.to_f64(), want.to_f64());
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        let ok = if want.dtype.is_float() {
+            (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol * b.abs().max(1.0)
+        } else {
+            a == b
+        };
+        if !ok {
+            return Err(format!("element {i}: {a} vs expected {b}"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs one case through import, lowering and the reference executor.
+fn run_case(dir: &Path) -> Result<(), String> {
+    let model = onnx::load(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
+    let lowered =
+        pilot_compiler::lower::lower(&model, &Default::default()).map_err(|e| e.to_string())?;
+    let mut sets: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    sets.sort();
+    for set in sets {
+        let inputs: Vec<Tensor> = (0..lowered.inputs.len())
+            .map(|j| read_pb(&set.join(format!("input_{j}.pb"))))
+            .collect();
+        let outs = pilot_compiler::exec::run(&lowered.program, &inputs)?;
+        for (k, got) in outs.iter().enumerate() {
+            let path = set.join(format!("output_{k}.pb"));
+            if !path.exists() {
+                return Err(format!("output {k} is not a tensor"));
+            }
+            close(got, &read_pb(&path)).map_err(|e| format!("output {k}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn listed(file: &str) -> Vec<String> {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests")
+            .join(file),
+    )
+    .unwrap()
+    .lines()
+    .map(|l| l.split('#').next().unwrap().trim().to_string())
+    .filter(|l| !l.is_empty())
+    .collect()
+}
+
+#[test]
+fn manifest_cases_pass() {
+    let dir = node_dir();
+    let cases = listed("onnx_node_passing.txt");
+    assert!(
+        cases.len() > 100,
+        "the manifest lists {} cases",
+        cases.len()
+    );
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|c| run_case(&dir.join(c)).err().map(|e| format!("{c}: {e}")))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} manifest cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn skipped_cases_have_reasons() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/onnx_node_skipped.txt"),
+    )
+    .unwrap();
+    for line in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("//"))
+    {
+        let (case, reason) = line.split_once('#').unwrap_or((line, ""));
+        assert!(
+            !reason.trim().is_empty(),
+            "skipped case `{}` has no reason",
+            case.trim()
+        );
+    }
+}
+
+/// `PILOT_ONNX_CASE=test_x cargo test -p pilot-compiler --test onnx_node -- --ignored one --nocapture`
+#[test]
+#[ignore]
+fn one() {
+    let case = std::env::var("PILOT_ONNX_CASE").expect("set PILOT_ONNX_CASE");
+    run_case(&node_dir().join(&case)).unwrap();
+}
+
+#[test]
+#[ignore]
+fn survey() {
+    let dir = node_dir();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut report = String::new();
+    let mut pass = 0;
+    for n in &names {
+        let r = std::panic::catch_unwind(|| run_case(&dir.join(n)));
+        match r {
+            Ok(Ok(())) => {
+                pass += 1;
+                report.push_str(&format!("PASS {n}\n"));
+            }
+            Ok(Err(e)) => report.push_str(&format!("FAIL {n} # {}\n", e.replace('\n', " "))),
+            Err(_) => report.push_str(&format!("FAIL {n} # panic\n")),
+        }
+    }
+    std::fs::write(root().join("target/onnx-node-survey.txt"), &report).unwrap();
+    eprintln!("{pass} of {} node cases pass", names.len());
+}
