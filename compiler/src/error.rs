@@ -25,6 +25,11 @@ pub enum CompileError {
     },
     #[error("writing the artifact: {0}")]
     Artifact(#[from] pilot_core::ArtifactError),
+    #[error("{0}")]
+    Import(#[from] crate::onnx::ImportError),
+    /// The `ALLOWED_KERNEL_COUNT` gate.
+    #[error("the model compiles to {found} kernels, {expected} allowed")]
+    KernelCount { expected: usize, found: usize },
 }
 
 pub type Result<T, E = CompileError> = std::result::Result<T, E>;

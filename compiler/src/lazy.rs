@@ -350,6 +350,10 @@ impl Program {
 
     /// Computes `x` into a new buffer with a kernel and returns a plain view of that buffer.
     pub fn realize(&mut self, x: &Lazy, kind: BufKind, name: &str) -> Lazy {
+        #[cfg(debug_assertions)]
+        if let Err(e) = crate::ir::validate(&self.ctx, &[x.expr]) {
+            panic!("IR invariant broken while realizing `{name}`: {e}");
+        }
         let buf = self.add_buf(x.dtype, x.numel(), kind);
         self.kernels.push(Kernel {
             name: format!("k{}_{}", self.kernels.len(), sanitize(name)),

@@ -1,5 +1,7 @@
 //! pilot-compiler: ONNX import, graph passes, scheduling, code generation and the artifact writer.
 
+pub mod backend;
+mod driver;
 pub mod error;
 pub mod exec;
 pub mod ir;
@@ -8,3 +10,6 @@ pub mod lower;
 pub mod onnx;
 pub mod program;
 pub mod tensor;
+
+pub use driver::{compile, CompileOptions, CompileReport};
+pub use error::CompileError;

@@ -42,27 +42,7 @@ impl Tensor {
 
     /// Every element converted to f64 (exact for all integer types up to 2^53 and all floats).
     pub fn to_f64(&self) -> Vec<f64> {
-        let d = &self.data;
-        let n = self.numel();
-        let sz = self.dtype.size();
-        (0..n)
-            .map(|i| {
-                let b = &d[i * sz..(i + 1) * sz];
-                match self.dtype {
-                    DType::F32 => f32::from_le_bytes(b.try_into().unwrap()) as f64,
-                    DType::F64 => f64::from_le_bytes(b.try_into().unwrap()),
-                    DType::F16 => half::f16::from_le_bytes(b.try_into().unwrap()).to_f64(),
-                    DType::I8 => b[0] as i8 as f64,
-                    DType::U8 | DType::Bool => b[0] as f64,
-                    DType::I16 => i16::from_le_bytes(b.try_into().unwrap()) as f64,
-                    DType::U16 => u16::from_le_bytes(b.try_into().unwrap()) as f64,
-                    DType::I32 => i32::from_le_bytes(b.try_into().unwrap()) as f64,
-                    DType::U32 => u32::from_le_bytes(b.try_into().unwrap()) as f64,
-                    DType::I64 => i64::from_le_bytes(b.try_into().unwrap()) as f64,
-                    DType::U64 => u64::from_le_bytes(b.try_into().unwrap()) as f64,
-                }
-            })
-            .collect()
+        pilot_core::dtype::to_f64(self.dtype, &self.data)
     }
 
     /// Every element as i64 (floats truncate toward zero); for shape-like inputs.

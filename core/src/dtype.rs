@@ -71,6 +71,32 @@ impl DType {
     }
 }
 
+/// Decodes little-endian elements of `dtype` to f64 (exact for floats and for integers up to 2^53).
+/// Trailing bytes that do not make a whole element are ignored.
+pub fn to_f64(dtype: DType, bytes: &[u8]) -> Vec<f64> {
+    let sz = dtype.size();
+    bytes
+        .chunks_exact(sz)
+        .map(|b| {
+            let mut w = [0u8; 8];
+            w[..sz].copy_from_slice(b);
+            match dtype {
+                DType::F32 => f32::from_le_bytes([w[0], w[1], w[2], w[3]]) as f64,
+                DType::F64 => f64::from_le_bytes(w),
+                DType::F16 => half::f16::from_le_bytes([w[0], w[1]]).to_f64(),
+                DType::I8 => w[0] as i8 as f64,
+                DType::U8 | DType::Bool => w[0] as f64,
+                DType::I16 => i16::from_le_bytes([w[0], w[1]]) as f64,
+                DType::U16 => u16::from_le_bytes([w[0], w[1]]) as f64,
+                DType::I32 => i32::from_le_bytes([w[0], w[1], w[2], w[3]]) as f64,
+                DType::U32 => u32::from_le_bytes([w[0], w[1], w[2], w[3]]) as f64,
+                DType::I64 => i64::from_le_bytes(w) as f64,
+                DType::U64 => u64::from_le_bytes(w) as f64,
+            }
+        })
+        .collect()
+}
+
 impl std::fmt::Display for DType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

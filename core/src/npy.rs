@@ -81,6 +81,11 @@ impl Array {
             .try_fold(1usize, |acc, &d| acc.checked_mul(d))
     }
 
+    /// Every element as f64 (see [`crate::dtype::to_f64`]).
+    pub fn to_f64(&self) -> Vec<f64> {
+        crate::dtype::to_f64(self.dtype, &self.data)
+    }
+
     /// Checks the invariant `data.len() == product(shape) * dtype.size()`.
     pub fn validate(&self) -> Result<(), NpyError> {
         check_len(self.dtype, &self.shape, self.data.len())

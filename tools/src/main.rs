@@ -21,9 +21,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Compile an ONNX model into an artifact (not available in this build yet).
+    /// Compile an ONNX model into an artifact.
+    #[cfg(feature = "compiler")]
+    Compile(pilot_tools::compile::CompileArgs),
+    /// Compile an ONNX model (this build has no compiler).
+    #[cfg(not(feature = "compiler"))]
     Compile {
-        model: PathBuf,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         rest: Vec<String>,
     },
@@ -81,9 +84,12 @@ enum SmiAction {
 
 fn dispatch(cli: Cli) -> anyhow::Result<bool> {
     match cli.command {
-        Command::Compile { .. } => anyhow::bail!(
-            "pilot compile is not available in this build yet: the ONNX compiler has not landed"
-        ),
+        #[cfg(feature = "compiler")]
+        Command::Compile(args) => pilot_tools::compile::compile(&args),
+        #[cfg(not(feature = "compiler"))]
+        Command::Compile { .. } => {
+            anyhow::bail!("this pilot was built without the compiler (cargo feature `compiler`)")
+        }
         Command::Usb { .. } => anyhow::bail!(
             "pilot usb is not available in this build yet: the USB GPU backend has not landed"
         ),

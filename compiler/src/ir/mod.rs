@@ -528,3 +528,36 @@ pub fn flops_per_point(ctx: &Ctx, root: N) -> u64 {
     }
     go(ctx, root, &mut HashMap::new())
 }
+
+/// Checks the IR invariants under `roots`; returns the first violation. Run after every lowering
+/// step in debug builds (see [`crate::program::Program::validate`]).
+/// - every reduction variable is bound by exactly one Reduce node, and used only inside it;
+/// - operand dtypes agree (binary operands, where branches), conditions and guards are bool,
+///   indices are int64.
+pub fn validate(ctx: &Ctx, roots: &[N]) -> Result<(), String> {
+    let order = ctx.toposort(roots);
+    let mut binder: HashMap<u32, N> = HashMap::new();
+    for &n in &order {
+        match ctx.op(n) {
+            Op::Reduce { var, .. } => {
+                if let Some(&other) = binder.get(var) {
+                    if other != n {
+                        return Err(format!("variable v{var} is bound by reductions %{} and %{}", other.0, n.0));
+                    }
+                }
+                binder.insert(*var, n);
+            }
+            Op::Binary(op, a, b) if ctx.dtype(*a) != ctx.dtype(*b) => {
+                return Err(format!("%{}: {op:?} of {} and {}", n.0, ctx.dtype(*a), ctx.dtype(*b)));
+            }
+            Op::Where(c, a, b) if ctx.dtype(*c) != DType::Bool || ctx.dtype(*a) != ctx.dtype(*b) => {
+                return Err(format!("%{}: where with condition {} and branches {}/{}", n.0, ctx.dtype(*c), ctx.dtype(*a), ctx.dtype(*b)));
+            }
+            Op::Load { index, valid, .. } if ctx.dtype(*index) != INDEX || valid.is_some_and(|v| ctx.dtype(v) != DType::Bool) => {
+                return Err(format!("%{}: load index {} / guard", n.0, ctx.dtype(*index)));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}

@@ -7,6 +7,9 @@ use super::{Ctx, Op, N};
 /// Rebuilds `root` with each `Var(v)` in `map` replaced, and `guard` (if any) and-ed into the
 /// validity of every load, so a load outside the valid region never reads memory. Rebuilding goes
 /// through the simplifying constructors.
+///
+/// Invariant kept: every reduction variable is bound by exactly one Reduce node (a reduction whose
+/// body changes gets a fresh variable), so renderers can scope loops by variable.
 pub fn substitute(ctx: &mut Ctx, root: N, map: &HashMap<u32, N>, guard: Option<N>) -> N {
     let order = ctx.toposort(&[root]);
     let mut new: HashMap<N, N> = HashMap::with_capacity(order.len());
@@ -28,12 +31,19 @@ pub fn substitute(ctx: &mut Ctx, root: N, map: &HashMap<u32, N>, guard: Option<N
             Op::Where(c, a, b) => ctx.where_(m(c), m(a), m(b)),
             Op::Cast(x) => ctx.cast(m(x), node.dtype),
             Op::Bitcast(x) => ctx.bitcast(m(x), node.dtype),
-            Op::Reduce {
-                op,
-                var,
-                extent,
-                body,
-            } => ctx.reduce(*op, *var, *extent, m(body)),
+            Op::Reduce { op, var, extent, body } => {
+                let b = m(body);
+                if b == *body {
+                    n
+                } else {
+                    // A changed reduction is a new binder: rename its variable so that every
+                    // reduction variable stays bound by exactly one Reduce node.
+                    let fresh = ctx.fresh_var(*extent);
+                    let fresh_node = ctx.var(fresh);
+                    let renamed = substitute(ctx, b, &HashMap::from([(*var, fresh_node)]), None);
+                    ctx.reduce(*op, fresh, *extent, renamed)
+                }
+            }
         };
         new.insert(n, r);
     }

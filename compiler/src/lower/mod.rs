@@ -9,9 +9,15 @@
 //! - everything else (elementwise chains, activations, bias, normalization, residual adds, movement)
 //!   fuses into its producer or consumer.
 
+mod einsum;
 mod elementwise;
+mod more;
 mod nn;
+mod norm;
 mod reduce;
+mod resize;
+mod rnn;
+mod scatter;
 mod shape;
 
 use std::collections::HashMap;
@@ -50,6 +56,12 @@ fn lookup(op: &str) -> Option<OpFn> {
         .or_else(|| shape::lookup(op))
         .or_else(|| nn::lookup(op))
         .or_else(|| reduce::lookup(op))
+        .or_else(|| resize::lookup(op))
+        .or_else(|| rnn::lookup(op))
+        .or_else(|| more::lookup(op))
+        .or_else(|| einsum::lookup(op))
+        .or_else(|| norm::lookup(op))
+        .or_else(|| scatter::lookup(op))
 }
 
 /// Whether the lowering knows `op` (in the default domain).

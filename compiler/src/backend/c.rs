@@ -1,0 +1,328 @@
+//! Renders one [`Kernel`] as freestanding C for the CPU backend.
+//!
+//! Signature: `void NAME(void *const *args, unsigned part, unsigned nparts)`; `args` are the output
+//! buffer then [`Program::kernel_inputs`], each at its byte offset. The outermost loop with extent > 1
+//! is split into `parts` contiguous ranges (the dispatch's `global[0]`).
+//!
+//! Every node is rendered once (CSE) into a local, placed in the innermost loop among the variables it
+//! depends on — loop-invariant values (weights, index arithmetic) are hoisted for free. A reduction is
+//! an accumulator and a loop; the nodes of its body that depend on its variable go inside.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use pilot_core::DType;
+
+use crate::ir::{BinOp, Const, Ctx, Op, RedOp, UnOp, N};
+use crate::lazy::strides;
+use crate::program::{Kernel, Program};
+
+/// A rendered kernel.
+pub struct CKernel {
+    pub name: String,
+    pub source: String,
+    /// Buffers in argument order (output first).
+    pub args: Vec<u32>,
+    /// Number of independent parts.
+    pub parts: u32,
+}
+
+pub fn ctype(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::F16 => "f16",
+        DType::I8 => "i8",
+        DType::U8 | DType::Bool => "u8",
+        DType::I16 => "i16",
+        DType::U16 => "u16",
+        DType::I32 => "i32",
+        DType::U32 => "u32",
+        DType::I64 => "i64",
+        DType::U64 => "u64",
+    }
+}
+
+fn literal(c: Const, d: DType) -> String {
+    match c {
+        Const::Float(bits) => {
+            let v = f64::from_bits(bits);
+            let s = if v.is_nan() {
+                "PL_NAN".to_string()
+            } else if v.is_infinite() {
+                if v > 0.0 { "PL_INF".into() } else { "(-PL_INF)".into() }
+            } else {
+                format!("{v:e}")
+            };
+            match d {
+                DType::F64 => format!("((double){s})"),
+                DType::F16 => format!("((f16){s})"),
+                _ => format!("((float){s})"),
+            }
+        }
+        Const::Int(i) if d == DType::I64 && i == i64::MIN => "(-0x7fffffffffffffffLL - 1)".into(),
+        Const::Int(i) => match d {
+            DType::U64 => format!("{}ULL", i as u64),
+            DType::I64 => format!("{i}LL"),
+            _ => format!("(({}){i}LL)", ctype(d)),
+        },
+    }
+}
+
+/// Renders `k` with the C identifier `name`.
+pub fn render(p: &Program, k: &Kernel) -> CKernel {
+    let ctx = &p.ctx;
+    let mut args = vec![k.out];
+    args.extend(p.kernel_inputs(k));
+    let order = ctx.toposort(&[k.expr]);
+    // Loop nesting: output vars in order, each reduce var nested under its reduce's scope.
+    let mut depth: HashMap<u32, usize> = k.vars.iter().enumerate().map(|(i, &v)| (v, i + 1)).collect();
+    let mut free: HashMap<N, Vec<u32>> = HashMap::new();
+    for &n in &order {
+        let mut vs: Vec<u32> = match ctx.op(n) {
+            Op::Var(v) => vec![*v],
+            _ => ctx.children(n).iter().flat_map(|c| free[c].clone()).collect(),
+        };
+        if let Op::Reduce { var, .. } = ctx.op(n) {
+            vs.retain(|v| v != var);
+        }
+        vs.sort_unstable();
+        vs.dedup();
+        free.insert(n, vs);
+    }
+    // Assign reduce vars a depth one below the deepest var their reduce depends on.
+    for &n in order.iter().rev() {
+        if let Op::Reduce { var, .. } = ctx.op(n) {
+            let d = free[&n].iter().map(|v| depth.get(v).copied().unwrap_or(0)).max().unwrap_or(0);
+            let d = d.max(k.vars.len());
+            depth.insert(*var, depth.get(var).copied().unwrap_or(0).max(d + 1));
+        }
+    }
+    let scope_of = |n: N| -> Option<u32> { free[&n].iter().copied().max_by_key(|v| depth.get(v).copied().unwrap_or(0)) };
+    // Nodes per scope, in topological order (None = outside every loop).
+    let mut by_scope: HashMap<Option<u32>, Vec<N>> = HashMap::new();
+    for &n in &order {
+        if matches!(ctx.op(n), Op::Var(_) | Op::Const(_)) {
+            continue;
+        }
+        by_scope.entry(scope_of(n)).or_default().push(n);
+    }
+
+    let mut r = Renderer { ctx, names: HashMap::new(), out: String::new(), by_scope, args: &args };
+    let name = &k.name;
+    let _ = writeln!(r.out, "void {name}(void *const *args, unsigned part, unsigned nparts) {{");
+    for (i, &b) in args.iter().enumerate() {
+        let t = ctype(p.bufs[b as usize].dtype);
+        let q = if i == 0 { "" } else { "const " };
+        let _ = writeln!(r.out, "  {q}{t} *restrict b{b} = ({q}{t} *)args[{i}];");
+    }
+    let split = k.shape.iter().position(|&d| d > 1);
+    let parts = split.map_or(1, |i| k.shape[i]) as u32;
+    r.emit_scope(None, 1);
+    let st = strides(&k.shape);
+    let mut indent = 1;
+    for (i, (&v, &extent)) in k.vars.iter().zip(&k.shape).enumerate() {
+        let pad = "  ".repeat(indent);
+        if extent == 1 {
+            let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
+        } else if Some(i) == split {
+            let _ = writeln!(
+                r.out,
+                "{pad}for (i64 v{v} = (i64){extent}LL * part / nparts; v{v} < (i64){extent}LL * (part + 1) / nparts; v{v}++) {{"
+            );
+        } else {
+            let _ = writeln!(r.out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v}++) {{");
+        }
+        indent += 1;
+        r.emit_scope(Some(v), indent);
+    }
+    let flat: Vec<String> =
+        k.vars.iter().zip(&st).zip(&k.shape).filter(|(_, &d)| d > 1).map(|((v, s), _)| format!("v{v} * {s}")).collect();
+    let flat = if flat.is_empty() { "0".to_string() } else { flat.join(" + ") };
+    let root = r.value(k.expr);
+    let _ = writeln!(r.out, "{}b{}[{flat}] = {root};", "  ".repeat(indent), k.out);
+    for i in (1..indent).rev() {
+        let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
+    }
+    r.out.push_str("}\n");
+    CKernel { name: name.clone(), source: r.out, args, parts }
+}
+
+struct Renderer<'a> {
+    ctx: &'a Ctx,
+    names: HashMap<N, String>,
+    out: String,
+    by_scope: HashMap<Option<u32>, Vec<N>>,
+    args: &'a [u32],
+}
+
+fn is_f(d: DType) -> bool {
+    d.is_float()
+}
+
+impl Renderer<'_> {
+    /// The C expression for an already emitted (or inline) node.
+    fn value(&self, n: N) -> String {
+        match self.ctx.op(n) {
+            Op::Var(v) => format!("v{v}"),
+            Op::Const(c) => literal(*c, self.ctx.dtype(n)),
+            _ => self.names[&n].clone(),
+        }
+    }
+
+    fn emit_scope(&mut self, scope: Option<u32>, indent: usize) {
+        let nodes = self.by_scope.remove(&scope).unwrap_or_default();
+        for n in nodes {
+            self.emit(n, indent);
+        }
+    }
+
+    fn emit(&mut self, n: N, indent: usize) {
+        let pad = "  ".repeat(indent);
+        let d = self.ctx.dtype(n);
+        let t = ctype(d);
+        let name = format!("t{}", n.0);
+        let expr = match self.ctx.op(n).clone() {
+            Op::Var(_) | Op::Const(_) => return,
+            Op::Load { buf, index, valid } => {
+                debug_assert!(self.args.contains(&buf));
+                let idx = self.value(index);
+                match valid {
+                    Some(v) => format!("{} ? b{buf}[{idx}] : ({t})0", self.value(v)),
+                    None => format!("b{buf}[{idx}]"),
+                }
+            }
+            Op::Unary(op, x) => self.unary(op, x, d),
+            Op::Binary(op, a, b) => self.binary(op, a, b),
+            Op::Where(c, a, b) => format!("{} ? {} : {}", self.value(c), self.value(a), self.value(b)),
+            Op::Cast(x) => {
+                let from = self.ctx.dtype(x);
+                let v = self.value(x);
+                if d == DType::Bool {
+                    format!("({v}) != 0")
+                } else if is_f(from) && !is_f(d) {
+                    format!("({t})pl_f2i((double)({v}))")
+                } else {
+                    format!("({t})({v})")
+                }
+            }
+            Op::Bitcast(x) => {
+                let v = self.value(x);
+                let from = ctype(self.ctx.dtype(x));
+                format!("({{ {from} s_ = {v}; {t} d_; __builtin_memcpy(&d_, &s_, sizeof d_); d_; }})")
+            }
+            Op::Reduce { op, var, extent, body } => {
+                let init = {
+                    let c = self.ctx.reduce_identity_const(op, d).expect("identity");
+                    literal(c, d)
+                };
+                let _ = writeln!(self.out, "{pad}{t} {name} = {init};");
+                let _ = writeln!(self.out, "{pad}for (i64 v{var} = 0; v{var} < {extent}; v{var}++) {{");
+                self.emit_scope(Some(var), indent + 1);
+                let b = self.value(body);
+                let step = match (op, is_f(d)) {
+                    (RedOp::Sum, _) => format!("{name} += {b};"),
+                    (RedOp::Prod, _) => format!("{name} *= {b};"),
+                    (RedOp::Max, true) => format!("{name} = pl_fmax({name}, {b});"),
+                    (RedOp::Min, true) => format!("{name} = pl_fmin({name}, {b});"),
+                    (RedOp::Max, false) => format!("{name} = {b} > {name} ? {b} : {name};"),
+                    (RedOp::Min, false) => format!("{name} = {b} < {name} ? {b} : {name};"),
+                };
+                let _ = writeln!(self.out, "{pad}  {step}");
+                let _ = writeln!(self.out, "{pad}}}");
+                self.names.insert(n, name);
+                return;
+            }
+        };
+        let _ = writeln!(self.out, "{pad}const {t} {name} = {expr};");
+        self.names.insert(n, name);
+    }
+
+    fn unary(&self, op: UnOp, x: N, d: DType) -> String {
+        let v = self.value(x);
+        let t = ctype(d);
+        let from = self.ctx.dtype(x);
+        if !is_f(from) {
+            return match op {
+                UnOp::Neg => format!("({t})(-{v})"),
+                UnOp::Not => format!("!({v})"),
+                UnOp::Abs => format!("({t})({v} < 0 ? -{v} : {v})"),
+                UnOp::Sign => format!("({t})(({v} > 0) - ({v} < 0))"),
+                UnOp::IsNan | UnOp::IsInf => "0".into(),
+                _ => format!("({t})pl_f2i({}((double){v}))", math_fn(op)),
+            };
+        }
+        let f32 = from == DType::F32;
+        match op {
+            UnOp::Neg => format!("-{v}"),
+            UnOp::Not => format!("!({v})"),
+            UnOp::Abs => format!("({t})__builtin_fabs((double){v})"),
+            UnOp::Sqrt if f32 => format!("__builtin_sqrtf({v})"),
+            UnOp::Sqrt => format!("({t})__builtin_sqrt((double){v})"),
+            UnOp::Recip => format!("({t})1 / {v}"),
+            UnOp::Exp if f32 => format!("pl_expf({v})"),
+            UnOp::Tanh if f32 => format!("pl_tanhf({v})"),
+            UnOp::Sign => format!("({t})(({v} > 0) - ({v} < 0))"),
+            UnOp::IsNan => format!("({v} != {v})"),
+            UnOp::IsInf => format!("({v} == PL_INF || {v} == -PL_INF)"),
+            _ => format!("({t}){}((double){v})", math_fn(op)),
+        }
+    }
+
+    fn binary(&self, op: BinOp, a: N, b: N) -> String {
+        let (x, y) = (self.value(a), self.value(b));
+        let d = self.ctx.dtype(a);
+        let t = ctype(d);
+        let f = is_f(d);
+        match op {
+            BinOp::Add => format!("({t})({x} + {y})"),
+            BinOp::Sub => format!("({t})({x} - {y})"),
+            BinOp::Mul => format!("({t})({x} * {y})"),
+            BinOp::Div if f => format!("{x} / {y}"),
+            BinOp::Rem if f => format!("({t})pl_fmod((double){x}, (double){y})"),
+            BinOp::Div | BinOp::Rem => {
+                let o = if op == BinOp::Div { "/" } else { "%" };
+                format!("({y} == 0 ? ({t})0 : ({t})({x} {o} {y}))")
+            }
+            BinOp::Max if d == DType::F32 => format!("pl_fmaxf({x}, {y})"),
+            BinOp::Min if d == DType::F32 => format!("pl_fminf({x}, {y})"),
+            BinOp::Max if f => format!("({t})pl_fmax((double){x}, (double){y})"),
+            BinOp::Min if f => format!("({t})pl_fmin((double){x}, (double){y})"),
+            BinOp::Max => format!("({x} > {y} ? {x} : {y})"),
+            BinOp::Min => format!("({x} < {y} ? {x} : {y})"),
+            BinOp::Pow => format!("({t})pl_pow((double){x}, (double){y})"),
+            BinOp::Atan2 => format!("({t})pl_atan2((double){x}, (double){y})"),
+            BinOp::Lt => format!("{x} < {y}"),
+            BinOp::Le => format!("{x} <= {y}"),
+            BinOp::Eq => format!("{x} == {y}"),
+            BinOp::Ne => format!("{x} != {y}"),
+            BinOp::And => format!("({t})({x} & {y})"),
+            BinOp::Or => format!("({t})({x} | {y})"),
+            BinOp::Xor => format!("({t})({x} ^ {y})"),
+            BinOp::Shl => format!("({t})({x} << ({y} & {}))", d.size() * 8 - 1),
+            BinOp::Shr => format!("({t})({x} >> ({y} & {}))", d.size() * 8 - 1),
+        }
+    }
+}
+
+fn math_fn(op: UnOp) -> &'static str {
+    match op {
+        UnOp::Exp => "pl_exp",
+        UnOp::Log => "pl_log",
+        UnOp::Sqrt => "__builtin_sqrt",
+        UnOp::Sin => "pl_sin",
+        UnOp::Cos => "pl_cos",
+        UnOp::Tan => "pl_tan",
+        UnOp::Tanh => "pl_tanh",
+        UnOp::Erf => "pl_erf",
+        UnOp::Floor => "pl_floor",
+        UnOp::Ceil => "pl_ceil",
+        UnOp::Round => "pl_rint",
+        UnOp::Trunc => "pl_trunc",
+        UnOp::Atan => "pl_atan",
+        UnOp::Asin => "pl_asin",
+        UnOp::Acos => "pl_acos",
+        UnOp::Abs => "pl_fabs",
+        _ => "",
+    }
+}

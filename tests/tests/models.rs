@@ -1,0 +1,147 @@
+//! The model tests: openpilot-like and exporter-style models (built by `scripts/make_models.py`),
+//! compiled for the CPU, stepped through the runtime, and compared with onnxruntime on the same
+//! seeded inputs: scaled error `|got - ref| / max(1, |ref|)` ≤ 1e-4.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pilot_core::cpu::CpuDevice;
+use pilot_core::npy;
+use pilot_core::{Artifact, DType, Session};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn python() -> PathBuf {
+    let p = root().join(".venv/bin/python");
+    assert!(p.exists(), "the model tests need the venv with onnx and onnxruntime: run scripts/setup.sh");
+    p
+}
+
+/// The generated models, shared by the tests of this binary.
+fn models() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = root().join("target/test-models");
+        let st = Command::new(python()).arg(root().join("scripts/make_models.py")).arg(&dir).output().unwrap();
+        assert!(st.status.success(), "make_models.py: {}", String::from_utf8_lossy(&st.stderr));
+        dir
+    })
+}
+
+/// Seeded inputs: uint8 planes uniform, floats normal-ish in [-1, 1).
+fn input(dtype: DType, shape: &[usize], seed: u64) -> npy::Array {
+    let n: usize = shape.iter().product();
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let data = match dtype {
+        DType::U8 => (0..n).map(|_| next() as u8).collect(),
+        DType::F32 => (0..n).flat_map(|_| (((next() >> 11) as f64 / (1u64 << 53) as f64) as f32 * 2.0 - 1.0).to_le_bytes()).collect(),
+        d => panic!("no generator for {d}"),
+    };
+    npy::Array { dtype, shape: shape.to_vec(), data }
+}
+
+struct Checked {
+    worst: f64,
+    kernels: usize,
+}
+
+fn compile_run_compare(name: &str, shapes: &[(&str, &[usize])]) -> Checked {
+    let dir = tempfile::tempdir().unwrap();
+    let model = models().join(format!("{name}.onnx"));
+    let art = dir.path().join(format!("{name}.pkl"));
+    let opts = pilot_compiler::CompileOptions {
+        backend: "cpu".into(),
+        arch: std::env::consts::ARCH.into(),
+        shapes: shapes.iter().map(|(n, s)| (n.to_string(), s.to_vec())).collect::<HashMap<_, _>>(),
+        cc: None,
+        allowed_kernel_count: None,
+    };
+    let report = pilot_compiler::compile(&model, &art, &opts, &|_| {}).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut session = Session::new(Artifact::open(&art).unwrap(), Box::new(CpuDevice::new(2))).unwrap();
+    let specs = session.inputs().to_vec();
+    let arrays: Vec<npy::Array> = specs.iter().enumerate().map(|(i, s)| input(s.dtype, &s.shape, i as u64 + 1)).collect();
+    let mut feeds = Vec::new();
+    for (s, a) in specs.iter().zip(&arrays) {
+        let p = dir.path().join(format!("{}.npy", s.name));
+        npy::write(&p, a).unwrap();
+        feeds.push(format!("{}={}", s.name, p.display()));
+    }
+    let refs: Vec<&[u8]> = arrays.iter().map(|a| a.data.as_slice()).collect();
+    session.step(&refs).unwrap();
+    let out = dir.path().join("ort");
+    let st = Command::new(python()).arg(root().join("scripts/ort_run.py")).arg(&model).arg(&out).args(&feeds).output().unwrap();
+    assert!(st.status.success(), "onnxruntime: {}", String::from_utf8_lossy(&st.stderr));
+    let mut worst = 0f64;
+    for (k, (spec, got)) in session.output_specs().iter().zip(session.outputs()).enumerate() {
+        let want = npy::read(out.join(format!("{k}.npy"))).unwrap();
+        let got = npy::Array { dtype: spec.dtype, shape: spec.shape.clone(), data: got.clone() };
+        assert_eq!(got.shape.iter().product::<usize>(), want.shape.iter().product::<usize>(), "{name} output {k}");
+        let (g, w) = (got.to_f64(), want.to_f64());
+        assert!(w.iter().any(|&v| v != 0.0), "{name}: an all-zero reference proves nothing");
+        for (a, b) in g.iter().zip(&w) {
+            let e = (a - b).abs() / b.abs().max(1.0);
+            assert!(e <= 1e-4, "{name} output {k}: got {a}, onnxruntime {b} (scaled error {e:.2e})");
+            worst = worst.max(e);
+        }
+    }
+    // The artifact loads with Python's standard library alone and holds only builtins.
+    let check = format!(
+        "import io, pickle, struct\nf = open({:?}, 'rb')\nn = struct.unpack('<q', f.read(8))[0]\nops = f.read(n)\n\
+         def gen():\n    while True:\n        h = f.read(8)\n        if not h: return\n        b = bytearray(struct.unpack('<q', h)[0]); f.readinto(b); yield pickle.PickleBuffer(b)\n\
+         d = pickle.load(io.BytesIO(ops), buffers=gen())\nassert d['format'] == 'pilot', d['format']\nprint(len(d['programs']))",
+        art.display().to_string()
+    );
+    let o = Command::new("python3").arg("-c").arg(check).output().unwrap();
+    assert!(o.status.success(), "stdlib load: {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), report.kernels.to_string());
+    Checked { worst, kernels: report.kernels }
+}
+
+#[test]
+fn vision_uint8_planes_with_depthwise_elu() {
+    let c = compile_run_compare("vision", &[]);
+    eprintln!("vision: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);
+}
+
+#[test]
+fn policy_gru_like_with_features_buffer() {
+    let c = compile_run_compare("policy", &[]);
+    eprintln!("policy: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);
+}
+
+#[test]
+fn dmonitoring_with_unfolded_batchnorm() {
+    let c = compile_run_compare("dmonitoring", &[]);
+    eprintln!("dmonitoring: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);
+}
+
+#[test]
+fn exporter_shape_subgraphs_with_pinned_dynamic_dims() {
+    let c = compile_run_compare("exporter", &[("x", &[2, 3, 8, 12])]);
+    eprintln!("exporter: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);
+}
+
+#[test]
+fn exporter_without_pinned_dims_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.pkl");
+    let opts = pilot_compiler::CompileOptions {
+        backend: "cpu".into(),
+        arch: std::env::consts::ARCH.into(),
+        shapes: HashMap::new(),
+        cc: None,
+        allowed_kernel_count: None,
+    };
+    let err = pilot_compiler::compile(&models().join("exporter.onnx"), &out, &opts, &|_| {}).unwrap_err().to_string();
+    assert!(err.contains("dynamic dimension `batch`") && err.contains("--shape x="), "{err}");
+    assert!(!out.exists(), "nothing is written on error");
+}
