@@ -75,7 +75,8 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
         return Err(CompileError::Graph(format!("unknown CPU architecture `{}` (x86_64, aarch64)", opts.arch)));
     }
     progress("import");
-    let bytes = std::fs::read(model).map_err(|source| CompileError::Io { path: model.display().to_string(), source })?;
+    let bytes =
+        std::fs::read(model).map_err(|source| CompileError::Io { path: model.display().to_string(), source })?;
     let base = model.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let m = crate::onnx::load_bytes(&bytes, Some(base))?;
     progress("lower");

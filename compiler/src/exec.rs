@@ -13,16 +13,8 @@ use crate::tensor::Tensor;
 fn element(t: &Tensor, i: usize) -> Option<Const> {
     let sz = t.dtype.size();
     let bytes = t.data.get(i * sz..(i + 1) * sz)?;
-    let one = Tensor {
-        dtype: t.dtype,
-        shape: vec![1],
-        data: bytes.to_vec(),
-    };
-    Some(if t.dtype.is_float() {
-        Const::float(one.to_f64()[0])
-    } else {
-        Const::Int(one.to_i64()[0])
-    })
+    let one = Tensor { dtype: t.dtype, shape: vec![1], data: bytes.to_vec() };
+    Some(if t.dtype.is_float() { Const::float(one.to_f64()[0]) } else { Const::Int(one.to_i64()[0]) })
 }
 
 fn store(t: &mut Tensor, i: usize, v: Const) {
@@ -41,16 +33,9 @@ pub fn run(program: &Program, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> 
         .bufs
         .iter()
         .map(|b| match &b.kind {
-            BufKind::Input(i) => inputs
-                .get(*i)
-                .cloned()
-                .ok_or_else(|| format!("missing input {i}")),
+            BufKind::Input(i) => inputs.get(*i).cloned().ok_or_else(|| format!("missing input {i}")),
             BufKind::Weight(t) => Ok(t.clone()),
-            _ => Ok(Tensor {
-                dtype: b.dtype,
-                shape: vec![b.numel],
-                data: vec![0; b.nbytes()],
-            }),
+            _ => Ok(Tensor { dtype: b.dtype, shape: vec![b.numel], data: vec![0; b.nbytes()] }),
         })
         .collect::<Result<_, _>>()?;
     for k in &program.kernels {
@@ -58,19 +43,14 @@ pub fn run(program: &Program, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> 
         let n: usize = k.shape.iter().product();
         let mut out = bufs[k.out as usize].clone();
         {
-            let loader = |buf: u32, i: i64| {
-                usize::try_from(i)
-                    .ok()
-                    .and_then(|i| element(&bufs[buf as usize], i))
-            };
+            let loader = |buf: u32, i: i64| usize::try_from(i).ok().and_then(|i| element(&bufs[buf as usize], i));
             let mut env = HashMap::new();
             for flat in 0..n {
                 for (i, &v) in k.vars.iter().enumerate() {
                     env.insert(v, (flat as i64 / st[i]) % k.shape[i] as i64);
                 }
-                let v = interp::eval(&program.ctx, k.expr, &mut env, &loader).ok_or_else(|| {
-                    format!("kernel {}: evaluation failed at element {flat}", k.name)
-                })?;
+                let v = interp::eval(&program.ctx, k.expr, &mut env, &loader)
+                    .ok_or_else(|| format!("kernel {}: evaluation failed at element {flat}", k.name))?;
                 store(&mut out, flat, v);
             }
         }

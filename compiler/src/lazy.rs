@@ -61,12 +61,7 @@ impl Program {
         let vars = self.ctx.fresh_vars(shape);
         let index = self.flat_index(&vars, shape);
         let expr = self.ctx.load(buf, dtype, index, None);
-        Lazy {
-            dtype,
-            shape: shape.to_vec(),
-            vars,
-            expr,
-        }
+        Lazy { dtype, shape: shape.to_vec(), vars, expr }
     }
 
     /// A model input.
@@ -90,12 +85,7 @@ impl Program {
     pub fn full(&mut self, dtype: DType, shape: &[usize], v: f64) -> Lazy {
         let vars = self.ctx.fresh_vars(shape);
         let expr = self.ctx.constant(dtype, v);
-        Lazy {
-            dtype,
-            shape: shape.to_vec(),
-            vars,
-            expr,
-        }
+        Lazy { dtype, shape: shape.to_vec(), vars, expr }
     }
 
     /// `x` with its variables renamed to fresh ones over `new_shape`, each old variable mapped to
@@ -110,23 +100,11 @@ impl Program {
         let (targets, guard) = map(self, &vars);
         let m: HashMap<u32, N> = x.vars.iter().copied().zip(targets).collect();
         let expr = substitute(&mut self.ctx, x.expr, &m, guard);
-        (
-            Lazy {
-                dtype: x.dtype,
-                shape: new_shape.to_vec(),
-                vars,
-                expr,
-            },
-            guard,
-        )
+        (Lazy { dtype: x.dtype, shape: new_shape.to_vec(), vars, expr }, guard)
     }
 
     pub fn reshape(&mut self, x: &Lazy, shape: &[usize]) -> Lazy {
-        debug_assert_eq!(
-            x.numel(),
-            shape.iter().product::<usize>(),
-            "reshape keeps the element count"
-        );
+        debug_assert_eq!(x.numel(), shape.iter().product::<usize>(), "reshape keeps the element count");
         if x.shape == shape {
             return x.clone();
         }
@@ -179,13 +157,7 @@ impl Program {
                 .iter()
                 .zip(shape)
                 .zip(vars)
-                .map(|((&o, &n), &v)| {
-                    if o == 1 && n != 1 {
-                        p.ctx.int(0)
-                    } else {
-                        p.ctx.var(v)
-                    }
-                })
+                .map(|((&o, &n), &v)| if o == 1 && n != 1 { p.ctx.int(0) } else { p.ctx.var(v) })
                 .collect();
             (old, None)
         })
@@ -195,9 +167,7 @@ impl Program {
     /// Pads dimension `i` with `lo[i]` elements before and `hi[i]` after (negative values crop), the
     /// new elements being `value`.
     pub fn pad(&mut self, x: &Lazy, lo: &[i64], hi: &[i64], value: f64) -> Lazy {
-        let shape: Vec<usize> = (0..x.rank())
-            .map(|i| (x.shape[i] as i64 + lo[i] + hi[i]).max(0) as usize)
-            .collect();
+        let shape: Vec<usize> = (0..x.rank()).map(|i| (x.shape[i] as i64 + lo[i] + hi[i]).max(0) as usize).collect();
         let old_shape = x.shape.clone();
         let (mut y, guard) = self.remap(x, &shape, |p, vars| {
             let mut guard: Option<N> = None;
@@ -241,20 +211,12 @@ impl Program {
 
     pub fn unary(&mut self, op: UnOp, x: &Lazy) -> Lazy {
         let expr = self.ctx.unary(op, x.expr);
-        Lazy {
-            dtype: self.ctx.dtype(expr),
-            expr,
-            ..x.clone()
-        }
+        Lazy { dtype: self.ctx.dtype(expr), expr, ..x.clone() }
     }
 
     pub fn cast(&mut self, x: &Lazy, dtype: DType) -> Lazy {
         let expr = self.ctx.cast(x.expr, dtype);
-        Lazy {
-            dtype,
-            expr,
-            ..x.clone()
-        }
+        Lazy { dtype, expr, ..x.clone() }
     }
 
     /// `b`'s expression over `a`'s variables (shapes must be equal).
@@ -263,36 +225,32 @@ impl Program {
         if a.vars == b.vars {
             return b.expr;
         }
-        let m: HashMap<u32, N> = b
-            .vars
-            .iter()
-            .zip(&a.vars)
-            .map(|(&bv, &av)| (bv, self.ctx.var(av)))
-            .collect();
+        let m: HashMap<u32, N> = b.vars.iter().zip(&a.vars).map(|(&bv, &av)| (bv, self.ctx.var(av))).collect();
         substitute(&mut self.ctx, b.expr, &m, None)
+    }
+
+    /// The operand whose variables the result keeps: the most expensive one, so that the others
+    /// (constants, plain loads) are the ones substituted.
+    fn base<'a>(&self, xs: &[&'a Lazy]) -> &'a Lazy {
+        xs.iter().copied().max_by_key(|x| (self.ctx.has_reduce(x.expr), self.ctx.cost(x.expr))).expect("operands")
     }
 
     /// `a op b` elementwise; shapes must match (see [`Program::broadcast`]).
     pub fn binary(&mut self, op: BinOp, a: &Lazy, b: &Lazy) -> Lazy {
-        let be = self.align(a, b);
-        let expr = self.ctx.binary(op, a.expr, be);
-        Lazy {
-            dtype: self.ctx.dtype(expr),
-            expr,
-            ..a.clone()
-        }
+        let base = self.base(&[a, b]).clone();
+        let ae = self.align(&base, a);
+        let be = self.align(&base, b);
+        let expr = self.ctx.binary(op, ae, be);
+        Lazy { dtype: self.ctx.dtype(expr), expr, ..base }
     }
 
     pub fn where_(&mut self, c: &Lazy, a: &Lazy, b: &Lazy) -> Lazy {
-        let ae = self.align(c, a);
-        let be = self.align(c, b);
-        let expr = self.ctx.where_(c.expr, ae, be);
-        Lazy {
-            dtype: a.dtype,
-            shape: c.shape.clone(),
-            vars: c.vars.clone(),
-            expr,
-        }
+        let base = self.base(&[c, a, b]).clone();
+        let ce = self.align(&base, c);
+        let ae = self.align(&base, a);
+        let be = self.align(&base, b);
+        let expr = self.ctx.where_(ce, ae, be);
+        Lazy { dtype: a.dtype, expr, ..base }
     }
 
     /// Numpy broadcasting of several tensors to their common shape.
@@ -323,9 +281,7 @@ impl Program {
 
     /// Reduces `axes` of `x` with `op`; reduced dimensions stay as size 1.
     pub fn reduce(&mut self, op: RedOp, x: &Lazy, axes: &[usize]) -> Lazy {
-        let shape: Vec<usize> = (0..x.rank())
-            .map(|i| if axes.contains(&i) { 1 } else { x.shape[i] })
-            .collect();
+        let shape: Vec<usize> = (0..x.rank()).map(|i| if axes.contains(&i) { 1 } else { x.shape[i] }).collect();
         let mut rvars = Vec::new();
         let old_shape = x.shape.clone();
         let (mut y, _) = self.remap(x, &shape, |p, vars| {
@@ -367,12 +323,7 @@ impl Program {
 
     /// The buffer `x` is a plain C-order view of, if it is one (realizing it again would only copy).
     pub fn is_buffer_view(&mut self, x: &Lazy) -> Option<u32> {
-        let Op::Load {
-            buf,
-            index,
-            valid: None,
-        } = *self.ctx.op(x.expr)
-        else {
+        let Op::Load { buf, index, valid: None } = *self.ctx.op(x.expr) else {
             return None;
         };
         if self.bufs[buf as usize].numel != x.numel() {
@@ -383,10 +334,7 @@ impl Program {
 
     /// Whether `x` depends only on compile-time constants.
     pub fn is_constant(&self, x: &Lazy) -> bool {
-        self.ctx
-            .loads(x.expr)
-            .iter()
-            .all(|&b| matches!(self.bufs[b as usize].kind, BufKind::Weight(_)))
+        self.ctx.loads(x.expr).iter().all(|&b| matches!(self.bufs[b as usize].kind, BufKind::Weight(_)))
     }
 
     /// Evaluates a constant lazy tensor at compile time; `None` if it reads run-time data.
@@ -401,17 +349,9 @@ impl Program {
             };
             let i = usize::try_from(i).ok().filter(|&i| i < t.numel())?;
             let sz = t.dtype.size();
-            let one = Tensor {
-                dtype: t.dtype,
-                shape: vec![1],
-                data: t.data[i * sz..(i + 1) * sz].to_vec(),
-            };
+            let one = Tensor { dtype: t.dtype, shape: vec![1], data: t.data[i * sz..(i + 1) * sz].to_vec() };
             let v = one.to_f64()[0];
-            Some(if t.dtype.is_float() {
-                Const::float(v)
-            } else {
-                Const::Int(one.to_i64()[0])
-            })
+            Some(if t.dtype.is_float() { Const::float(v) } else { Const::Int(one.to_i64()[0]) })
         };
         let mut env = HashMap::new();
         let mut values = Vec::with_capacity(n);
@@ -422,11 +362,7 @@ impl Program {
             }
             values.push(interp::eval(&self.ctx, x.expr, &mut env, &loader)?);
         }
-        let mut t = Tensor {
-            dtype: x.dtype,
-            shape: x.shape.clone(),
-            data: Vec::with_capacity(n * x.dtype.size()),
-        };
+        let mut t = Tensor { dtype: x.dtype, shape: x.shape.clone(), data: Vec::with_capacity(n * x.dtype.size()) };
         for v in values {
             let one = match v {
                 Const::Int(i) if !x.dtype.is_float() => int_bytes(x.dtype, i),
@@ -444,10 +380,6 @@ fn int_bytes(dtype: DType, i: i64) -> Vec<u8> {
 
 /// Keeps `[A-Za-z0-9_]`, for kernel names that are C identifiers.
 pub fn sanitize(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .take(40)
-        .collect();
+    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(40).collect();
     s
 }

@@ -60,11 +60,7 @@ impl Program {
 
     /// Buffers a kernel reads, in ascending id order.
     pub fn kernel_inputs(&self, k: &Kernel) -> Vec<u32> {
-        self.ctx
-            .loads(k.expr)
-            .into_iter()
-            .filter(|&b| b != k.out)
-            .collect()
+        self.ctx.loads(k.expr).into_iter().filter(|&b| b != k.out).collect()
     }
 
     /// Floating-point operations of a kernel (per output element × elements), for the summary.

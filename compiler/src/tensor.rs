@@ -18,26 +18,16 @@ impl Tensor {
 
     /// A tensor of `dtype` and `shape` from raw little-endian bytes; `None` if the length is wrong.
     pub fn from_bytes(dtype: DType, shape: Vec<usize>, data: Vec<u8>) -> Option<Tensor> {
-        let n = shape
-            .iter()
-            .try_fold(dtype.size(), |a, &d| a.checked_mul(d))?;
+        let n = shape.iter().try_fold(dtype.size(), |a, &d| a.checked_mul(d))?;
         (n == data.len()).then_some(Tensor { dtype, shape, data })
     }
 
     pub fn from_f32(shape: Vec<usize>, values: &[f32]) -> Tensor {
-        Tensor {
-            dtype: DType::F32,
-            shape,
-            data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        }
+        Tensor { dtype: DType::F32, shape, data: values.iter().flat_map(|v| v.to_le_bytes()).collect() }
     }
 
     pub fn from_i64(shape: Vec<usize>, values: &[i64]) -> Tensor {
-        Tensor {
-            dtype: DType::I64,
-            shape,
-            data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        }
+        Tensor { dtype: DType::I64, shape, data: values.iter().flat_map(|v| v.to_le_bytes()).collect() }
     }
 
     /// Every element converted to f64 (exact for all integer types up to 2^53 and all floats).
@@ -48,22 +38,14 @@ impl Tensor {
     /// Every element as i64 (floats truncate toward zero); for shape-like inputs.
     pub fn to_i64(&self) -> Vec<i64> {
         if self.dtype == DType::I64 {
-            return self
-                .data
-                .chunks_exact(8)
-                .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-                .collect();
+            return self.data.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
         }
         self.to_f64().into_iter().map(|v| v as i64).collect()
     }
 
     pub fn to_f32(&self) -> Vec<f32> {
         if self.dtype == DType::F32 {
-            return self
-                .data
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-                .collect();
+            return self.data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
         }
         self.to_f64().into_iter().map(|v| v as f32).collect()
     }

@@ -101,9 +101,7 @@ const OUTPUT_SLICES_B64: &str = "gAWVZmFrZS1waWNrbGUtb2Ytb3V0cHV0LXNsaWNlcy4=";
 
 /// A fresh directory under cargo's per-test-target scratch space.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("onnx_import-{}", std::process::id()))
-        .join(name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("onnx_import-{}", std::process::id())).join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -121,11 +119,7 @@ fn models() -> Option<&'static Path> {
         let dir = scratch("models");
         let script = dir.join("gen.py");
         std::fs::write(&script, GEN_PY).unwrap();
-        let out = Command::new(&python)
-            .arg(&script)
-            .arg(&dir)
-            .output()
-            .unwrap();
+        let out = Command::new(&python).arg(&script).arg(&dir).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "gen.py failed: {stderr}");
         Some(dir)
@@ -138,17 +132,11 @@ fn full() -> Option<Model> {
 }
 
 fn init<'a>(m: &'a Model, name: &str) -> &'a Tensor {
-    m.graph
-        .initializer(name)
-        .unwrap_or_else(|| panic!("no initializer {name}"))
+    m.graph.initializer(name).unwrap_or_else(|| panic!("no initializer {name}"))
 }
 
 fn vi(name: &str, dtype: DType, dims: Option<Vec<Dim>>) -> ValueInfo {
-    ValueInfo {
-        name: name.into(),
-        dtype: Some(dtype),
-        dims,
-    }
+    ValueInfo { name: name.into(), dtype: Some(dtype), dims }
 }
 
 #[test]
@@ -158,10 +146,7 @@ fn model_header_opsets_and_metadata() {
     assert_eq!(m.producer, "pilot-test");
     assert_eq!(m.opsets, [(String::new(), 17), ("com.pilot".into(), 2)]);
     let props = [("output_slices", OUTPUT_SLICES_B64), ("author", "pilot")];
-    let props: Vec<(String, String)> = props
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let props: Vec<(String, String)> = props.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     assert_eq!(m.metadata_props, props);
     assert_eq!(m.graph.name, "main");
 }
@@ -202,10 +187,7 @@ fn initializers_raw_and_typed() {
 #[test]
 fn constant_nodes() {
     let Some(m) = full() else { return };
-    let values: Vec<Tensor> = m.graph.nodes[..5]
-        .iter()
-        .map(|n| n.constant_value().unwrap())
-        .collect();
+    let values: Vec<Tensor> = m.graph.nodes[..5].iter().map(|n| n.constant_value().unwrap()).collect();
     assert_eq!(m.graph.nodes[0].name, "const_tensor");
     assert_eq!(values[0], Tensor::from_i64(vec![3], &[1, 2, 3]));
     assert_eq!(values[1], Tensor::from_f32(vec![], &[2.5]));
@@ -220,64 +202,29 @@ fn constant_nodes() {
 fn attributes_of_every_kind() {
     let Some(m) = full() else { return };
     let n = &m.graph.nodes[5];
-    assert_eq!(
-        (n.name.as_str(), n.op_type.as_str(), n.domain.as_str()),
-        ("every_attr", "Everything", "com.pilot")
-    );
+    assert_eq!((n.name.as_str(), n.op_type.as_str(), n.domain.as_str()), ("every_attr", "Everything", "com.pilot"));
     assert_eq!(n.inputs, ["x", "", "w_raw"]);
     assert_eq!(n.outputs, ["y", ""]);
     assert_eq!(n.attr_float("f"), Some(0.25));
     assert_eq!(n.attr_int("i"), Some(-9));
     assert_eq!(n.attr_str("s").as_deref(), Some("hello"));
-    assert_eq!(
-        n.attr_tensor("t"),
-        Some(&Tensor::from_f32(vec![2], &[1.0, 2.0]))
-    );
-    assert_eq!(
-        n.attr_graph("g").map(|g| g.name.as_str()),
-        Some("then_branch")
-    );
+    assert_eq!(n.attr_tensor("t"), Some(&Tensor::from_f32(vec![2], &[1.0, 2.0])));
+    assert_eq!(n.attr_graph("g").map(|g| g.name.as_str()), Some("then_branch"));
     assert_eq!(n.attr_floats("floats"), Some(&[0.5, 1.5][..]));
     assert_eq!(n.attr_ints("ints"), Some(&[1, -2, 3][..]));
-    assert_eq!(
-        n.attr("strings"),
-        Some(&Attr::Strs(vec![b"a".to_vec(), b"bc".to_vec()]))
-    );
-    let Some(Attr::Tensors(ts)) = n.attr("tensors") else {
-        panic!("tensors: {:?}", n.attr("tensors"))
-    };
-    assert_eq!(
-        ts[0],
-        Tensor::from_bytes(DType::I32, vec![1], 3i32.to_le_bytes().to_vec()).unwrap()
-    );
-    assert_eq!(
-        ts[1],
-        Tensor::from_bytes(DType::U8, vec![2], vec![1, 2]).unwrap()
-    );
-    let Some(Attr::Graphs(gs)) = n.attr("graphs") else {
-        panic!("graphs: {:?}", n.attr("graphs"))
-    };
-    assert_eq!(
-        gs.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(),
-        ["then_branch", "else_branch"]
-    );
+    assert_eq!(n.attr("strings"), Some(&Attr::Strs(vec![b"a".to_vec(), b"bc".to_vec()])));
+    let Some(Attr::Tensors(ts)) = n.attr("tensors") else { panic!("tensors: {:?}", n.attr("tensors")) };
+    assert_eq!(ts[0], Tensor::from_bytes(DType::I32, vec![1], 3i32.to_le_bytes().to_vec()).unwrap());
+    assert_eq!(ts[1], Tensor::from_bytes(DType::U8, vec![2], vec![1, 2]).unwrap());
+    let Some(Attr::Graphs(gs)) = n.attr("graphs") else { panic!("graphs: {:?}", n.attr("graphs")) };
+    assert_eq!(gs.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), ["then_branch", "else_branch"]);
     assert_eq!(gs[1].nodes[0].op_type, "Neg");
-    assert_eq!(
-        gs[1].outputs[0],
-        ValueInfo {
-            name: "e_out".into(),
-            dtype: Some(DType::F32),
-            dims: None
-        }
-    );
+    assert_eq!(gs[1].outputs[0], ValueInfo { name: "e_out".into(), dtype: Some(DType::F32), dims: None });
     assert_eq!(n.attrs.len(), 10);
 
     let if_node = &m.graph.nodes[6];
     assert_eq!(if_node.attr_graph("else_branch"), Some(&gs[1]));
-    assert_eq!(
-        m.graph.nodes[7].domain, "",
-        "ai.onnx is normalized to the empty domain"
-    );
+    assert_eq!(m.graph.nodes[7].domain, "", "ai.onnx is normalized to the empty domain");
 }
 
 #[test]
@@ -285,18 +232,12 @@ fn dynamic_dims_and_value_info() {
     let Some(m) = full() else { return };
     let batch = || Dim::Named("batch".into());
     let g = &m.graph;
-    assert_eq!(
-        g.inputs[0],
-        vi("x", DType::F32, Some(vec![batch(), Dim::Fixed(3)]))
-    );
+    assert_eq!(g.inputs[0], vi("x", DType::F32, Some(vec![batch(), Dim::Fixed(3)])));
     assert_eq!(g.inputs[1], vi("cond", DType::Bool, Some(vec![])));
     let idx = vec![Dim::Unknown, Dim::Named("n".into()), Dim::Fixed(4)];
     assert_eq!(g.inputs[2], vi("idx", DType::I64, Some(idx)));
     assert_eq!(g.outputs[1], vi("z", DType::F32, None));
-    assert_eq!(
-        g.value_info,
-        [vi("y", DType::F32, Some(vec![batch(), Dim::Fixed(3)]))]
-    );
+    assert_eq!(g.value_info, [vi("y", DType::F32, Some(vec![batch(), Dim::Fixed(3)]))]);
     assert_eq!(g.real_inputs().count(), 3);
 }
 
@@ -319,8 +260,7 @@ fn old_style_initializers_listed_as_inputs() {
     let m = onnx::load(&dir.join("old.onnx")).unwrap();
     assert_eq!((m.ir_version, m.producer.as_str()), (3, "pytorch"));
     assert_eq!(m.opsets, [(String::new(), 8)]);
-    let names =
-        |it: &mut dyn Iterator<Item = &ValueInfo>| it.map(|v| v.name.clone()).collect::<Vec<_>>();
+    let names = |it: &mut dyn Iterator<Item = &ValueInfo>| it.map(|v| v.name.clone()).collect::<Vec<_>>();
     assert_eq!(names(&mut m.graph.inputs.iter()), ["x", "W", "B"]);
     assert_eq!(names(&mut m.graph.real_inputs()), ["x"]);
     assert_eq!(m.graph.initializer("W").unwrap().to_f32(), [1.0; 6]);
@@ -345,11 +285,7 @@ fn every_prefix_of_a_real_model_is_an_error_or_the_same_graph() {
                 }
             }
         }
-        assert!(
-            errors > bytes.len() * 9 / 10,
-            "{file}: only {errors} of {} prefixes failed",
-            bytes.len()
-        );
+        assert!(errors > bytes.len() * 9 / 10, "{file}: only {errors} of {} prefixes failed", bytes.len());
     }
 }
 
@@ -358,10 +294,7 @@ fn missing_empty_and_random_files_are_errors() {
     let dir = scratch("garbage");
     let missing = dir.join("nope.onnx");
     let e = onnx::load(&missing).unwrap_err();
-    assert!(
-        matches!(e, ImportError::Io { .. }) && e.to_string().contains("nope.onnx"),
-        "{e}"
-    );
+    assert!(matches!(e, ImportError::Io { .. }) && e.to_string().contains("nope.onnx"), "{e}");
 
     let empty = dir.join("empty.onnx");
     std::fs::write(&empty, b"").unwrap();
@@ -372,9 +305,7 @@ fn missing_empty_and_random_files_are_errors() {
     for len in (1..200).chain([4096, 65536]) {
         let bytes: Vec<u8> = (0..len)
             .map(|_| {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 (state >> 56) as u8
             })
             .collect();
@@ -392,29 +323,14 @@ fn external_model(entries: &[(&str, &str)]) -> Vec<u8> {
         data_location: Some(proto::tensor_proto::DataLocation::External as i32),
         external_data: entries
             .iter()
-            .map(|(k, v)| proto::StringStringEntryProto {
-                key: Some(k.to_string()),
-                value: Some(v.to_string()),
-            })
+            .map(|(k, v)| proto::StringStringEntryProto { key: Some(k.to_string()), value: Some(v.to_string()) })
             .collect(),
         ..Default::default()
     };
-    let graph = proto::GraphProto {
-        name: Some("g".into()),
-        initializer: vec![w],
-        ..Default::default()
-    };
-    let opset = proto::OperatorSetIdProto {
-        domain: Some(String::new()),
-        version: Some(17),
-    };
-    proto::ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![opset],
-        graph: Some(graph),
-        ..Default::default()
-    }
-    .encode_to_vec()
+    let graph = proto::GraphProto { name: Some("g".into()), initializer: vec![w], ..Default::default() };
+    let opset = proto::OperatorSetIdProto { domain: Some(String::new()), version: Some(17) };
+    proto::ModelProto { ir_version: Some(8), opset_import: vec![opset], graph: Some(graph), ..Default::default() }
+        .encode_to_vec()
 }
 
 #[test]
@@ -433,45 +349,20 @@ fn external_data_is_confined_and_range_checked() {
         std::fs::write(&path, external_model(entries)).unwrap();
         onnx::load(&path)
     };
-    let m = load(&[
-        ("location", "weights.bin"),
-        ("offset", "4"),
-        ("length", "16"),
-    ])
-    .unwrap();
+    let m = load(&[("location", "weights.bin"), ("offset", "4"), ("length", "16")]).unwrap();
     assert_eq!(m.graph.initializer("w").unwrap().to_f32(), values);
-    let m = load(&[
-        ("location", "./weights.bin"),
-        ("offset", "4"),
-        ("checksum", "x"),
-    ])
-    .unwrap();
+    let m = load(&[("location", "./weights.bin"), ("offset", "4"), ("checksum", "x")]).unwrap();
     assert_eq!(m.graph.initializer("w").unwrap().to_f32(), values);
 
     let bad: [(&[(&str, &str)], &str); 11] = [
         (&[("location", "../secret.bin")], ".."),
         (&[("location", "subdir/../../secret.bin")], ".."),
         (&[("location", &secret)], "absolute"),
-        (
-            &[("location", "weights.bin"), ("length", "32")],
-            "length 32",
-        ),
+        (&[("location", "weights.bin"), ("length", "32")], "length 32"),
         (&[("location", "weights.bin"), ("offset", "8")], "outside"),
-        (
-            &[
-                ("location", "weights.bin"),
-                ("offset", "18446744073709551615"),
-            ],
-            "outside",
-        ),
-        (
-            &[("location", "weights.bin"), ("offset", "-1")],
-            "bad offset",
-        ),
-        (
-            &[("location", "weights.bin"), ("length", "lots")],
-            "bad length",
-        ),
+        (&[("location", "weights.bin"), ("offset", "18446744073709551615")], "outside"),
+        (&[("location", "weights.bin"), ("offset", "-1")], "bad offset"),
+        (&[("location", "weights.bin"), ("length", "lots")], "bad length"),
         (&[("location", "absent.bin")], "absent.bin"),
         (&[("location", "subdir")], "not a regular file"),
         (&[("offset", "0")], "no location"),
@@ -479,13 +370,7 @@ fn external_data_is_confined_and_range_checked() {
     for (entries, why) in bad {
         let e = load(entries).unwrap_err();
         let msg = e.to_string();
-        assert!(
-            matches!(e, ImportError::ExternalData { .. }),
-            "{entries:?}: {msg}"
-        );
-        assert!(
-            msg.starts_with("tensor \"w\": external data:") && msg.contains(why),
-            "{entries:?}: {msg}"
-        );
+        assert!(matches!(e, ImportError::ExternalData { .. }), "{entries:?}: {msg}");
+        assert!(msg.starts_with("tensor \"w\": external data:") && msg.contains(why), "{entries:?}: {msg}");
     }
 }

@@ -12,10 +12,7 @@ use pilot_compiler::onnx;
 use pilot_compiler::tensor::Tensor;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
 /// The generated node tests, generating them with the project's venv on first use.
@@ -26,10 +23,7 @@ fn node_dir() -> PathBuf {
     let dir = root().join("target/onnx-node");
     if !dir.join("test_abs").exists() {
         let python = root().join(".venv/bin/python");
-        assert!(
-            python.exists(),
-            "the ONNX node tests need the venv: run scripts/setup.sh"
-        );
+        assert!(python.exists(), "the ONNX node tests need the venv: run scripts/setup.sh");
         let st = std::process::Command::new(python)
             .arg(root().join("scripts/gen_onnx_node_tests.py"))
             .arg(&dir)
@@ -41,9 +35,7 @@ fn node_dir() -> PathBuf {
 }
 
 fn read_pb(path: &Path) -> Tensor {
-    onnx::load_tensor(&std::fs::read(path).unwrap(), None)
-        .unwrap()
-        .1
+    onnx::load_tensor(&std::fs::read(path).unwrap(), None).unwrap().1
 }
 
 fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
@@ -51,18 +43,10 @@ fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
         return Err(format!("dtype {} vs expected {}", got.dtype, want.dtype));
     }
     if got.numel() != want.numel() {
-        return Err(format!(
-            "{} elements vs expected {:?}",
-            got.numel(),
-            want.shape
-        ));
+        return Err(format!("{} elements vs expected {:?}", got.numel(), want.shape));
     }
     // float16 carries about 3 decimal digits.
-    let tol = if want.dtype == pilot_core::DType::F16 {
-        1e-3
-    } else {
-        1e-4
-    };
+    let tol = if want.dtype == pilot_core::DType::F16 { 1e-3 } else { 1e-4 };
     let (g, w) = (got.to_f64(), want.to_f64());
     for (i, (a, b)) in g.iter().zip(&w).enumerate() {
         let ok = if want.dtype.is_float() {
@@ -80,8 +64,7 @@ fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
 /// Runs one case through import, lowering and the reference executor.
 fn run_case(dir: &Path) -> Result<(), String> {
     let model = onnx::load(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
-    let lowered =
-        pilot_compiler::lower::lower(&model, &Default::default()).map_err(|e| e.to_string())?;
+    let lowered = pilot_compiler::lower::lower(&model, &Default::default()).map_err(|e| e.to_string())?;
     let mut sets: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| e.to_string())?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -89,9 +72,8 @@ fn run_case(dir: &Path) -> Result<(), String> {
         .collect();
     sets.sort();
     for set in sets {
-        let inputs: Vec<Tensor> = (0..lowered.inputs.len())
-            .map(|j| read_pb(&set.join(format!("input_{j}.pb"))))
-            .collect();
+        let inputs: Vec<Tensor> =
+            (0..lowered.inputs.len()).map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
         let outs = pilot_compiler::exec::run(&lowered.program, &inputs)?;
         for (k, got) in outs.iter().enumerate() {
             let path = set.join(format!("output_{k}.pb"));
@@ -105,31 +87,21 @@ fn run_case(dir: &Path) -> Result<(), String> {
 }
 
 fn listed(file: &str) -> Vec<String> {
-    std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests")
-            .join(file),
-    )
-    .unwrap()
-    .lines()
-    .map(|l| l.split('#').next().unwrap().trim().to_string())
-    .filter(|l| !l.is_empty())
-    .collect()
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(file))
+        .unwrap()
+        .lines()
+        .map(|l| l.split('#').next().unwrap().trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
 #[test]
 fn manifest_cases_pass() {
     let dir = node_dir();
     let cases = listed("onnx_node_passing.txt");
-    assert!(
-        cases.len() > 100,
-        "the manifest lists {} cases",
-        cases.len()
-    );
-    let failures: Vec<String> = cases
-        .iter()
-        .filter_map(|c| run_case(&dir.join(c)).err().map(|e| format!("{c}: {e}")))
-        .collect();
+    assert!(cases.len() > 100, "the manifest lists {} cases", cases.len());
+    let failures: Vec<String> =
+        cases.iter().filter_map(|c| run_case(&dir.join(c)).err().map(|e| format!("{c}: {e}"))).collect();
     assert!(
         failures.is_empty(),
         "{} of {} manifest cases failed:\n{}",
@@ -141,20 +113,11 @@ fn manifest_cases_pass() {
 
 #[test]
 fn skipped_cases_have_reasons() {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/onnx_node_skipped.txt"),
-    )
-    .unwrap();
-    for line in text
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with("//"))
-    {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/onnx_node_skipped.txt")).unwrap();
+    for line in text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("//")) {
         let (case, reason) = line.split_once('#').unwrap_or((line, ""));
-        assert!(
-            !reason.trim().is_empty(),
-            "skipped case `{}` has no reason",
-            case.trim()
-        );
+        assert!(!reason.trim().is_empty(), "skipped case `{}` has no reason", case.trim());
     }
 }
 

@@ -14,23 +14,17 @@ use pilot_compiler::onnx;
 use pilot_compiler::tensor::Tensor;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
 fn node_dir() -> Option<PathBuf> {
-    let dir = std::env::var("PILOT_ONNX_NODE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root().join("target/onnx-node"));
+    let dir =
+        std::env::var("PILOT_ONNX_NODE_DIR").map(PathBuf::from).unwrap_or_else(|_| root().join("target/onnx-node"));
     dir.join("test_abs").exists().then_some(dir)
 }
 
 fn read_pb(path: &Path) -> Tensor {
-    onnx::load_tensor(&std::fs::read(path).unwrap(), None)
-        .unwrap()
-        .1
+    onnx::load_tensor(&std::fs::read(path).unwrap(), None).unwrap().1
 }
 
 /// Compares at `|a - b| <= 1e-4 · max(|b|, 1)` (exact for integers and booleans).
@@ -39,11 +33,7 @@ fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
         return Err(format!("dtype {} vs expected {}", got.dtype, want.dtype));
     }
     if got.numel() != want.numel() {
-        return Err(format!(
-            "{} elements vs expected {:?}",
-            got.numel(),
-            want.shape
-        ));
+        return Err(format!("{} elements vs expected {:?}", got.numel(), want.shape));
     }
     let (g, w) = (got.to_f64(), want.to_f64());
     for (i, (a, b)) in g.iter().zip(&w).enumerate() {
@@ -81,8 +71,7 @@ fn run_folded(dir: &Path, fold: &[&str]) -> Result<(), String> {
                 inputs.push(t);
             }
         }
-        let lowered =
-            pilot_compiler::lower::lower(&m, &Default::default()).map_err(|e| e.to_string())?;
+        let lowered = pilot_compiler::lower::lower(&m, &Default::default()).map_err(|e| e.to_string())?;
         let outs = pilot_compiler::exec::run(&lowered.program, &inputs)?;
         for (k, got) in outs.iter().enumerate() {
             let want = read_pb(&set.join(format!("output_{k}.pb")));
@@ -100,11 +89,7 @@ fn run_cases(cases: &[(&str, &[&str])]) {
     };
     let failures: Vec<String> = cases
         .iter()
-        .filter_map(|&(c, fold)| {
-            run_folded(&dir.join(c), fold)
-                .err()
-                .map(|e| format!("{c}: {e}"))
-        })
+        .filter_map(|&(c, fold)| run_folded(&dir.join(c), fold).err().map(|e| format!("{c}: {e}")))
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -161,16 +146,9 @@ fn resize_node_cases() {
 
 #[test]
 fn shape_input_node_cases() {
-    let mut cases: Vec<(&str, &[&str])> = vec![
-        ("test_lstm_with_peepholes", &["sequence_lens"]),
-        ("test_nonzero_example", &["condition"]),
-    ];
-    for c in [
-        "test_compress_0",
-        "test_compress_1",
-        "test_compress_default_axis",
-        "test_compress_negative_axis",
-    ] {
+    let mut cases: Vec<(&str, &[&str])> =
+        vec![("test_lstm_with_peepholes", &["sequence_lens"]), ("test_nonzero_example", &["condition"])];
+    for c in ["test_compress_0", "test_compress_1", "test_compress_default_axis", "test_compress_negative_axis"] {
         cases.push((c, &["condition"]));
     }
     for c in [
@@ -240,11 +218,7 @@ fn python() -> Option<PathBuf> {
 
 fn read_npy(path: &Path) -> Tensor {
     let a = pilot_core::npy::read(path).unwrap();
-    Tensor {
-        dtype: a.dtype,
-        shape: a.shape,
-        data: a.data,
-    }
+    Tensor { dtype: a.dtype, shape: a.shape, data: a.data }
 }
 
 /// Runs `snippet` (see [`HARNESS`]) and compares pilot's reference executor with onnxruntime.
@@ -255,25 +229,16 @@ fn check_ort(name: &str, snippet: &str) {
     };
     let dir = std::env::temp_dir().join(format!("pilot_ops_extra_{}_{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let out = Command::new(py)
-        .arg("-c")
-        .arg(format!("{HARNESS}\n{snippet}"))
-        .arg(&dir)
-        .output()
-        .expect("python runs");
+    let out = Command::new(py).arg("-c").arg(format!("{HARNESS}\n{snippet}")).arg(&dir).output().expect("python runs");
     assert!(
         out.status.success(),
         "{name}: building/running the model failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let model = onnx::load(&dir.join("model.onnx")).unwrap();
-    let lowered = pilot_compiler::lower::lower(&model, &Default::default())
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-    let inputs: Vec<Tensor> = (0..lowered.inputs.len())
-        .map(|j| read_npy(&dir.join(format!("in{j}.npy"))))
-        .collect();
-    let outs = pilot_compiler::exec::run(&lowered.program, &inputs)
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let lowered = pilot_compiler::lower::lower(&model, &Default::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let inputs: Vec<Tensor> = (0..lowered.inputs.len()).map(|j| read_npy(&dir.join(format!("in{j}.npy")))).collect();
+    let outs = pilot_compiler::exec::run(&lowered.program, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
     for (k, got) in outs.iter().enumerate() {
         let want = read_npy(&dir.join(format!("out{k}.npy")));
         assert_eq!(got.shape.iter().product::<usize>(), want.numel(), "{name} output {k}");
@@ -301,11 +266,9 @@ run(node, [("x", f32(1, 16, 32, 64))], [("y", T.FLOAT)],
 
 #[test]
 fn resize_bilinear_align_corners_and_half_pixel() {
-    for (coord, c, h, w) in [
-        ("align_corners", 16, 32, 64),
-        ("half_pixel", 4, 16, 24),
-        ("pytorch_half_pixel", 4, 16, 24),
-    ] {
+    for (coord, c, h, w) in
+        [("align_corners", 16, 32, 64), ("half_pixel", 4, 16, 24), ("pytorch_half_pixel", 4, 16, 24)]
+    {
         check_ort(
             &format!("resize_linear_{coord}"),
             &format!(
@@ -320,6 +283,39 @@ run(node, [("x", f32(1, {c}, {h}, {w}))], [("y", T.FLOAT)],
             ),
         );
     }
+}
+
+#[test]
+fn resize_other_modes_and_opsets() {
+    check_ort(
+        "resize_opset11_tf_half_pixel_for_nn",
+        r#"
+node = h.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="nearest",
+                   coordinate_transformation_mode="tf_half_pixel_for_nn")
+run(node, [("x", f32(1, 3, 6, 5))], [("y", T.FLOAT)],
+    [("roi", np.array([], np.float32)), ("scales", np.array([1, 1, 1.5, 2], np.float32))],
+    opset=11)
+"#,
+    );
+    check_ort(
+        "resize_opset18_axes_not_smaller",
+        r#"
+node = h.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear", axes=[3, 2],
+                   keep_aspect_ratio_policy="not_smaller")
+run(node, [("x", f32(1, 3, 6, 5))], [("y", T.FLOAT)],
+    [("sizes", np.array([9, 8], np.int64))], opset=18)
+"#,
+    );
+    check_ort(
+        "resize_int8_nearest_ceil",
+        r#"
+x = rng.integers(-100, 100, (1, 2, 5, 7)).astype(np.int8)
+node = h.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest",
+                   coordinate_transformation_mode="align_corners", nearest_mode="ceil")
+run(node, [("x", x)], [("y", T.INT8)], [("scales", np.array([1, 1, 1.6, 0.6], np.float32))],
+    opset=13)
+"#,
+    );
 }
 
 #[test]

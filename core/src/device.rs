@@ -82,12 +82,7 @@ pub enum StepOp {
     /// Run a program. On GPUs `global`/`local` are the NDRange in work-items and the work-group size.
     /// On the CPU `global[0]` is the number of independent parts the kernel's outer loop splits into;
     /// the thread pool runs `min(parts, threads)` of them at once.
-    Dispatch {
-        program: ProgramId,
-        args: Vec<Arg>,
-        global: [u32; 3],
-        local: [u32; 3],
-    },
+    Dispatch { program: ProgramId, args: Vec<Arg>, global: [u32; 3], local: [u32; 3] },
     /// Copy `len` bytes between device buffers (for example, shifting a state queue).
     Copy { src: Arg, dst: Arg, len: u64 },
 }
@@ -102,10 +97,7 @@ pub struct HostBytes {
 
 impl HostBytes {
     /// Bytes `range` of `owner`. Fails if the range is not inside it.
-    pub fn new(
-        owner: Arc<dyn AsRef<[u8]> + Send + Sync>,
-        range: Range<usize>,
-    ) -> Option<HostBytes> {
+    pub fn new(owner: Arc<dyn AsRef<[u8]> + Send + Sync>, range: Range<usize>) -> Option<HostBytes> {
         let len = (*owner).as_ref().len();
         (range.start <= range.end && range.end <= len).then_some(HostBytes { owner, range })
     }
@@ -148,12 +140,7 @@ pub enum DeviceError {
     #[error("invalid {kind} handle {id}")]
     InvalidHandle { kind: &'static str, id: u32 },
     #[error("{op}: range {offset}+{len} outside buffer of {size} bytes")]
-    OutOfBounds {
-        op: &'static str,
-        offset: u64,
-        len: u64,
-        size: u64,
-    },
+    OutOfBounds { op: &'static str, offset: u64, len: u64, size: u64 },
     #[error("program `{name}`: {reason}")]
     Program { name: String, reason: String },
     #[error("{op} failed: {reason}")]

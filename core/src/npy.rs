@@ -38,10 +38,7 @@ pub struct Array {
 #[derive(Debug, thiserror::Error)]
 pub enum NpyError {
     #[error("{}: {error}", .path.display())]
-    Io {
-        path: PathBuf,
-        error: std::io::Error,
-    },
+    Io { path: PathBuf, error: std::io::Error },
     #[error("{}: {error}", .path.display())]
     In { path: PathBuf, error: Box<NpyError> },
     #[error("not a .npy file (bad magic)")]
@@ -59,12 +56,7 @@ pub enum NpyError {
     #[error("shape {0:?} is too large")]
     Overflow(Vec<usize>),
     #[error("data is {actual} bytes but shape {shape:?} of {dtype} needs {expected}")]
-    DataLength {
-        dtype: DType,
-        shape: Vec<usize>,
-        expected: usize,
-        actual: usize,
-    },
+    DataLength { dtype: DType, shape: Vec<usize>, expected: usize, actual: usize },
 }
 
 impl Array {
@@ -76,9 +68,7 @@ impl Array {
 
     /// Number of elements (`product(shape)`; 1 for a 0-d array), `None` on overflow.
     pub fn num_elements(&self) -> Option<usize> {
-        self.shape
-            .iter()
-            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        self.shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
     }
 
     /// Every element as f64 (see [`crate::dtype::to_f64`]).
@@ -105,30 +95,19 @@ fn check_len(dtype: DType, shape: &[usize], actual: usize) -> Result<(), NpyErro
     let expected = byte_len(dtype, shape)?;
     if actual != expected {
         let shape = shape.to_vec();
-        return Err(NpyError::DataLength {
-            dtype,
-            shape,
-            expected,
-            actual,
-        });
+        return Err(NpyError::DataLength { dtype, shape, expected, actual });
     }
     Ok(())
 }
 
 fn in_file(path: &Path) -> impl Fn(NpyError) -> NpyError + '_ {
-    move |e| NpyError::In {
-        path: path.into(),
-        error: Box::new(e),
-    }
+    move |e| NpyError::In { path: path.into(), error: Box::new(e) }
 }
 
 /// Reads a `.npy` file. Errors name the file.
 pub fn read(path: impl AsRef<Path>) -> Result<Array, NpyError> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|error| NpyError::Io {
-        path: path.into(),
-        error,
-    })?;
+    let bytes = std::fs::read(path).map_err(|error| NpyError::Io { path: path.into(), error })?;
     read_bytes(&bytes).map_err(in_file(path))
 }
 
@@ -147,22 +126,15 @@ pub fn read_bytes(bytes: &[u8]) -> Result<Array, NpyError> {
         (3, 0) => (4, true),
         _ => return Err(NpyError::Version(major, minor)),
     };
-    let len_bytes = bytes
-        .get(8..8 + len_size)
-        .ok_or(NpyError::Truncated("no header length"))?;
-    let header_len = len_bytes
-        .iter()
-        .rev()
-        .fold(0usize, |acc, &b| (acc << 8) | b as usize);
+    let len_bytes = bytes.get(8..8 + len_size).ok_or(NpyError::Truncated("no header length"))?;
+    let header_len = len_bytes.iter().rev().fold(0usize, |acc, &b| (acc << 8) | b as usize);
     let start = 8 + len_size;
     let header_bytes = start
         .checked_add(header_len)
         .and_then(|end| bytes.get(start..end))
         .ok_or(NpyError::Truncated("header runs past the end of the file"))?;
     let header: String = if utf8 {
-        std::str::from_utf8(header_bytes)
-            .map_err(|_| NpyError::Header("header is not valid UTF-8".into()))?
-            .to_owned()
+        std::str::from_utf8(header_bytes).map_err(|_| NpyError::Header("header is not valid UTF-8".into()))?.to_owned()
     } else {
         header_bytes.iter().map(|&b| b as char).collect() // latin-1
     };
@@ -171,14 +143,9 @@ pub fn read_bytes(bytes: &[u8]) -> Result<Array, NpyError> {
     check_len(h.dtype, &h.shape, payload.len())?;
     let mut data = payload.to_vec();
     if h.swap {
-        data.chunks_exact_mut(h.dtype.size())
-            .for_each(|c| c.reverse());
+        data.chunks_exact_mut(h.dtype.size()).for_each(|c| c.reverse());
     }
-    Ok(Array {
-        dtype: h.dtype,
-        shape: h.shape,
-        data,
-    })
+    Ok(Array { dtype: h.dtype, shape: h.shape, data })
 }
 
 /// Serialises an array to `.npy` bytes; fails if `data` does not match `shape` and `dtype`.
@@ -192,10 +159,7 @@ pub fn to_bytes(array: &Array) -> Result<Vec<u8>, NpyError> {
             format!("({})", parts.join(", "))
         }
     };
-    let dict = format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}",
-        descr(array.dtype)
-    );
+    let dict = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}", descr(array.dtype));
     // numpy: pad with spaces so that preamble + header + '\n' is a multiple of ALIGN (1..=ALIGN spaces).
     let mut prefix_len = MAGIC.len() + 2 + 2;
     let mut padded = dict.len() + 1;
@@ -229,16 +193,10 @@ pub fn write(path: impl AsRef<Path>, array: &Array) -> Result<(), NpyError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let path = path.as_ref();
     let bytes = to_bytes(array).map_err(in_file(path))?;
-    let io_err = |error| NpyError::Io {
-        path: path.into(),
-        error,
-    };
-    let name = path.file_name().ok_or_else(|| {
-        io_err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a file path",
-        ))
-    })?;
+    let io_err = |error| NpyError::Io { path: path.into(), error };
+    let name = path
+        .file_name()
+        .ok_or_else(|| io_err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path")))?;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -246,26 +204,17 @@ pub fn write(path: impl AsRef<Path>, array: &Array) -> Result<(), NpyError> {
     let mut attempt = 0;
     let (tmp, mut file) = loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(
-            ".{}.{}.{n}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
+        let tmp = dir.join(format!(".{}.{}.{n}.tmp", name.to_string_lossy(), std::process::id()));
         match OpenOptions::new().write(true).create_new(true).open(&tmp) {
             Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
-                attempt += 1
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
             Err(e) => return Err(io_err(e)),
         }
     };
-    let result = file
-        .write_all(&bytes)
-        .and_then(|()| file.sync_all())
-        .and_then(|()| {
-            drop(file);
-            std::fs::rename(&tmp, path)
-        });
+    let result = file.write_all(&bytes).and_then(|()| file.sync_all()).and_then(|()| {
+        drop(file);
+        std::fs::rename(&tmp, path)
+    });
     if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
         return Err(io_err(e));
@@ -291,10 +240,7 @@ const DESCRS: [(DType, &str); 12] = [
 
 /// The descr written for `dtype`, e.g. `"<f4"`.
 pub fn descr(dtype: DType) -> &'static str {
-    DESCRS
-        .iter()
-        .find(|(d, _)| *d == dtype)
-        .map_or("", |(_, s)| s)
+    DESCRS.iter().find(|(d, _)| *d == dtype).map_or("", |(_, s)| s)
 }
 
 /// Parses a descr string; returns the dtype and whether the data must be byte-swapped.
@@ -304,10 +250,7 @@ fn parse_descr(s: &str) -> Result<(DType, bool), NpyError> {
         _ => ('=', s),
     };
     let rest = if rest == "?" { "b1" } else { rest };
-    let (dtype, _) = DESCRS
-        .iter()
-        .find(|(_, d)| &d[1..] == rest)
-        .ok_or_else(|| NpyError::Descr(s.to_string()))?;
+    let (dtype, _) = DESCRS.iter().find(|(_, d)| &d[1..] == rest).ok_or_else(|| NpyError::Descr(s.to_string()))?;
     let big = match order {
         '<' => false,
         '>' => true,
@@ -447,10 +390,7 @@ impl Parser<'_> {
 }
 
 fn parse_header(text: &str) -> Result<Header, NpyError> {
-    let mut p = Parser {
-        s: text.as_bytes(),
-        i: 0,
-    };
+    let mut p = Parser { s: text.as_bytes(), i: 0 };
     p.expect(b'{', "'{'")?;
     let (mut descr, mut fortran, mut shape) = (None, None, None);
     loop {
@@ -529,7 +469,12 @@ mod tests {
     fn header_text_matches_numpy() {
         let text = |a: Array| String::from_utf8_lossy(&to_bytes(&a).unwrap()).into_owned();
         let t = text(Array::new(DType::F32, vec![2, 3], vec![0; 24]).unwrap());
-        assert!(t.starts_with("\u{fffd}NUMPY\u{1}\u{0}v\u{0}{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }     "), "{t:?}");
+        assert!(
+            t.starts_with(
+                "\u{fffd}NUMPY\u{1}\u{0}v\u{0}{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }     "
+            ),
+            "{t:?}"
+        );
         assert_eq!(t.find('\n'), Some(127 + 2)); // U+FFFD takes 3 bytes
         let t = text(Array::new(DType::Bool, vec![4], vec![1; 4]).unwrap());
         assert!(t.contains("{'descr': '|b1', 'fortran_order': False, 'shape': (4,), }"));
@@ -548,32 +493,17 @@ mod tests {
     fn file_round_trip_is_atomic() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.npy");
-        write(
-            &path,
-            &Array::new(DType::F64, vec![2, 2], pattern(32)).unwrap(),
-        )
-        .unwrap();
+        write(&path, &Array::new(DType::F64, vec![2, 2], pattern(32)).unwrap()).unwrap();
         let b = Array::new(DType::I8, vec![3], pattern(3)).unwrap();
         write(&path, &b).unwrap(); // replaces
         assert_eq!(read(&path).unwrap(), b);
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["x.npy"], "no temporary files left behind");
-        let bad = Array {
-            dtype: DType::F32,
-            shape: vec![2],
-            data: vec![0; 7],
-        };
-        let e = write(dir.path().join("bad.npy"), &bad)
-            .unwrap_err()
-            .to_string();
+        let bad = Array { dtype: DType::F32, shape: vec![2], data: vec![0; 7] };
+        let e = write(dir.path().join("bad.npy"), &bad).unwrap_err().to_string();
         assert!(e.contains("needs 8") && e.contains("bad.npy"), "{e}");
         assert!(!dir.path().join("bad.npy").exists());
-        let e = read(dir.path().join("missing.npy"))
-            .unwrap_err()
-            .to_string();
+        let e = read(dir.path().join("missing.npy")).unwrap_err().to_string();
         assert!(e.contains("missing.npy") && !e.contains('\n'), "{e}");
     }
 
@@ -591,11 +521,7 @@ mod tests {
         for header in headers {
             for v in [1, 2, 3] {
                 let got = read_bytes(&file(v, header, &data));
-                assert_eq!(
-                    got.unwrap_or_else(|e| panic!("{header}: {e}")),
-                    want,
-                    "{header}"
-                );
+                assert_eq!(got.unwrap_or_else(|e| panic!("{header}: {e}")), want, "{header}");
             }
         }
     }
@@ -611,14 +537,8 @@ mod tests {
         }
         assert_eq!(parse("|b1", "()", &[1]).dtype, DType::Bool);
         assert_eq!(parse("?", "()", &[1]).dtype, DType::Bool);
-        let be: Vec<u8> = [1.0f32, -2.5]
-            .iter()
-            .flat_map(|v| v.to_be_bytes())
-            .collect();
-        let le: Vec<u8> = [1.0f32, -2.5]
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect();
+        let be: Vec<u8> = [1.0f32, -2.5].iter().flat_map(|v| v.to_be_bytes()).collect();
+        let le: Vec<u8> = [1.0f32, -2.5].iter().flat_map(|v| v.to_le_bytes()).collect();
         assert_eq!(parse(">f4", "(2,)", &be).data, le);
         assert_eq!(parse(">i2", "(1,)", &[0x12, 0x34]).data, [0x34, 0x12]);
     }
@@ -640,10 +560,7 @@ mod tests {
         ];
         for (bytes, want) in cases {
             let e = read_bytes(&bytes).unwrap_err().to_string();
-            assert!(
-                e.contains(want) && !e.contains('\n'),
-                "{e:?} lacks {want:?}"
-            );
+            assert!(e.contains(want) && !e.contains('\n'), "{e:?} lacks {want:?}");
         }
         let cases = "{'descr': '<f4', 'fortran_order': True, 'shape': (2,), } => fortran_order
             {'descr': '<f4', 'shape': (2,), } => missing key \"fortran_order\"
@@ -672,16 +589,10 @@ mod tests {
             {'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)} => too large
             {'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296)} => too large";
         for line in cases.lines().chain(["  => expected '{'"]) {
-            let (header, want) = line
-                .trim()
-                .split_once(" => ")
-                .unwrap_or(("", "expected '{'"));
+            let (header, want) = line.trim().split_once(" => ").unwrap_or(("", "expected '{'"));
             let e = read_bytes(&file(1, header, &[0; 8])).map(|a| format!("accepted {a:?}"));
             let e = e.unwrap_or_else(|e| e.to_string());
-            assert!(
-                e.contains(want) && !e.contains('\n'),
-                "{header}: {e:?} lacks {want:?}"
-            );
+            assert!(e.contains(want) && !e.contains('\n'), "{header}: {e:?} lacks {want:?}");
         }
     }
 
@@ -706,9 +617,7 @@ mod tests {
     /// Interop with numpy both ways, for every dtype; skipped (with a message) without numpy.
     #[test]
     fn numpy_interop() {
-        let probe = std::process::Command::new("python3")
-            .args(["-c", "import numpy"])
-            .output();
+        let probe = std::process::Command::new("python3").args(["-c", "import numpy"]).output();
         if !probe.is_ok_and(|o| o.status.success()) {
             eprintln!("skipping numpy interop test: `python3 -c 'import numpy'` failed");
             return;
@@ -728,14 +637,8 @@ np.save(sys.argv[2], a.astype(a.dtype.newbyteorder('>')) if a.dtype.itemsize > 1
                 _ => 1u64.to_le_bytes()[..dtype.size()].to_vec(),
             };
             let zero = vec![0; one.len()];
-            let bytes: Vec<u8> = (0..24)
-                .flat_map(|i| if i % 3 == 0 { &one } else { &zero }.clone())
-                .collect();
-            write(
-                &ours,
-                &Array::new(dtype, vec![2, 3, 4], bytes.clone()).unwrap(),
-            )
-            .unwrap();
+            let bytes: Vec<u8> = (0..24).flat_map(|i| if i % 3 == 0 { &one } else { &zero }.clone()).collect();
+            write(&ours, &Array::new(dtype, vec![2, 3, 4], bytes.clone()).unwrap()).unwrap();
             let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
             let out = std::process::Command::new("python3")
                 .args(["-c", script])
@@ -743,15 +646,8 @@ np.save(sys.argv[2], a.astype(a.dtype.newbyteorder('>')) if a.dtype.itemsize > 1
                 .args([dtype.name(), &hex])
                 .output()
                 .unwrap();
-            assert!(
-                out.status.success(),
-                "{dtype}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert_eq!(
-                read(&theirs).unwrap(),
-                Array::new(dtype, vec![2, 3, 4], bytes).unwrap()
-            );
+            assert!(out.status.success(), "{dtype}: {}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(read(&theirs).unwrap(), Array::new(dtype, vec![2, 3, 4], bytes).unwrap());
         }
         // Format versions 2.0 and 3.0 and a Fortran-ordered array, as numpy writes them.
         let script = "import numpy as np, sys
@@ -759,23 +655,13 @@ a = np.arange(6, dtype='<i4').reshape(2, 3)
 for v in (2, 3):
     with open(f'{sys.argv[1]}/v{v}.npy', 'wb') as f: np.lib.format.write_array(f, a, version=(v, 0))
 np.save(f'{sys.argv[1]}/fortran.npy', np.asfortranarray(a))";
-        let out = std::process::Command::new("python3")
-            .args(["-c", script])
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = std::process::Command::new("python3").args(["-c", script]).arg(dir.path()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let data = (0..6i32).flat_map(i32::to_le_bytes).collect();
         let want = Array::new(DType::I32, vec![2, 3], data).unwrap();
         assert_eq!(read(dir.path().join("v2.npy")).unwrap(), want);
         assert_eq!(read(dir.path().join("v3.npy")).unwrap(), want);
-        let e = read(dir.path().join("fortran.npy"))
-            .unwrap_err()
-            .to_string();
+        let e = read(dir.path().join("fortran.npy")).unwrap_err().to_string();
         assert!(e.contains("fortran_order"), "{e}");
     }
 }

@@ -4,8 +4,7 @@
 //! the whole load path; outputs read back as zeros.
 
 use crate::device::{
-    BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ProgramId, ProgramSpec,
-    StepId, StepOp,
+    BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ProgramId, ProgramSpec, StepId, StepOp,
 };
 
 /// See the module docs.
@@ -21,43 +20,25 @@ pub struct NullDevice {
 
 impl NullDevice {
     pub fn new(arch: &str) -> NullDevice {
-        NullDevice {
-            arch: arch.to_string(),
-            ..NullDevice::default()
-        }
+        NullDevice { arch: arch.to_string(), ..NullDevice::default() }
     }
 
     fn size(&self, b: BufferId) -> DeviceResult<u64> {
-        self.buffers
-            .get(b.0 as usize)
-            .copied()
-            .flatten()
-            .ok_or(DeviceError::InvalidHandle {
-                kind: "buffer",
-                id: b.0,
-            })
+        self.buffers.get(b.0 as usize).copied().flatten().ok_or(DeviceError::InvalidHandle { kind: "buffer", id: b.0 })
     }
 
     fn check(&self, op: &'static str, b: BufferId, offset: u64, len: u64) -> DeviceResult<()> {
         let size = self.size(b)?;
         match offset.checked_add(len) {
             Some(end) if end <= size => Ok(()),
-            _ => Err(DeviceError::OutOfBounds {
-                op,
-                offset,
-                len,
-                size,
-            }),
+            _ => Err(DeviceError::OutOfBounds { op, offset, len, size }),
         }
     }
 }
 
 impl Device for NullDevice {
     fn info(&self) -> DeviceInfo {
-        DeviceInfo {
-            backend: "null".into(),
-            arch: self.arch.clone(),
-        }
+        DeviceInfo { backend: "null".into(), arch: self.arch.clone() }
     }
 
     fn alloc(&mut self, size: usize, _usage: BufferUse) -> DeviceResult<BufferId> {
@@ -90,19 +71,14 @@ impl Device for NullDevice {
         for op in ops {
             match op {
                 StepOp::Dispatch { program, args, .. } => {
-                    let want = *self.programs.get(program.0 as usize).ok_or(
-                        DeviceError::InvalidHandle {
-                            kind: "program",
-                            id: program.0,
-                        },
-                    )?;
+                    let want = *self
+                        .programs
+                        .get(program.0 as usize)
+                        .ok_or(DeviceError::InvalidHandle { kind: "program", id: program.0 })?;
                     if want != args.len() {
                         return Err(DeviceError::Failed {
                             op: "link_step",
-                            reason: format!(
-                                "dispatch passes {} arguments, program takes {want}",
-                                args.len()
-                            ),
+                            reason: format!("dispatch passes {} arguments, program takes {want}", args.len()),
                         });
                     }
                     for a in args {
@@ -121,10 +97,7 @@ impl Device for NullDevice {
 
     fn submit(&mut self, step: StepId) -> DeviceResult<u64> {
         if step.0 as usize >= self.steps {
-            return Err(DeviceError::InvalidHandle {
-                kind: "step",
-                id: step.0,
-            });
+            return Err(DeviceError::InvalidHandle { kind: "step", id: step.0 });
         }
         self.timeline += 1;
         Ok(self.timeline)
@@ -134,10 +107,7 @@ impl Device for NullDevice {
         if value > self.timeline {
             return Err(DeviceError::Failed {
                 op: "wait",
-                reason: format!(
-                    "timeline value {value} was never submitted (at {})",
-                    self.timeline
-                ),
+                reason: format!("timeline value {value} was never submitted (at {})", self.timeline),
             });
         }
         Ok(())

@@ -18,16 +18,9 @@ pub enum SessionError {
     #[error("expected {expected} inputs, got {found}")]
     InputCount { expected: usize, found: usize },
     #[error("input {index} needs {expected} bytes, got {found}")]
-    InputSize {
-        index: usize,
-        expected: usize,
-        found: usize,
-    },
+    InputSize { index: usize, expected: usize, found: usize },
     #[error("{phase}: {source}")]
-    Device {
-        phase: &'static str,
-        source: DeviceError,
-    },
+    Device { phase: &'static str, source: DeviceError },
 }
 
 /// How long each load phase took.
@@ -60,9 +53,7 @@ impl Session {
     pub fn new(artifact: Artifact, mut device: Box<dyn Device>) -> Result<Session, SessionError> {
         let m = &artifact.manifest;
         let info = device.info();
-        if !compatible(&m.target.backend, &info.backend)
-            || (info.backend != "null" && m.target.arch != info.arch)
-        {
+        if !compatible(&m.target.backend, &info.backend) || (info.backend != "null" && m.target.arch != info.arch) {
             return Err(SessionError::Incompatible {
                 target: format!("{}:{}", m.target.backend, m.target.arch),
                 device: format!("{}:{}", info.backend, info.arch),
@@ -75,9 +66,9 @@ impl Session {
         for b in &m.buffers {
             let id = match (b.kind, b.blob) {
                 (BufferUse::Weight, Some(r)) => device.import(artifact.blob_host_bytes(r), b.kind),
-                (_, Some(r)) => device
-                    .alloc(b.size, b.kind)
-                    .and_then(|id| device.copy_in(id, 0, artifact.blob(r)).map(|()| id)),
+                (_, Some(r)) => {
+                    device.alloc(b.size, b.kind).and_then(|id| device.copy_in(id, 0, artifact.blob(r)).map(|()| id))
+                }
                 (_, None) => device.alloc(b.size, b.kind),
             }
             .map_err(err("upload"))?;
@@ -98,30 +89,18 @@ impl Session {
             .collect::<Result<Vec<_>, _>>()
             .map_err(err("load program"))?;
         let t2 = Instant::now();
-        let resolve = |a: &Arg| Arg {
-            buffer: buffers[a.buffer.0 as usize],
-            offset: a.offset,
-        };
+        let resolve = |a: &Arg| Arg { buffer: buffers[a.buffer.0 as usize], offset: a.offset };
         let ops: Vec<StepOp> = m
             .step
             .iter()
             .map(|op| match op {
-                StepOp::Dispatch {
-                    program,
-                    args,
-                    global,
-                    local,
-                } => StepOp::Dispatch {
+                StepOp::Dispatch { program, args, global, local } => StepOp::Dispatch {
                     program: programs[program.0 as usize],
                     args: args.iter().map(resolve).collect(),
                     global: *global,
                     local: *local,
                 },
-                StepOp::Copy { src, dst, len } => StepOp::Copy {
-                    src: resolve(src),
-                    dst: resolve(dst),
-                    len: *len,
-                },
+                StepOp::Copy { src, dst, len } => StepOp::Copy { src: resolve(src), dst: resolve(dst), len: *len },
             })
             .collect();
         let step = device.link_step(&ops).map_err(err("link"))?;
@@ -132,11 +111,7 @@ impl Session {
             buffers,
             step,
             outputs,
-            load_times: LoadTimes {
-                allocate_upload: t1 - t0,
-                programs: t2 - t1,
-                link: t3 - t2,
-            },
+            load_times: LoadTimes { allocate_upload: t1 - t0, programs: t2 - t1, link: t3 - t2 },
             artifact,
         })
     }
@@ -163,10 +138,7 @@ impl Session {
     pub fn enqueue(&mut self, inputs: &[&[u8]]) -> Result<u64, SessionError> {
         let m = &self.artifact.manifest;
         if inputs.len() != m.inputs.len() {
-            return Err(SessionError::InputCount {
-                expected: m.inputs.len(),
-                found: inputs.len(),
-            });
+            return Err(SessionError::InputCount { expected: m.inputs.len(), found: inputs.len() });
         }
         for (index, (spec, data)) in m.inputs.iter().zip(inputs).enumerate() {
             let expected = spec.nbytes();
@@ -174,42 +146,22 @@ impl Session {
                 continue;
             }
             if data.len() != expected {
-                return Err(SessionError::InputSize {
-                    index,
-                    expected,
-                    found: data.len(),
-                });
+                return Err(SessionError::InputSize { index, expected, found: data.len() });
             }
             self.device
                 .copy_in(self.buffers[spec.buffer], 0, data)
-                .map_err(|source| SessionError::Device {
-                    phase: "copy in",
-                    source,
-                })?;
+                .map_err(|source| SessionError::Device { phase: "copy in", source })?;
         }
-        self.device
-            .submit(self.step)
-            .map_err(|source| SessionError::Device {
-                phase: "submit",
-                source,
-            })
+        self.device.submit(self.step).map_err(|source| SessionError::Device { phase: "submit", source })
     }
 
     /// Waits for the step that `enqueue` returned and copies the outputs back.
     pub fn finish(&mut self, timeline: u64) -> Result<(), SessionError> {
-        self.device
-            .wait(timeline)
-            .map_err(|source| SessionError::Device {
-                phase: "wait",
-                source,
-            })?;
+        self.device.wait(timeline).map_err(|source| SessionError::Device { phase: "wait", source })?;
         for (spec, out) in self.artifact.manifest.outputs.iter().zip(&mut self.outputs) {
             self.device
                 .copy_out(self.buffers[spec.buffer], 0, out)
-                .map_err(|source| SessionError::Device {
-                    phase: "copy out",
-                    source,
-                })?;
+                .map_err(|source| SessionError::Device { phase: "copy out", source })?;
         }
         Ok(())
     }
@@ -242,21 +194,13 @@ impl Session {
             };
             self.device
                 .copy_in(self.buffers[i], 0, data)
-                .map_err(|source| SessionError::Device {
-                    phase: "reset state",
-                    source,
-                })?;
+                .map_err(|source| SessionError::Device { phase: "reset state", source })?;
         }
         Ok(())
     }
 
     /// Blocks until all submitted work is done.
     pub fn synchronize(&mut self) -> Result<(), SessionError> {
-        self.device
-            .synchronize()
-            .map_err(|source| SessionError::Device {
-                phase: "synchronize",
-                source,
-            })
+        self.device.synchronize().map_err(|source| SessionError::Device { phase: "synchronize", source })
     }
 }

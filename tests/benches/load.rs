@@ -11,7 +11,8 @@ use pilot_core::cpu::CpuDevice;
 use pilot_core::device::{Arg, BufferId, BufferUse, ProgramFormat, ProgramId, StepOp};
 use pilot_core::{Artifact, DType, Session};
 
-const KERNEL: &str = "void touch(void *const *a, unsigned p, unsigned n) { ((float *)a[1])[0] = ((const float *)a[0])[0]; }";
+const KERNEL: &str =
+    "void touch(void *const *a, unsigned p, unsigned n) { ((float *)a[1])[0] = ((const float *)a[0])[0]; }";
 
 /// 100 weight buffers of 1 MB each (≈100 MB, like a mid-size driving model) plus one tiny kernel.
 fn write_big(path: &Path) {
@@ -66,24 +67,10 @@ fn write_big(path: &Path) {
         inputs: vec![t("x", 0)],
         outputs: vec![t("y", 1)],
         buffers,
-        programs: vec![ProgramEntry {
-            name: "touch".into(),
-            format: ProgramFormat::Elf,
-            blob: code_blob,
-            args: 2,
-        }],
+        programs: vec![ProgramEntry { name: "touch".into(), format: ProgramFormat::Elf, blob: code_blob, args: 2 }],
         step: vec![StepOp::Dispatch {
             program: ProgramId(0),
-            args: vec![
-                Arg {
-                    buffer: BufferId(0),
-                    offset: 0,
-                },
-                Arg {
-                    buffer: BufferId(1),
-                    offset: 0,
-                },
-            ],
+            args: vec![Arg { buffer: BufferId(0), offset: 0 }, Arg { buffer: BufferId(1), offset: 0 }],
             global: [1, 1, 1],
             local: [1, 1, 1],
         }],
@@ -101,13 +88,9 @@ fn load(c: &mut Criterion) {
     assert!(std::fs::metadata(&path).unwrap().len() > 100_000_000);
     let mut g = c.benchmark_group("load_100MB");
     g.sample_size(20);
-    g.bench_function("open_verify_structure", |b| {
-        b.iter(|| Artifact::open(&path).unwrap())
-    });
+    g.bench_function("open_verify_structure", |b| b.iter(|| Artifact::open(&path).unwrap()));
     g.bench_function("open_and_session_cpu", |b| {
-        b.iter(|| {
-            Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(1))).unwrap()
-        })
+        b.iter(|| Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(1))).unwrap())
     });
     g.bench_function("open_checksums_session_cpu", |b| {
         b.iter(|| {

@@ -45,9 +45,7 @@ void policy(void *const *args, unsigned part, unsigned nparts) {
 
 /// Deterministic weights: W[i][j] = sin(i*16+j)/4, b[i] = 0.1*i - 0.3.
 pub fn weights() -> (Vec<f32>, Vec<f32>) {
-    let w = (0..WIDTH * 2 * WIDTH)
-        .map(|k| (k as f32).sin() / 4.0)
-        .collect();
+    let w = (0..WIDTH * 2 * WIDTH).map(|k| (k as f32).sin() / 4.0).collect();
     let b = (0..WIDTH).map(|i| 0.1 * i as f32 - 0.3).collect();
     (w, b)
 }
@@ -55,17 +53,9 @@ pub fn weights() -> (Vec<f32>, Vec<f32>) {
 /// The reference: one step of the policy in plain Rust, updating `features` in place.
 pub fn reference_step(desire: &[f32], features: &mut [f32], w: &[f32], b: &[f32]) -> Vec<f32> {
     let mut x = desire.to_vec();
-    x.extend(
-        (0..WIDTH).map(|j| (0..QUEUE).map(|q| features[q * WIDTH + j]).sum::<f32>() / QUEUE as f32),
-    );
+    x.extend((0..WIDTH).map(|j| (0..QUEUE).map(|q| features[q * WIDTH + j]).sum::<f32>() / QUEUE as f32));
     let hidden: Vec<f32> = (0..WIDTH)
-        .map(|i| {
-            (b[i]
-                + (0..2 * WIDTH)
-                    .map(|j| w[i * 2 * WIDTH + j] * x[j])
-                    .sum::<f32>())
-            .max(0.0)
-        })
+        .map(|i| (b[i] + (0..2 * WIDTH).map(|j| w[i * 2 * WIDTH + j] * x[j]).sum::<f32>()).max(0.0))
         .collect();
     features.copy_within(WIDTH.., 0);
     features[(QUEUE - 1) * WIDTH..].copy_from_slice(&hidden);
@@ -94,17 +84,14 @@ pub fn write(path: &Path, object: &[u8], backend: &str) -> Result<Manifest, Arti
         checksum: checksum.map(pilot_core::artifact::checksum),
     };
     let buffers = vec![
-        f(WIDTH, BufferUse::Input, None, None),         // 0 desire
-        f(QUEUE * WIDTH, BufferUse::State, None, None), // 1 features
+        f(WIDTH, BufferUse::Input, None, None),                          // 0 desire
+        f(QUEUE * WIDTH, BufferUse::State, None, None),                  // 1 features
         f(2 * WIDTH * WIDTH, BufferUse::Weight, Some(w_blob), Some(&w)), // 2 W
-        f(WIDTH, BufferUse::Weight, Some(b_blob), Some(&b)), // 3 b
-        f(WIDTH, BufferUse::Output, None, None),        // 4 hidden
-        f((QUEUE - 1) * WIDTH, BufferUse::Scratch, None, None), // 5 shift
+        f(WIDTH, BufferUse::Weight, Some(b_blob), Some(&b)),             // 3 b
+        f(WIDTH, BufferUse::Output, None, None),                         // 4 hidden
+        f((QUEUE - 1) * WIDTH, BufferUse::Scratch, None, None),          // 5 shift
     ];
-    let a = |buffer: u32, offset: usize| Arg {
-        buffer: BufferId(buffer),
-        offset: offset as u64,
-    };
+    let a = |buffer: u32, offset: usize| Arg { buffer: BufferId(buffer), offset: offset as u64 };
     let shifted = ((QUEUE - 1) * WIDTH * 4) as u64;
     let mut manifest = Manifest {
         target: Target {
@@ -129,12 +116,7 @@ pub fn write(path: &Path, object: &[u8], backend: &str) -> Result<Manifest, Arti
             slices: vec![("hidden_state".into(), 0, WIDTH)],
         }],
         buffers,
-        programs: vec![ProgramEntry {
-            name: "policy".into(),
-            format: ProgramFormat::Elf,
-            blob: code_blob,
-            args: 5,
-        }],
+        programs: vec![ProgramEntry { name: "policy".into(), format: ProgramFormat::Elf, blob: code_blob, args: 5 }],
         step: vec![
             StepOp::Dispatch {
                 program: ProgramId(0),
@@ -142,21 +124,9 @@ pub fn write(path: &Path, object: &[u8], backend: &str) -> Result<Manifest, Arti
                 global: [WIDTH as u32, 1, 1],
                 local: [1, 1, 1],
             },
-            StepOp::Copy {
-                src: a(1, WIDTH * 4),
-                dst: a(5, 0),
-                len: shifted,
-            },
-            StepOp::Copy {
-                src: a(5, 0),
-                dst: a(1, 0),
-                len: shifted,
-            },
-            StepOp::Copy {
-                src: a(4, 0),
-                dst: a(1, (QUEUE - 1) * WIDTH * 4),
-                len: (WIDTH * 4) as u64,
-            },
+            StepOp::Copy { src: a(1, WIDTH * 4), dst: a(5, 0), len: shifted },
+            StepOp::Copy { src: a(5, 0), dst: a(1, 0), len: shifted },
+            StepOp::Copy { src: a(4, 0), dst: a(1, (QUEUE - 1) * WIDTH * 4), len: (WIDTH * 4) as u64 },
         ],
         metadata: Metadata {
             compiler: format!("pilot-tests demo {}", env!("CARGO_PKG_VERSION")),

@@ -15,39 +15,19 @@ pub fn cc_object(source: &str) -> Vec<u8> {
     std::fs::write(&c, source).expect("write C source");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(&cc)
-        .args([
-            "-c",
-            "-O2",
-            "-ffreestanding",
-            "-fno-stack-protector",
-            "-fno-asynchronous-unwind-tables",
-            "-fPIC",
-        ])
+        .args(["-c", "-O2", "-ffreestanding", "-fno-stack-protector", "-fno-asynchronous-unwind-tables", "-fPIC"])
         .arg(&c)
         .arg("-o")
         .arg(&o)
         .output()
         .unwrap_or_else(|e| panic!("running {cc}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cc} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{cc} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     std::fs::read(&o).expect("read object")
 }
 
 /// Runs `pilot`-independent Python (standard library only) and returns its stdout.
 pub fn python(script: &str, args: &[&Path]) -> String {
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .args(args)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "python failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new("python3").arg("-c").arg(script).args(args).output().expect("python3 runs");
+    assert!(out.status.success(), "python failed:\n{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("utf-8 output")
 }

@@ -35,22 +35,9 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::Set(i, b)),
         (any::<usize>(), 0u8..8).prop_map(|(i, b)| Mutation::Flip(i, b)),
         any::<usize>().prop_map(Mutation::Truncate),
-        (
-            any::<usize>(),
-            proptest::collection::vec(any::<u8>(), 1..16)
-        )
-            .prop_map(|(i, v)| Mutation::Insert(i, v)),
+        (any::<usize>(), proptest::collection::vec(any::<u8>(), 1..16)).prop_map(|(i, v)| Mutation::Insert(i, v)),
         (any::<usize>(), 1usize..32).prop_map(|(i, n)| Mutation::Remove(i, n)),
-        (
-            any::<usize>(),
-            prop_oneof![
-                Just(i64::MIN),
-                Just(-1),
-                Just(i64::MAX),
-                Just(1 << 40),
-                any::<i64>()
-            ]
-        )
+        (any::<usize>(), prop_oneof![Just(i64::MIN), Just(-1), Just(i64::MAX), Just(1 << 40), any::<i64>()])
             .prop_map(|(i, v)| Mutation::Int64(i, v)),
     ]
 }

@@ -43,7 +43,9 @@ fn input(dtype: DType, shape: &[usize], seed: u64) -> npy::Array {
     };
     let data = match dtype {
         DType::U8 => (0..n).map(|_| next() as u8).collect(),
-        DType::F32 => (0..n).flat_map(|_| (((next() >> 11) as f64 / (1u64 << 53) as f64) as f32 * 2.0 - 1.0).to_le_bytes()).collect(),
+        DType::F32 => (0..n)
+            .flat_map(|_| (((next() >> 11) as f64 / (1u64 << 53) as f64) as f32 * 2.0 - 1.0).to_le_bytes())
+            .collect(),
         d => panic!("no generator for {d}"),
     };
     npy::Array { dtype, shape: shape.to_vec(), data }
@@ -68,7 +70,8 @@ fn compile_run_compare(name: &str, shapes: &[(&str, &[usize])]) -> Checked {
     let report = pilot_compiler::compile(&model, &art, &opts, &|_| {}).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut session = Session::new(Artifact::open(&art).unwrap(), Box::new(CpuDevice::new(2))).unwrap();
     let specs = session.inputs().to_vec();
-    let arrays: Vec<npy::Array> = specs.iter().enumerate().map(|(i, s)| input(s.dtype, &s.shape, i as u64 + 1)).collect();
+    let arrays: Vec<npy::Array> =
+        specs.iter().enumerate().map(|(i, s)| input(s.dtype, &s.shape, i as u64 + 1)).collect();
     let mut feeds = Vec::new();
     for (s, a) in specs.iter().zip(&arrays) {
         let p = dir.path().join(format!("{}.npy", s.name));
@@ -78,7 +81,13 @@ fn compile_run_compare(name: &str, shapes: &[(&str, &[usize])]) -> Checked {
     let refs: Vec<&[u8]> = arrays.iter().map(|a| a.data.as_slice()).collect();
     session.step(&refs).unwrap();
     let out = dir.path().join("ort");
-    let st = Command::new(python()).arg(root().join("scripts/ort_run.py")).arg(&model).arg(&out).args(&feeds).output().unwrap();
+    let st = Command::new(python())
+        .arg(root().join("scripts/ort_run.py"))
+        .arg(&model)
+        .arg(&out)
+        .args(&feeds)
+        .output()
+        .unwrap();
     assert!(st.status.success(), "onnxruntime: {}", String::from_utf8_lossy(&st.stderr));
     let mut worst = 0f64;
     for (k, (spec, got)) in session.output_specs().iter().zip(session.outputs()).enumerate() {

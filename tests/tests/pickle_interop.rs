@@ -120,11 +120,7 @@ fn python(script: &str, arg: &Path) -> J {
         .arg(arg)
         .output()
         .expect("these interop tests need the system python3 (standard library only) on PATH");
-    assert!(
-        out.status.success(),
-        "python3 failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "python3 failed:\n{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("python3 printed JSON")
 }
 
@@ -161,11 +157,7 @@ fn s(x: &str) -> Value {
 
 #[test]
 fn python_loads_what_pilot_writes() {
-    let blobs: [Vec<u8>; 3] = [
-        (0..=255).collect(),
-        vec![0xab; 100_003],
-        b"third blob".to_vec(),
-    ];
+    let blobs: [Vec<u8>; 3] = [(0..=255).collect(), vec![0xab; 100_003], b"third blob".to_vec()];
     let tensors = (0..1500)
         .map(|i| {
             Value::Dict(vec![
@@ -178,22 +170,9 @@ fn python_loads_what_pilot_writes() {
     let payload = Value::Dict(vec![
         (s("format"), s("pilot")),
         (s("version"), Value::Int(1)),
-        (
-            s("records"),
-            Value::List((0..6).map(Value::Buffer).collect()),
-        ),
-        (
-            s("_pad"),
-            Value::List(vec![Value::Int(0), Value::Int(2), Value::Int(4)]),
-        ),
-        (
-            s("weights"),
-            Value::Dict(vec![
-                (s("a"), Value::Int(1)),
-                (s("b"), Value::Int(3)),
-                (s("c"), Value::Int(5)),
-            ]),
-        ),
+        (s("records"), Value::List((0..6).map(Value::Buffer).collect())),
+        (s("_pad"), Value::List(vec![Value::Int(0), Value::Int(2), Value::Int(4)])),
+        (s("weights"), Value::Dict(vec![(s("a"), Value::Int(1)), (s("b"), Value::Int(3)), (s("c"), Value::Int(5))])),
         (
             s("nested"),
             Value::Dict(vec![
@@ -211,10 +190,7 @@ fn python_loads_what_pilot_writes() {
                     ]),
                 ),
                 (s("tensors"), Value::List(tensors)),
-                (
-                    Value::Tuple(vec![Value::Int(1), s("k")]),
-                    Value::Bytes(vec![0, 1, 2, 255]),
-                ),
+                (Value::Tuple(vec![Value::Int(1), s("k")]), Value::Bytes(vec![0, 1, 2, 255])),
                 (Value::Int(-7), Value::Bool(false)),
                 (Value::None, Value::Dict(vec![])),
             ]),
@@ -239,12 +215,7 @@ fn python_loads_what_pilot_writes() {
     assert_eq!(c.records.len(), 6);
     for (i, blob) in blobs.iter().enumerate() {
         let r = &c.records[2 * i + 1];
-        assert_eq!(
-            r.start as u64 % ALIGN,
-            0,
-            "data record {} is not {ALIGN}-byte aligned",
-            2 * i + 1
-        );
+        assert_eq!(r.start as u64 % ALIGN, 0, "data record {} is not {ALIGN}-byte aligned", 2 * i + 1);
         assert_eq!(&file[r.clone()], &blob[..]);
         assert!(c.records[2 * i].len() < ALIGN as usize);
     }
@@ -252,33 +223,12 @@ fn python_loads_what_pilot_writes() {
 
     let py = python(PY_LOAD, &path);
     let expected = desc(&payload, &record);
-    assert_eq!(
-        py["value"], expected,
-        "what Python loaded differs from what pilot wrote"
-    );
+    assert_eq!(py["value"], expected, "what Python loaded differs from what pilot wrote");
     assert_eq!(py["pure"], expected, "the pure-Python unpickler disagrees");
-    assert_eq!(
-        py["consumed_all"],
-        json!(true),
-        "Python did not consume every record"
-    );
-    let allowed = [
-        "dict",
-        "list",
-        "tuple",
-        "str",
-        "bytes",
-        "int",
-        "float",
-        "bool",
-        "NoneType",
-        "PickleBuffer",
-    ];
+    assert_eq!(py["consumed_all"], json!(true), "Python did not consume every record");
+    let allowed = ["dict", "list", "tuple", "str", "bytes", "int", "float", "bool", "NoneType", "PickleBuffer"];
     let types = py["types"].as_array().unwrap();
-    assert!(
-        types.iter().all(|t| allowed.contains(&t.as_str().unwrap())),
-        "{types:?}"
-    );
+    assert!(types.iter().all(|t| allowed.contains(&t.as_str().unwrap())), "{types:?}");
     assert!(types.contains(&json!("PickleBuffer")));
 }
 
@@ -291,12 +241,7 @@ fn pilot_reads_what_python_writes() {
     for f in files {
         let name = f["name"].as_str().unwrap();
         let kind = f["kind"].as_str().unwrap();
-        let ops: Vec<&str> = f["ops"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| o.as_str().unwrap())
-            .collect();
+        let ops: Vec<&str> = f["ops"].as_array().unwrap().iter().map(|o| o.as_str().unwrap()).collect();
         let bytes = std::fs::read(dir.path().join(name)).unwrap();
         match kind {
             "plain" => {
@@ -304,14 +249,9 @@ fn pilot_reads_what_python_writes() {
                 let p = pickle::read(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
                 assert_eq!(p.buffer_count, 0);
                 assert_eq!(desc(&p.value, &|_| unreachable!()), f["desc"], "{name}");
-                assert!(
-                    ops.contains(&"BINGET") && ops.contains(&"APPENDS"),
-                    "{name}: {ops:?}"
-                );
+                assert!(ops.contains(&"BINGET") && ops.contains(&"APPENDS"), "{name}: {ops:?}");
                 let big = p.value.get("big").unwrap();
-                assert!(
-                    matches!(big, Value::List(items) if items.len() == 2500 && items[2499] == Value::Int(2499))
-                );
+                assert!(matches!(big, Value::List(items) if items.len() == 2500 && items[2499] == Value::Int(2499)));
                 let proto: u32 = name[5..6].parse().unwrap();
                 let memo_op = if proto >= 4 { "MEMOIZE" } else { "BINPUT" };
                 assert!(ops.contains(&memo_op), "{name}: {ops:?}");
@@ -320,24 +260,19 @@ fn pilot_reads_what_python_writes() {
             "oob" => {
                 seen.1 += 1;
                 let c = container::parse(&bytes).unwrap();
-                let p = pickle::read(&bytes[c.pickle.clone()])
-                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                let p = pickle::read(&bytes[c.pickle.clone()]).unwrap_or_else(|e| panic!("{name}: {e}"));
                 assert_eq!(p.buffer_count, 3);
                 assert_eq!(c.records.len(), 3);
                 let record = |n: u32| bytes[c.records[n as usize].clone()].to_vec();
                 assert_eq!(desc(&p.value, &record), f["desc"], "{name}");
-                assert!(
-                    ops.contains(&"NEXT_BUFFER") && ops.contains(&"READONLY_BUFFER"),
-                    "{ops:?}"
-                );
+                assert!(ops.contains(&"NEXT_BUFFER") && ops.contains(&"READONLY_BUFFER"), "{ops:?}");
             }
             _ => {
                 seen.2 += 1;
                 let e = pickle::read(&bytes).expect_err(name).to_string();
                 assert!(e.starts_with("pickle offset "), "{name}: {e}");
                 assert!(
-                    e.contains("(GLOBAL) is not allowed")
-                        || e.contains("(STACK_GLOBAL) is not allowed"),
+                    e.contains("(GLOBAL) is not allowed") || e.contains("(STACK_GLOBAL) is not allowed"),
                     "{name}: {e}"
                 );
             }

@@ -7,10 +7,7 @@ use pilot_core::{Artifact, Session, SessionError};
 use pilot_tests::demo;
 
 fn f32s(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
 }
 
 fn bytes(v: &[f32]) -> Vec<u8> {
@@ -25,17 +22,12 @@ fn build(backend: &str) -> (tempfile::TempDir, std::path::PathBuf) {
 }
 
 fn desire(step: usize) -> Vec<f32> {
-    (0..demo::WIDTH)
-        .map(|j| ((step * 7 + j) as f32 * 0.37).cos())
-        .collect()
+    (0..demo::WIDTH).map(|j| ((step * 7 + j) as f32 * 0.37).cos()).collect()
 }
 
 fn assert_close(got: &[f32], want: &[f32], what: &str) {
     for (g, r) in got.iter().zip(want) {
-        assert!(
-            (g - r).abs() <= 1e-5 * r.abs().max(1.0),
-            "{what}: got {got:?}, want {want:?}"
-        );
+        assert!((g - r).abs() <= 1e-5 * r.abs().max(1.0), "{what}: got {got:?}, want {want:?}");
     }
 }
 
@@ -53,10 +45,7 @@ fn run_and_check(threads: usize) {
         let got = f32s(&session.outputs()[0]);
         let want = demo::reference_step(&desire(step), &mut features, &w, &b);
         assert_close(&got, &want, &format!("step {step}"));
-        assert!(
-            got.iter().any(|&v| v != 0.0),
-            "step {step}: all-zero output proves nothing"
-        );
+        assert!(got.iter().any(|&v| v != 0.0), "step {step}: all-zero output proves nothing");
         assert_ne!(got, previous, "step {step}: output did not change");
         previous = got;
     }
@@ -65,11 +54,7 @@ fn run_and_check(threads: usize) {
     let x = bytes(&desire(0));
     session.step(&[&x]).unwrap();
     let mut fresh = vec![0f32; demo::QUEUE * demo::WIDTH];
-    assert_close(
-        &f32s(&session.outputs()[0]),
-        &demo::reference_step(&desire(0), &mut fresh, &w, &b),
-        "after reset",
-    );
+    assert_close(&f32s(&session.outputs()[0]), &demo::reference_step(&desire(0), &mut fresh, &w, &b), "after reset");
 }
 
 #[test]
@@ -85,33 +70,15 @@ fn policy_matches_reference_four_threads() {
 #[test]
 fn wrong_inputs_are_errors() {
     let (_dir, path) = build("cpu");
-    let mut session =
-        Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(1))).unwrap();
-    assert!(matches!(
-        session.step(&[]),
-        Err(SessionError::InputCount {
-            expected: 1,
-            found: 0
-        })
-    ));
-    assert!(matches!(
-        session.step(&[&[0u8; 3]]),
-        Err(SessionError::InputSize {
-            index: 0,
-            expected: 32,
-            found: 3
-        })
-    ));
+    let mut session = Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(1))).unwrap();
+    assert!(matches!(session.step(&[]), Err(SessionError::InputCount { expected: 1, found: 0 })));
+    assert!(matches!(session.step(&[&[0u8; 3]]), Err(SessionError::InputSize { index: 0, expected: 32, found: 3 })));
 }
 
 #[test]
 fn null_backend_loads_and_runs_nothing() {
     let (_dir, path) = build("cpu");
-    let mut session = Session::new(
-        Artifact::open(&path).unwrap(),
-        Box::new(NullDevice::new("x86_64")),
-    )
-    .unwrap();
+    let mut session = Session::new(Artifact::open(&path).unwrap(), Box::new(NullDevice::new("x86_64"))).unwrap();
     session.step(&[&bytes(&desire(0))]).unwrap();
     assert_eq!(session.outputs()[0], vec![0u8; 32]);
 }
@@ -119,8 +86,6 @@ fn null_backend_loads_and_runs_nothing() {
 #[test]
 fn target_mismatch_is_refused() {
     let (_dir, path) = build("null");
-    let err = Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(1)))
-        .err()
-        .unwrap();
+    let err = Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(1))).err().unwrap();
     assert!(err.to_string().contains("targets `null:"), "{err}");
 }

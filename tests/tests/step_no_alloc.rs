@@ -44,11 +44,7 @@ fn steps_do_not_allocate() {
     let path = dir.path().join("policy.pkl");
     demo::write(&path, &pilot_tests::cc_object(demo::KERNEL), "cpu").unwrap();
     for threads in [1, 3] {
-        let mut session = Session::new(
-            Artifact::open(&path).unwrap(),
-            Box::new(CpuDevice::new(threads)),
-        )
-        .unwrap();
+        let mut session = Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(threads))).unwrap();
         let input = vec![0x3fu8; demo::WIDTH * 4];
         session.step(&[&input]).unwrap(); // warm-up outside the window
         ALLOCATIONS.store(0, Ordering::SeqCst);
@@ -57,11 +53,7 @@ fn steps_do_not_allocate() {
             session.step(&[&input]).unwrap();
         }
         COUNTING.store(false, Ordering::SeqCst);
-        assert_eq!(
-            ALLOCATIONS.load(Ordering::SeqCst),
-            0,
-            "threads={threads}: steps allocated"
-        );
+        assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "threads={threads}: steps allocated");
         // The counter really counts: an allocation inside the window is seen.
         COUNTING.store(true, Ordering::SeqCst);
         let v = std::hint::black_box(vec![1u8; 64]);

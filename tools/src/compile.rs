@@ -44,9 +44,10 @@ pub struct CompileArgs {
 
 /// Parses `NAME=1x3x256x512`.
 pub fn parse_shape(arg: &str) -> anyhow::Result<(String, Vec<usize>)> {
-    let (name, dims) = arg.split_once('=').filter(|(n, d)| !n.is_empty() && !d.is_empty()).ok_or_else(|| {
-        anyhow::anyhow!("--shape expects NAME=DIMS like images=1x3x256x512, got `{arg}`")
-    })?;
+    let (name, dims) = arg
+        .split_once('=')
+        .filter(|(n, d)| !n.is_empty() && !d.is_empty())
+        .ok_or_else(|| anyhow::anyhow!("--shape expects NAME=DIMS like images=1x3x256x512, got `{arg}`"))?;
     let dims = dims
         .split(['x', 'X', ','])
         .map(|d| d.trim().parse::<usize>().map_err(|_| anyhow::anyhow!("--shape {name}: `{d}` is not a dimension")))
@@ -73,7 +74,8 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
     if !["cpu", "null"].contains(&args.target.as_str()) {
         bail!("target `{}` is not available yet (available: cpu, null)", args.target);
     }
-    let shapes: HashMap<String, Vec<usize>> = args.shapes.iter().map(|s| parse_shape(s)).collect::<anyhow::Result<_>>()?;
+    let shapes: HashMap<String, Vec<usize>> =
+        args.shapes.iter().map(|s| parse_shape(s)).collect::<anyhow::Result<_>>()?;
     let output = args.output.clone().unwrap_or_else(|| args.model.with_extension("pkl"));
     let opts = pilot_compiler::CompileOptions {
         backend: args.target.clone(),
@@ -83,9 +85,12 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
         allowed_kernel_count: args.allowed_kernel_count.filter(|&n| n >= 0).map(|n| n as usize),
     };
     let st = Instant::now();
-    let report = match pilot_compiler::compile(&args.model, &output, &opts, &progress(std::io::stderr().is_terminal())) {
+    let report = match pilot_compiler::compile(&args.model, &output, &opts, &progress(std::io::stderr().is_terminal()))
+    {
         Err(pilot_compiler::CompileError::KernelCount { expected, found }) => {
-            eprintln!("ALLOWED_KERNEL_COUNT: the model compiles to {found} kernels, {expected} allowed; nothing written");
+            eprintln!(
+                "ALLOWED_KERNEL_COUNT: the model compiles to {found} kernels, {expected} allowed; nothing written"
+            );
             return Ok(false);
         }
         r => r?,
@@ -97,7 +102,6 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
     }
     Ok(true)
 }
-
 
 #[cfg(test)]
 mod tests {

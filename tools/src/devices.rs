@@ -10,11 +10,7 @@ use pilot_core::Device;
 pub const AVAILABLE: [&str; 2] = ["cpu", "null"];
 
 /// Opens `name`, or the artifact's own backend when `name` is `None`.
-pub fn open(
-    name: Option<&str>,
-    target: &Target,
-    threads: Option<usize>,
-) -> anyhow::Result<Box<dyn Device>> {
+pub fn open(name: Option<&str>, target: &Target, threads: Option<usize>) -> anyhow::Result<Box<dyn Device>> {
     let name = name.unwrap_or(&target.backend);
     Ok(match name {
         "cpu" => {
@@ -27,14 +23,8 @@ pub fn open(
         }
         "null" => Box::new(NullDevice::new(&target.arch)),
         "cl" | "qcom" | "fake-kgsl" | "usb+amd" => {
-            bail!(
-                "device `{name}` is not available in this build yet (available: {})",
-                AVAILABLE.join(", ")
-            )
+            bail!("device `{name}` is not available in this build yet (available: {})", AVAILABLE.join(", "))
         }
-        other => bail!(
-            "unknown device `{other}` (available: {})",
-            AVAILABLE.join(", ")
-        ),
+        other => bail!("unknown device `{other}` (available: {})", AVAILABLE.join(", ")),
     })
 }

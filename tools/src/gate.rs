@@ -55,8 +55,7 @@ pub fn read_log(path: impl AsRef<Path>) -> Result<Vec<f64>> {
             continue;
         }
         let at = || format!("{}:{}", path.display(), i + 1);
-        let value: serde_json::Value =
-            serde_json::from_str(line).with_context(|| format!("{}: bad JSON", at()))?;
+        let value: serde_json::Value = serde_json::from_str(line).with_context(|| format!("{}: bad JSON", at()))?;
         let Some(obj) = value.as_object() else {
             bail!("{}: expected a JSON object per line", at());
         };
@@ -160,11 +159,7 @@ impl GateReport {
 /// Non-finite samples are ignored; the first sample of a side is dropped as warm-up when that side has
 /// more than 2; `max_regression` is a fraction (0.05 = 5%), clamped to be at least 0 (NaN counts as 0).
 pub fn compare(baseline: &[f64], current: &[f64], max_regression: f64) -> GateReport {
-    let max_regression = if max_regression > 0.0 {
-        max_regression
-    } else {
-        0.0
-    };
+    let max_regression = if max_regression > 0.0 { max_regression } else { 0.0 };
     let (b, b_dropped) = usable(baseline);
     let (c, c_dropped) = usable(current);
     let baseline = summarize(&b, b_dropped);
@@ -172,14 +167,7 @@ pub fn compare(baseline: &[f64], current: &[f64], max_regression: f64) -> GateRe
     if b.is_empty() || c.is_empty() {
         let verdict = Verdict::NoData;
         let (ratio, ci) = (f64::NAN, (f64::NAN, f64::NAN));
-        return GateReport {
-            baseline,
-            current,
-            ratio,
-            ci,
-            max_regression,
-            verdict,
-        };
+        return GateReport { baseline, current, ratio, ci, max_regression, verdict };
     }
     let ratio = ratio_of(current.median, baseline.median);
     let ci = bootstrap_ci(&b, &c);
@@ -190,14 +178,7 @@ pub fn compare(baseline: &[f64], current: &[f64], max_regression: f64) -> GateRe
     } else {
         Verdict::Ok
     };
-    GateReport {
-        baseline,
-        current,
-        ratio,
-        ci,
-        max_regression,
-        verdict,
-    }
+    GateReport { baseline, current, ratio, ci, max_regression, verdict }
 }
 
 /// Finite samples, without the warm-up step when there are more than 2.
@@ -292,10 +273,8 @@ fn bootstrap_ci(baseline: &[f64], current: &[f64]) -> (f64, f64) {
     let (mut rb, mut rc) = (vec![0.0; baseline.len()], vec![0.0; current.len()]);
     let mut ratios = Vec::with_capacity(RESAMPLES);
     for _ in 0..RESAMPLES {
-        rb.iter_mut()
-            .for_each(|x| *x = baseline[rng.below(baseline.len())]);
-        rc.iter_mut()
-            .for_each(|x| *x = current[rng.below(current.len())]);
+        rb.iter_mut().for_each(|x| *x = baseline[rng.below(baseline.len())]);
+        rc.iter_mut().for_each(|x| *x = current[rng.below(current.len())]);
         ratios.push(ratio_of(median_in_place(&mut rc), median_in_place(&mut rb)));
     }
     ratios.sort_by(f64::total_cmp);
@@ -305,16 +284,9 @@ fn bootstrap_ci(baseline: &[f64], current: &[f64]) -> (f64, f64) {
 
 impl fmt::Display for GateReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "step wall time (ms)        n        min     median        p90        MAD"
-        )?;
+        writeln!(f, "step wall time (ms)        n        min     median        p90        MAD")?;
         for (name, s) in [("baseline", &self.baseline), ("current", &self.current)] {
-            let note = if s.warmup_dropped {
-                "  (first step dropped: warm-up)"
-            } else {
-                ""
-            };
+            let note = if s.warmup_dropped { "  (first step dropped: warm-up)" } else { "" };
             writeln!(
                 f,
                 "{name:<20} {:>7} {:>10.3} {:>10.3} {:>10.3} {:>10.3}{note}",
@@ -338,16 +310,12 @@ impl fmt::Display for GateReport {
                 "verdict: REGRESSION (CI lower bound {:+.1}% exceeds the allowed +{allowed:.1}%)",
                 pct(self.ci.0)
             ),
-            Verdict::Improvement => write!(
-                f,
-                "verdict: IMPROVEMENT (CI upper bound {:+.1}% is below -{allowed:.1}%)",
-                pct(self.ci.1)
-            ),
-            Verdict::Ok => write!(
-                f,
-                "verdict: OK (no change beyond ±{allowed:.1}% at {:.0}% confidence)",
-                CONFIDENCE * 100.0
-            ),
+            Verdict::Improvement => {
+                write!(f, "verdict: IMPROVEMENT (CI upper bound {:+.1}% is below -{allowed:.1}%)", pct(self.ci.1))
+            }
+            Verdict::Ok => {
+                write!(f, "verdict: OK (no change beyond ±{allowed:.1}% at {:.0}% confidence)", CONFIDENCE * 100.0)
+            }
             Verdict::NoData => write!(f, "verdict: NO DATA (a log has no usable steps)"),
         }
     }
@@ -361,9 +329,7 @@ mod tests {
     fn samples(n: usize, center: f64, noise: f64, seed: u64) -> Vec<f64> {
         let mut rng = SplitMix64(seed);
         let unit = |r: &mut SplitMix64| (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        (0..n)
-            .map(|_| center * (1.0 + noise * (2.0 * unit(&mut rng) - 1.0)))
-            .collect()
+        (0..n).map(|_| center * (1.0 + noise * (2.0 * unit(&mut rng) - 1.0))).collect()
     }
 
     #[test]
@@ -379,11 +345,7 @@ mod tests {
 
     #[test]
     fn twenty_percent_slower_is_a_regression() {
-        let r = compare(
-            &samples(20, 10.0, 0.02, 3),
-            &samples(20, 12.0, 0.02, 4),
-            0.05,
-        );
+        let r = compare(&samples(20, 10.0, 0.02, 3), &samples(20, 12.0, 0.02, 4), 0.05);
         assert_eq!(r.verdict, Verdict::Regression, "{r}");
         assert!(r.ci.0 > 1.15 && r.ci.1 < 1.25, "{r}");
         assert!(!r.passed() && r.is_regression());
@@ -392,11 +354,7 @@ mod tests {
 
     #[test]
     fn twenty_percent_faster_is_an_improvement() {
-        let r = compare(
-            &samples(20, 10.0, 0.02, 5),
-            &samples(20, 8.0, 0.02, 6),
-            0.05,
-        );
+        let r = compare(&samples(20, 10.0, 0.02, 5), &samples(20, 8.0, 0.02, 6), 0.05);
         assert_eq!(r.verdict, Verdict::Improvement, "{r}");
         assert!(r.passed() && !r.is_regression());
     }
@@ -418,11 +376,7 @@ mod tests {
         assert_eq!(r.verdict, Verdict::Ok, "{r}");
         assert!(r.ci.0 < 1.05 && r.ci.1 > 1.05, "the CI is wide: {r}");
         // The same shift with little noise and many steps is detected.
-        let r = compare(
-            &samples(200, 10.0, 0.01, 11),
-            &samples(200, 10.6, 0.01, 12),
-            0.05,
-        );
+        let r = compare(&samples(200, 10.0, 0.01, 11), &samples(200, 10.6, 0.01, 12), 0.05);
         assert_eq!(r.verdict, Verdict::Regression, "{r}");
     }
 
@@ -433,9 +387,7 @@ mod tests {
         assert_eq!(r1, r2);
         let text = r1.to_string();
         assert!(text.lines().count() <= 6, "{text}");
-        for word in [
-            "baseline", "current", "median", "p90", "MAD", "CI", "verdict",
-        ] {
+        for word in ["baseline", "current", "median", "p90", "MAD", "CI", "verdict"] {
             assert!(text.contains(word), "{word} missing in:\n{text}");
         }
     }
@@ -443,14 +395,8 @@ mod tests {
     #[test]
     fn warmup_step_is_dropped_only_beyond_two_steps() {
         let r = compare(&[100.0, 10.0, 10.0], &[100.0, 10.0], 0.05);
-        assert_eq!(
-            (r.baseline.n, r.baseline.warmup_dropped, r.baseline.median),
-            (2, true, 10.0)
-        );
-        assert_eq!(
-            (r.current.n, r.current.warmup_dropped, r.current.median),
-            (2, false, 55.0)
-        );
+        assert_eq!((r.baseline.n, r.baseline.warmup_dropped, r.baseline.median), (2, true, 10.0));
+        assert_eq!((r.current.n, r.current.warmup_dropped, r.current.median), (2, false, 55.0));
         let r = compare(&[], &[1.0, f64::NAN], 0.05);
         assert_eq!(r.verdict, Verdict::NoData);
         assert!(!r.passed() && r.to_string().contains("NO DATA"));
@@ -469,13 +415,7 @@ mod tests {
 
     #[test]
     fn percentages() {
-        for (s, want) in [
-            ("5%", 0.05),
-            ("0.05", 0.05),
-            ("5", 0.05),
-            (" 12.5 % ", 0.125),
-            ("0", 0.0),
-        ] {
+        for (s, want) in [("5%", 0.05), ("0.05", 0.05), ("5", 0.05), (" 12.5 % ", 0.125), ("0", 0.0)] {
             assert!((parse_percent(s).unwrap() - want).abs() < 1e-12, "{s}");
         }
         assert!((parse_percent("1").unwrap() - 0.01).abs() < 1e-12);
@@ -505,27 +445,15 @@ mod tests {
         for (text, want) in [
             (String::new(), "no steps"),
             ("\n \n".to_string(), "no steps"),
-            (
-                format!("{ok}{{\"step\": 1, \"wall_ms\": 1.0"),
-                ":2: bad JSON",
-            ),
-            (
-                format!("{ok}{ok}{{\"step\": 2}}"),
-                ":3: missing \"wall_ms\"",
-            ),
-            (
-                format!("{{\"wall_ms\": \"fast\"}}\n{ok}"),
-                ":1: \"wall_ms\" is not",
-            ),
+            (format!("{ok}{{\"step\": 1, \"wall_ms\": 1.0"), ":2: bad JSON"),
+            (format!("{ok}{ok}{{\"step\": 2}}"), ":3: missing \"wall_ms\""),
+            (format!("{{\"wall_ms\": \"fast\"}}\n{ok}"), ":1: \"wall_ms\" is not"),
             ("{\"wall_ms\": -1}".to_string(), ":1: \"wall_ms\" is not"),
             ("[1, 2]".to_string(), ":1: expected a JSON object"),
             ("wall_ms=3".to_string(), ":1: bad JSON"),
         ] {
             let e = format!("{:#}", log(&text).unwrap_err());
-            assert!(
-                e.contains(want) && !e.contains('\n'),
-                "{text:?}: {e:?} lacks {want:?}"
-            );
+            assert!(e.contains(want) && !e.contains('\n'), "{text:?}: {e:?} lacks {want:?}");
         }
         let e = read_log("/nonexistent/bench.jsonl").unwrap_err();
         assert!(format!("{e:#}").contains("/nonexistent/bench.jsonl"));

@@ -18,11 +18,7 @@ fn kind(k: BufferUse) -> &'static str {
 }
 
 fn tensor(t: &TensorSpec) -> Value {
-    let slices: serde_json::Map<String, Value> = t
-        .slices
-        .iter()
-        .map(|(n, a, b)| (n.clone(), json!([a, b])))
-        .collect();
+    let slices: serde_json::Map<String, Value> = t.slices.iter().map(|(n, a, b)| (n.clone(), json!([a, b]))).collect();
     json!({"name": t.name, "shape": t.shape, "dtype": t.dtype.name(), "buffer": t.buffer, "slices": slices})
 }
 
@@ -30,25 +26,12 @@ fn tensor(t: &TensorSpec) -> Value {
 pub fn describe(a: &Artifact) -> Value {
     let m: &Manifest = &a.manifest;
     let mut by_kind = serde_json::Map::new();
-    for k in [
-        BufferUse::Weight,
-        BufferUse::Input,
-        BufferUse::Output,
-        BufferUse::State,
-        BufferUse::Scratch,
-    ] {
-        let (n, bytes) = m
-            .buffers
-            .iter()
-            .filter(|b| b.kind == k)
-            .fold((0usize, 0usize), |(n, s), b| (n + 1, s + b.size));
+    for k in [BufferUse::Weight, BufferUse::Input, BufferUse::Output, BufferUse::State, BufferUse::Scratch] {
+        let (n, bytes) =
+            m.buffers.iter().filter(|b| b.kind == k).fold((0usize, 0usize), |(n, s), b| (n + 1, s + b.size));
         by_kind.insert(kind(k).into(), json!({"count": n, "bytes": bytes}));
     }
-    let dispatches = m
-        .step
-        .iter()
-        .filter(|op| matches!(op, StepOp::Dispatch { .. }))
-        .count();
+    let dispatches = m.step.iter().filter(|op| matches!(op, StepOp::Dispatch { .. })).count();
     json!({
         "file_size": a.file_size(),
         "target": {
@@ -85,69 +68,34 @@ pub fn inspect(path: &Path, as_json: bool) -> anyhow::Result<()> {
     }
     let m = &a.manifest;
     let t = &m.target;
-    let flags: Vec<&str> = [
-        ("image", t.image),
-        ("float16", t.float16),
-        ("nolocals", t.nolocals),
-    ]
-    .into_iter()
-    .filter_map(|(n, on)| on.then_some(n))
-    .collect();
+    let flags: Vec<&str> = [("image", t.image), ("float16", t.float16), ("nolocals", t.nolocals)]
+        .into_iter()
+        .filter_map(|(n, on)| on.then_some(n))
+        .collect();
     println!("{}  ({})", path.display(), mib(a.file_size()));
     println!("target    {}:{} {}", t.backend, t.arch, flags.join(" "));
     for (what, list) in [("input ", &m.inputs), ("output", &m.outputs)] {
         for x in list {
-            println!(
-                "{what}    {:<32} {:<8} {:?}",
-                x.name,
-                x.dtype.name(),
-                x.shape
-            );
+            println!("{what}    {:<32} {:<8} {:?}", x.name, x.dtype.name(), x.shape);
             for (n, s, e) in &x.slices {
                 println!("            slice {n} [{s}, {e})");
             }
         }
     }
-    for k in [
-        BufferUse::Weight,
-        BufferUse::Input,
-        BufferUse::Output,
-        BufferUse::State,
-        BufferUse::Scratch,
-    ] {
-        let sizes: Vec<usize> = m
-            .buffers
-            .iter()
-            .filter(|b| b.kind == k)
-            .map(|b| b.size)
-            .collect();
+    for k in [BufferUse::Weight, BufferUse::Input, BufferUse::Output, BufferUse::State, BufferUse::Scratch] {
+        let sizes: Vec<usize> = m.buffers.iter().filter(|b| b.kind == k).map(|b| b.size).collect();
         if !sizes.is_empty() {
-            println!(
-                "buffers   {:<8} {:>5} × totalling {}",
-                kind(k),
-                sizes.len(),
-                mib(sizes.iter().sum())
-            );
+            println!("buffers   {:<8} {:>5} × totalling {}", kind(k), sizes.len(), mib(sizes.iter().sum()));
         }
     }
-    let dispatches = m
-        .step
-        .iter()
-        .filter(|op| matches!(op, StepOp::Dispatch { .. }))
-        .count();
+    let dispatches = m.step.iter().filter(|op| matches!(op, StepOp::Dispatch { .. })).count();
     println!("programs  {}", m.programs.len());
-    println!(
-        "step      {dispatches} kernels, {} copies",
-        m.step.len() - dispatches
-    );
+    println!("step      {dispatches} kernels, {} copies", m.step.len() - dispatches);
     println!("compiler  {}", m.metadata.compiler);
     println!("model     {}", m.metadata.model_hash);
     for (k, v) in &m.metadata.props {
         let shown: String = v.chars().take(60).collect();
-        println!(
-            "prop      {k} = {shown}{}",
-            if v.chars().count() > 60 { "…" } else { "" }
-        );
+        println!("prop      {k} = {shown}{}", if v.chars().count() > 60 { "…" } else { "" });
     }
     Ok(())
 }

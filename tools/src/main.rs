@@ -9,11 +9,7 @@ use clap::{Parser, Subcommand};
 use pilot_tools::{gate, inspect, run, smi};
 
 #[derive(Parser)]
-#[command(
-    name = "pilot",
-    version,
-    about = "Compile ONNX models and run them on comma-style hardware"
-)]
+#[command(name = "pilot", version, about = "Compile ONNX models and run them on comma-style hardware")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -90,20 +86,15 @@ fn dispatch(cli: Cli) -> anyhow::Result<bool> {
         Command::Compile { .. } => {
             anyhow::bail!("this pilot was built without the compiler (cargo feature `compiler`)")
         }
-        Command::Usb { .. } => anyhow::bail!(
-            "pilot usb is not available in this build yet: the USB GPU backend has not landed"
-        ),
+        Command::Usb { .. } => {
+            anyhow::bail!("pilot usb is not available in this build yet: the USB GPU backend has not landed")
+        }
         Command::Run(args) => run::run(&args),
         Command::Load(args) => run::load(&args),
         Command::Inspect { artifact, json } => inspect::inspect(&artifact, json).map(|()| true),
-        Command::Gate {
-            baseline,
-            current,
-            max_regression,
-        } => {
+        Command::Gate { baseline, current, max_regression } => {
             let max = gate::parse_percent(&max_regression)?;
-            let report =
-                gate::compare(&gate::read_log(&baseline)?, &gate::read_log(&current)?, max);
+            let report = gate::compare(&gate::read_log(&baseline)?, &gate::read_log(&current)?, max);
             println!("{report}");
             Ok(!report.is_regression())
         }

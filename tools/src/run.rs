@@ -57,11 +57,7 @@ pub struct LoadArgs {
     pub assert_min_load_time: Option<f64>,
 }
 
-fn open_session(
-    path: &Path,
-    device: Option<&str>,
-    threads: Option<usize>,
-) -> anyhow::Result<Session> {
+fn open_session(path: &Path, device: Option<&str>, threads: Option<usize>) -> anyhow::Result<Session> {
     let artifact = Artifact::open(path)?;
     let device = devices::open(device, &artifact.manifest.target, threads)?;
     Ok(Session::new(artifact, device)?)
@@ -124,10 +120,7 @@ fn build_inputs(session: &Session, args: &RunArgs) -> anyhow::Result<Vec<Vec<u8>
         let (name, file) = parse_input(arg)?;
         let Some(i) = specs.iter().position(|s| s.name == name) else {
             let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-            bail!(
-                "the artifact has no input `{name}` (inputs: {})",
-                names.join(", ")
-            );
+            bail!("the artifact has no input `{name}` (inputs: {})", names.join(", "));
         };
         let a = npy::read(file).with_context(|| format!("{}", file.display()))?;
         let s = &specs[i];
@@ -147,34 +140,18 @@ fn build_inputs(session: &Session, args: &RunArgs) -> anyhow::Result<Vec<Vec<u8>
         .into_iter()
         .zip(specs)
         .enumerate()
-        .map(|(i, (g, s))| {
-            g.unwrap_or_else(|| {
-                random_input(s, args.seed.wrapping_mul(1000).wrapping_add(i as u64))
-            })
-        })
+        .map(|(i, (g, s))| g.unwrap_or_else(|| random_input(s, args.seed.wrapping_mul(1000).wrapping_add(i as u64))))
         .collect())
 }
 
 /// Replaces every character outside `[A-Za-z0-9._-]` with `_` (SPEC §5).
 pub fn file_name_for(output: &str) -> String {
-    output
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    output.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect()
 }
 
 fn benchmark_log_path(args: &RunArgs) -> Option<PathBuf> {
     args.benchmark_log.clone().or_else(|| {
-        std::env::var("BENCHMARK_LOG")
-            .ok()
-            .filter(|n| !n.is_empty())
-            .map(|n| PathBuf::from(format!("{n}.jsonl")))
+        std::env::var("BENCHMARK_LOG").ok().filter(|n| !n.is_empty()).map(|n| PathBuf::from(format!("{n}.jsonl")))
     })
 }
 
@@ -204,8 +181,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
         best = best.min(wall_ms);
         println!("enqueue {enqueue_ms:7.2} ms -- total run {wall_ms:7.2} ms");
         if let Some(log) = &mut log {
-            let line =
-                serde_json::json!({"step": step, "wall_ms": wall_ms, "enqueue_ms": enqueue_ms});
+            let line = serde_json::json!({"step": step, "wall_ms": wall_ms, "enqueue_ms": enqueue_ms});
             writeln!(log, "{line}")?;
         }
     }
@@ -216,19 +192,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for (spec, data) in session.output_specs().iter().zip(session.outputs()) {
             let path = dir.join(format!("{}.npy", file_name_for(&spec.name)));
-            let a = npy::Array {
-                dtype: spec.dtype,
-                shape: spec.shape.clone(),
-                data: data.clone(),
-            };
+            let a = npy::Array { dtype: spec.dtype, shape: spec.shape.clone(), data: data.clone() };
             npy::write(&path, &a).with_context(|| format!("writing {}", path.display()))?;
         }
     }
     if let Some(limit) = args.assert_min_step_time {
         if best >= limit {
-            eprintln!(
-                "ASSERT_MIN_STEP_TIME: fastest step took {best:.3} ms, the limit is {limit} ms"
-            );
+            eprintln!("ASSERT_MIN_STEP_TIME: fastest step took {best:.3} ms, the limit is {limit} ms");
             return Ok(false);
         }
         println!("fastest step {best:.3} ms < {limit} ms");
@@ -249,11 +219,7 @@ pub fn load(args: &LoadArgs) -> anyhow::Result<bool> {
         if args.verify {
             artifact.verify_checksums()?;
         }
-        let device = devices::open(
-            args.device.as_deref(),
-            &artifact.manifest.target,
-            args.threads,
-        )?;
+        let device = devices::open(args.device.as_deref(), &artifact.manifest.target, args.threads)?;
         let session = Session::new(artifact, device)?;
         let total = st.elapsed().as_secs_f64();
         best = best.min(total);
@@ -269,9 +235,7 @@ pub fn load(args: &LoadArgs) -> anyhow::Result<bool> {
     }
     if let Some(limit) = args.assert_min_load_time {
         if best >= limit {
-            eprintln!(
-                "ASSERT_MIN_LOAD_TIME: fastest load took {best:.4} s, the limit is {limit} s"
-            );
+            eprintln!("ASSERT_MIN_LOAD_TIME: fastest load took {best:.4} s, the limit is {limit} s");
             return Ok(false);
         }
         println!("fastest load {best:.4} s < {limit} s");
@@ -285,22 +249,13 @@ mod tests {
 
     #[test]
     fn output_names_become_safe_file_names() {
-        assert_eq!(
-            file_name_for("save_infer_model/scale_0.tmp_1"),
-            "save_infer_model_scale_0.tmp_1"
-        );
+        assert_eq!(file_name_for("save_infer_model/scale_0.tmp_1"), "save_infer_model_scale_0.tmp_1");
         assert_eq!(file_name_for("a b:c"), "a_b_c");
     }
 
     #[test]
     fn random_inputs_are_seeded() {
-        let spec = TensorSpec {
-            name: "x".into(),
-            shape: vec![2, 3],
-            dtype: DType::F32,
-            buffer: 0,
-            slices: vec![],
-        };
+        let spec = TensorSpec { name: "x".into(), shape: vec![2, 3], dtype: DType::F32, buffer: 0, slices: vec![] };
         assert_eq!(random_input(&spec, 7), random_input(&spec, 7));
         assert_ne!(random_input(&spec, 7), random_input(&spec, 8));
         assert_eq!(random_input(&spec, 7).len(), 24);

@@ -119,10 +119,7 @@ impl SystemEnv {
             .and_then(|ids| ids.split_whitespace().nth(1))
             .and_then(|id| id.parse().ok())
             .unwrap_or(u32::MAX);
-        SystemEnv {
-            root: PathBuf::from("/"),
-            euid,
-        }
+        SystemEnv { root: PathBuf::from("/"), euid }
     }
 }
 
@@ -147,10 +144,7 @@ impl SmiEnv for SystemEnv {
 
     fn run(&mut self, argv: &[&str]) -> std::io::Result<bool> {
         let (program, args) = argv.split_first().ok_or(std::io::ErrorKind::InvalidInput)?;
-        Ok(std::process::Command::new(program)
-            .args(args)
-            .status()?
-            .success())
+        Ok(std::process::Command::new(program).args(args).status()?.success())
     }
 
     fn kill(&mut self, pid: u32) -> Result<(), KillError> {
@@ -181,11 +175,7 @@ impl SmiEnv for SystemEnv {
 pub fn loaded_modules(root: &Path) -> Result<Vec<String>> {
     let path = root.join("proc/modules");
     match std::fs::read_to_string(&path) {
-        Ok(text) => Ok(text
-            .lines()
-            .filter_map(|l| l.split_whitespace().next())
-            .map(str::to_string)
-            .collect()),
+        Ok(text) => Ok(text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e).with_context(|| path.display().to_string()),
     }
@@ -193,12 +183,7 @@ pub fn loaded_modules(root: &Path) -> Result<Vec<String>> {
 
 fn loaded_of(vendor: Vendor, root: &Path) -> Result<Vec<&'static str>> {
     let loaded = loaded_modules(root)?;
-    Ok(vendor
-        .modules()
-        .iter()
-        .copied()
-        .filter(|m| loaded.iter().any(|l| l == m))
-        .collect())
+    Ok(vendor.modules().iter().copied().filter(|m| loaded.iter().any(|l| l == m)).collect())
 }
 
 /// `pilot smi VENDOR rmmod [--expect]`; `Ok(false)` (exit 1) if any of the vendor's modules is loaded
@@ -210,18 +195,11 @@ pub fn rmmod(vendor: Vendor, expect: bool, env: &mut impl SmiEnv) -> Result<bool
         return Ok(true);
     }
     if expect {
-        env.say(&format!(
-            "kernel modules loaded but expected not to be: {}",
-            loaded.join(", ")
-        ));
+        env.say(&format!("kernel modules loaded but expected not to be: {}", loaded.join(", ")));
         return Ok(false);
     }
     for module in &loaded {
-        let argv: &[&str] = if env.euid() == 0 {
-            &["rmmod", module]
-        } else {
-            &["sudo", "rmmod", module]
-        };
+        let argv: &[&str] = if env.euid() == 0 { &["rmmod", module] } else { &["sudo", "rmmod", module] };
         match env.run(argv) {
             Ok(true) => env.say(&format!("unloaded {module}")),
             Ok(false) => env.say(&format!("`{}` failed (module in use?)", argv.join(" "))),
@@ -238,19 +216,13 @@ pub fn rmmod(vendor: Vendor, expect: bool, env: &mut impl SmiEnv) -> Result<bool
 /// Normalises a PCI address to `dddd:bb:dd.f` (lower case, domain `0000` added when missing).
 pub fn normalize_pci_bus(bus: &str) -> Result<String> {
     let b = bus.trim().to_ascii_lowercase();
-    let full = if b.matches(':').count() == 1 {
-        format!("0000:{b}")
-    } else {
-        b
-    };
+    let full = if b.matches(':').count() == 1 { format!("0000:{b}") } else { b };
     let hex = |s: &str, lens: std::ops::RangeInclusive<usize>| {
         lens.contains(&s.len()) && s.bytes().all(|c| c.is_ascii_hexdigit())
     };
     let ok = match full.split(':').collect::<Vec<_>>().as_slice() {
         [domain, bus_no, devfn] => match devfn.split_once('.') {
-            Some((dev, func)) => {
-                hex(domain, 4..=8) && hex(bus_no, 2..=2) && hex(dev, 2..=2) && hex(func, 1..=1)
-            }
+            Some((dev, func)) => hex(domain, 4..=8) && hex(bus_no, 2..=2) && hex(dev, 2..=2) && hex(func, 1..=1),
             None => false,
         },
         _ => false,
@@ -274,11 +246,7 @@ struct Filter {
 impl Filter {
     fn new(vendor: Vendor, pci_bus: Option<&str>, root: &Path) -> Result<Filter> {
         let Some(bus) = pci_bus else {
-            return Ok(Filter {
-                vendor,
-                nodes: None,
-                bus: None,
-            });
+            return Ok(Filter { vendor, nodes: None, bus: None });
         };
         let bus = normalize_pci_bus(bus)?;
         let dev = root.join("sys/bus/pci/devices").join(&bus);
@@ -295,10 +263,7 @@ impl Filter {
                 .map(|n| format!("/dev/dri/{n}"))
                 .collect(),
             Vendor::Nv => {
-                let info = root
-                    .join("proc/driver/nvidia/gpus")
-                    .join(&bus)
-                    .join("information");
+                let info = root.join("proc/driver/nvidia/gpus").join(&bus).join("information");
                 let text = std::fs::read_to_string(info).unwrap_or_default();
                 text.lines()
                     .find_map(|l| l.strip_prefix("Device Minor:"))
@@ -308,11 +273,7 @@ impl Filter {
                     .collect()
             }
         };
-        Ok(Filter {
-            vendor,
-            nodes: Some(nodes),
-            bus: Some(bus),
-        })
+        Ok(Filter { vendor, nodes: Some(nodes), bus: Some(bus) })
     }
 
     fn matches(&self, target: &Path) -> bool {
@@ -333,9 +294,8 @@ impl Filter {
             (Some(nodes), _) => nodes.iter().any(|n| n == s),
             (None, Vendor::Amd) => {
                 s == "/dev/kfd"
-                    || s.strip_prefix("/dev/dri/").is_some_and(|n| {
-                        (n.starts_with("renderD") || n.starts_with("card")) && !n.contains('/')
-                    })
+                    || s.strip_prefix("/dev/dri/")
+                        .is_some_and(|n| (n.starts_with("renderD") || n.starts_with("card")) && !n.contains('/'))
             }
             (None, Vendor::Nv) => s.starts_with("/dev/nvidia"),
         }
@@ -364,12 +324,7 @@ pub struct Scan {
 /// Scans `<root>/proc/*/fd/*` for processes (other than `exclude_pid`) holding the vendor's GPU device
 /// nodes or pilot's lock files; `pci_bus` restricts as described in the module docs.
 /// Errors: a bad or absent `pci_bus`, or `<root>/proc` unreadable.
-pub fn find_holders(
-    vendor: Vendor,
-    pci_bus: Option<&str>,
-    root: &Path,
-    exclude_pid: u32,
-) -> Result<Scan> {
+pub fn find_holders(vendor: Vendor, pci_bus: Option<&str>, root: &Path, exclude_pid: u32) -> Result<Scan> {
     let filter = Filter::new(vendor, pci_bus, root)?;
     scan(&filter, root, exclude_pid)
 }
@@ -379,11 +334,7 @@ fn scan(filter: &Filter, root: &Path, exclude_pid: u32) -> Result<Scan> {
     let entries = std::fs::read_dir(&proc_dir).with_context(|| proc_dir.display().to_string())?;
     let mut out = Scan::default();
     for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
         if pid == exclude_pid || pid == 0 {
@@ -406,11 +357,7 @@ fn scan(filter: &Filter, root: &Path, exclude_pid: u32) -> Result<Scan> {
         if !paths.is_empty() {
             let comm = std::fs::read_to_string(entry.path().join("comm"));
             let comm = comm.map_or_else(|_| "?".to_string(), |c| c.trim().to_string());
-            out.holders.push(Holder {
-                pid,
-                comm,
-                paths: paths.into_iter().collect(),
-            });
+            out.holders.push(Holder { pid, comm, paths: paths.into_iter().collect() });
         }
     }
     out.holders.sort_by_key(|h| h.pid);
@@ -424,18 +371,11 @@ pub const WAIT_INTERVAL: Duration = Duration::from_millis(200);
 /// `pilot smi VENDOR kill-pids [--sudoless] [--pci-bus BUS]`; `Ok(false)` (exit 1) if a holder could not
 /// be killed or still holds the GPU after [`WAIT_ATTEMPTS`] × [`WAIT_INTERVAL`]. With `sudoless`,
 /// `sudo` is never run. Errors: a bad or absent `pci_bus`, `/proc` unreadable.
-pub fn kill_pids(
-    vendor: Vendor,
-    sudoless: bool,
-    pci_bus: Option<&str>,
-    env: &mut impl SmiEnv,
-) -> Result<bool> {
+pub fn kill_pids(vendor: Vendor, sudoless: bool, pci_bus: Option<&str>, env: &mut impl SmiEnv) -> Result<bool> {
     let filter = Filter::new(vendor, pci_bus, env.root())?;
     if let (Some(nodes), Some(bus)) = (&filter.nodes, &filter.bus) {
         if nodes.is_empty() {
-            env.say(&format!(
-                "no device nodes found for {bus}; matching lock files only"
-            ));
+            env.say(&format!("no device nodes found for {bus}; matching lock files only"));
         }
     }
     let found = scan(&filter, env.root(), env.self_pid())?;
@@ -453,11 +393,7 @@ pub fn kill_pids(
     let mut killed = Vec::new();
     for h in &found.holders {
         let pid = h.pid;
-        env.say(&format!(
-            "killing pid {pid} ({}), holding {}",
-            h.comm,
-            h.paths.join(", ")
-        ));
+        env.say(&format!("killing pid {pid} ({}), holding {}", h.comm, h.paths.join(", ")));
         if pid <= 1 {
             env.say(&format!("pid {pid}: refusing to kill init"));
             failed.push(pid);
@@ -468,18 +404,13 @@ pub fn kill_pids(
             Err(KillError::NoSuchProcess) => env.say(&format!("pid {pid} already exited")),
             Err(KillError::PermissionDenied) if sudoless || env.euid() == 0 => {
                 let why = if sudoless { "--sudoless" } else { "as root" };
-                env.say(&format!(
-                    "pid {pid}: permission denied ({why}: not using sudo)"
-                ));
+                env.say(&format!("pid {pid}: permission denied ({why}: not using sudo)"));
                 failed.push(pid);
             }
             Err(KillError::PermissionDenied) => {
                 let pid_text = pid.to_string();
                 let argv = ["sudo", "kill", "-9", pid_text.as_str()];
-                env.say(&format!(
-                    "pid {pid}: permission denied; running `{}`",
-                    argv.join(" ")
-                ));
+                env.say(&format!("pid {pid}: permission denied; running `{}`", argv.join(" ")));
                 match env.run(&argv) {
                     Ok(true) => killed.push(pid),
                     Ok(false) => failed.push(pid),
@@ -596,10 +527,7 @@ mod tests {
                     [.., "rmmod", m] => {
                         let path = self.dir.path().join("proc/modules");
                         let text = std::fs::read_to_string(&path).unwrap();
-                        let keep: Vec<&str> = text
-                            .lines()
-                            .filter(|l| l.split(' ').next() != Some(m))
-                            .collect();
+                        let keep: Vec<&str> = text.lines().filter(|l| l.split(' ').next() != Some(m)).collect();
                         std::fs::write(path, keep.join("\n")).unwrap();
                     }
                     _ => panic!("unexpected command {argv:?}"),
@@ -628,24 +556,9 @@ mod tests {
     fn populated() -> Fake {
         let f = Fake::new();
         f.process(100, &["/dev/kfd", "/dev/null"]);
-        f.process(
-            101,
-            &[
-                "/dev/dri/renderD128",
-                "/home/u/model.pkl",
-                "/dev/dri/renderD128",
-            ],
-        );
+        f.process(101, &["/dev/dri/renderD128", "/home/u/model.pkl", "/dev/dri/renderD128"]);
         f.process(102, &["/tmp/pilot-amd-0000:03:00.0.lock (deleted)"]);
-        f.process(
-            103,
-            &[
-                "/dev/null",
-                "/tmp/foo.lock",
-                "/tmp/pilot-x.txt",
-                "/dev/dri/by-path/x",
-            ],
-        );
+        f.process(103, &["/dev/null", "/tmp/foo.lock", "/tmp/pilot-x.txt", "/dev/dri/by-path/x"]);
         f.process(104, &["/dev/nvidia0", "/dev/nvidiactl", "socket:[1234]"]);
         f.process(999, &["/dev/kfd", "/dev/nvidia0"]);
         f
@@ -668,10 +581,7 @@ mod tests {
         assert_eq!(f.killed, [100, 101, 102]);
         assert!(f.runs.is_empty(), "{:?}", f.runs);
         assert_eq!(f.pids(Vendor::Amd, None), [] as [u32; 0]);
-        assert!(
-            kill_pids(Vendor::Amd, true, None, &mut f).unwrap(),
-            "nothing left: success"
-        );
+        assert!(kill_pids(Vendor::Amd, true, None, &mut f).unwrap(), "nothing left: success");
         assert!(f.said.last().unwrap().contains("no process holds"));
     }
 
@@ -682,22 +592,14 @@ mod tests {
         assert!(!kill_pids(Vendor::Amd, true, None, &mut f).unwrap());
         assert!(f.runs.is_empty(), "{:?}", f.runs);
         assert_eq!(f.killed, [100, 102]);
-        assert!(
-            f.said.iter().any(|l| l == "could not kill: 101"),
-            "{:?}",
-            f.said
-        );
+        assert!(f.said.iter().any(|l| l == "could not kill: 101"), "{:?}", f.said);
     }
 
     #[test]
     fn falls_back_to_sudo_unless_root() {
         let mut f = populated();
         f.deny.insert(101);
-        assert!(
-            kill_pids(Vendor::Amd, false, None, &mut f).unwrap(),
-            "{:?}",
-            f.said
-        );
+        assert!(kill_pids(Vendor::Amd, false, None, &mut f).unwrap(), "{:?}", f.said);
         assert_eq!(f.runs, ["sudo kill -9 101"]);
         let mut f = populated();
         f.deny.insert(101);
@@ -717,40 +619,24 @@ mod tests {
         assert!(!kill_pids(Vendor::Nv, true, None, &mut f).unwrap());
         assert_eq!(f.killed, [102, 104]);
         assert!(f.said.iter().any(|l| l.contains("refusing to kill init")));
-        assert!(
-            f.said.iter().any(|l| l.contains("pid 104 still holds")),
-            "{:?}",
-            f.said
-        );
+        assert!(f.said.iter().any(|l| l.contains("pid 104 still holds")), "{:?}", f.said);
     }
 
     #[test]
     fn pci_bus_restricts_nodes_and_lock_files() {
         let f = Fake::new();
-        for (bus, nodes) in [
-            ("0000:03:00.0", ["card1", "renderD129"]),
-            ("0000:04:00.0", ["card0", "renderD128"]),
-        ] {
+        for (bus, nodes) in [("0000:03:00.0", ["card1", "renderD129"]), ("0000:04:00.0", ["card0", "renderD128"])] {
             for n in nodes {
                 f.file(&format!("sys/bus/pci/devices/{bus}/drm/{n}/dev"), "226:0\n");
             }
         }
         f.file("sys/bus/pci/devices/0000:03:00.0/drm/controlD64/dev", "");
-        f.file(
-            "proc/driver/nvidia/gpus/0000:03:00.0/information",
-            "Model: X\nDevice Minor: \t 1\n",
-        );
+        f.file("proc/driver/nvidia/gpus/0000:03:00.0/information", "Model: X\nDevice Minor: \t 1\n");
         f.process(200, &["/dev/dri/renderD129"]);
         f.process(201, &["/dev/dri/renderD128", "/dev/dri/card0"]);
         f.process(202, &["/dev/kfd"]);
         f.process(203, &["/tmp/pilot-amd-0000:03:00.0.lock"]);
-        f.process(
-            204,
-            &[
-                "/tmp/pilot-amd-0000:04:00.0.lock",
-                "/tmp/pilot-usb-2-1.lock",
-            ],
-        );
+        f.process(204, &["/tmp/pilot-amd-0000:04:00.0.lock", "/tmp/pilot-usb-2-1.lock"]);
         f.process(205, &["/dev/nvidia1", "/dev/nvidiactl"]);
         f.process(206, &["/dev/nvidia0", "/dev/nvidia-uvm"]);
         assert_eq!(f.pids(Vendor::Amd, None), [200, 201, 202, 203, 204]);
@@ -759,10 +645,7 @@ mod tests {
         assert_eq!(f.pids(Vendor::Nv, Some("0000:03:00.0")), [203, 205]);
         assert_eq!(f.pids(Vendor::Nv, None), [203, 204, 205, 206]);
         for bad in ["0000:09:00.0", "../../../etc", "03:00", ""] {
-            assert!(
-                find_holders(Vendor::Amd, Some(bad), f.dir.path(), 999).is_err(),
-                "{bad}"
-            );
+            assert!(find_holders(Vendor::Amd, Some(bad), f.dir.path(), 999).is_err(), "{bad}");
         }
     }
 
@@ -771,13 +654,7 @@ mod tests {
         assert_eq!(normalize_pci_bus("03:00.0").unwrap(), "0000:03:00.0");
         assert_eq!(normalize_pci_bus(" 0000:C3:00.1 ").unwrap(), "0000:c3:00.1");
         assert_eq!(normalize_pci_bus("10000:e1:00.0").unwrap(), "10000:e1:00.0");
-        for bad in [
-            "3:00.0",
-            "0000:03:00",
-            "0000:03:00.0/..",
-            "x0:03:00.0",
-            "00:00:03:00.0",
-        ] {
+        for bad in ["3:00.0", "0000:03:00", "0000:03:00.0/..", "x0:03:00.0", "00:00:03:00.0"] {
             assert!(normalize_pci_bus(bad).is_err(), "{bad}");
         }
     }
@@ -785,16 +662,10 @@ mod tests {
     #[test]
     fn rmmod_expect_only_checks() {
         let mut f = Fake::new();
-        assert!(
-            rmmod(Vendor::Amd, true, &mut f).unwrap(),
-            "no /proc/modules: nothing loaded"
-        );
+        assert!(rmmod(Vendor::Amd, true, &mut f).unwrap(), "no /proc/modules: nothing loaded");
         f.file("proc/modules", "");
         assert!(rmmod(Vendor::Amd, true, &mut f).unwrap());
-        f.file(
-            "proc/modules",
-            "snd 1 0 - Live 0x0\namdgpu 15000000 3 - Live 0x0\n",
-        );
+        f.file("proc/modules", "snd 1 0 - Live 0x0\namdgpu 15000000 3 - Live 0x0\n");
         assert!(!rmmod(Vendor::Amd, true, &mut f).unwrap());
         assert!(f.said.last().unwrap().contains("amdgpu"), "{:?}", f.said);
         assert!(rmmod(Vendor::Nv, true, &mut f).unwrap());
@@ -804,13 +675,11 @@ mod tests {
     #[test]
     fn rmmod_unloads_in_order() {
         let mut f = Fake::new();
-        let modules =
-            "nvidia_uvm 1 0 - Live 0x0\nnvidia 2 1 nvidia_uvm, Live 0x0\nsnd 3 0 - Live 0x0\n\
+        let modules = "nvidia_uvm 1 0 - Live 0x0\nnvidia 2 1 nvidia_uvm, Live 0x0\nsnd 3 0 - Live 0x0\n\
                        nvidia_drm 4 0 - Live 0x0\nnvidia_modeset 5 1 nvidia_drm, Live 0x0\n";
         f.file("proc/modules", modules);
         assert!(rmmod(Vendor::Nv, false, &mut f).unwrap());
-        let want = ["nvidia_drm", "nvidia_modeset", "nvidia_uvm", "nvidia"]
-            .map(|m| format!("sudo rmmod {m}"));
+        let want = ["nvidia_drm", "nvidia_modeset", "nvidia_uvm", "nvidia"].map(|m| format!("sudo rmmod {m}"));
         assert_eq!(f.runs, want);
         f.file("proc/modules", "amdgpu 1 0 - Live 0x0\n");
         (f.euid, f.runs) = (0, Vec::new());
@@ -829,9 +698,6 @@ mod tests {
         let scan = find_holders(Vendor::Amd, None, env.root(), env.self_pid()).unwrap();
         assert!(scan.holders.iter().all(|h| h.pid != std::process::id()));
         loaded_modules(env.root()).unwrap();
-        assert_eq!(
-            lock_path("amd-0000:03:00.0"),
-            Path::new("/tmp/pilot-amd-0000:03:00.0.lock")
-        );
+        assert_eq!(lock_path("amd-0000:03:00.0"), Path::new("/tmp/pilot-amd-0000:03:00.0.lock"));
     }
 }

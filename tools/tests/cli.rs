@@ -9,10 +9,7 @@ use pilot_tests::demo;
 
 fn pilot(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_pilot"));
-    cmd.args(args)
-        .env_remove("ASSERT_MIN_STEP_TIME")
-        .env_remove("ASSERT_MIN_LOAD_TIME")
-        .env_remove("BENCHMARK_LOG");
+    cmd.args(args).env_remove("ASSERT_MIN_STEP_TIME").env_remove("ASSERT_MIN_LOAD_TIME").env_remove("BENCHMARK_LOG");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -55,18 +52,12 @@ fn run_prints_steps_and_writes_log_and_outputs() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let stdout = String::from_utf8(o.stdout).unwrap();
     assert_eq!(
-        stdout
-            .lines()
-            .filter(|l| l.starts_with("enqueue") && l.contains("ms -- total run"))
-            .count(),
+        stdout.lines().filter(|l| l.starts_with("enqueue") && l.contains("ms -- total run")).count(),
         3,
         "{stdout}"
     );
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 3);
     for (i, l) in lines.iter().enumerate() {
         assert_eq!(l["step"], i);
@@ -119,24 +110,15 @@ fn run_with_input_file_matches_reference() {
         .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
         .collect();
     for (g, r) in got.iter().zip(&want) {
-        assert!(
-            (g - r).abs() <= 1e-5 * r.abs().max(1.0),
-            "got {got:?}, want {want:?}"
-        );
+        assert!((g - r).abs() <= 1e-5 * r.abs().max(1.0), "got {got:?}, want {want:?}");
     }
 
     // Wrong shape, unknown name, missing file: exit 2 with one line.
-    let bad = pilot_tools::npy::Array {
-        dtype: pilot_core::DType::F32,
-        shape: vec![8],
-        data: arr.data.clone(),
-    };
+    let bad = pilot_tools::npy::Array { dtype: pilot_core::DType::F32, shape: vec![8], data: arr.data.clone() };
     pilot_tools::npy::write(&input, &bad).unwrap();
-    for arg in [
-        format!("desire={}", input.display()),
-        format!("nope={}", input.display()),
-        "desire=/nonexistent.npy".into(),
-    ] {
+    for arg in
+        [format!("desire={}", input.display()), format!("nope={}", input.display()), "desire=/nonexistent.npy".into()]
+    {
         let o = pilot(&["run", art.to_str().unwrap(), "--input", &arg], &[]);
         assert_eq!(code(&o), 2, "{arg}: {}", stderr(&o));
         assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{}", stderr(&o));
@@ -148,67 +130,20 @@ fn step_and_load_gates() {
     let dir = tempfile::tempdir().unwrap();
     let art = demo_artifact(dir.path());
     let a = art.to_str().unwrap();
-    assert_eq!(
-        code(&pilot(
-            &["run", a, "--steps", "2"],
-            &[("ASSERT_MIN_STEP_TIME", "100000")]
-        )),
-        0
-    );
-    let o = pilot(
-        &["run", a, "--steps", "2"],
-        &[("ASSERT_MIN_STEP_TIME", "0.000001")],
-    );
+    assert_eq!(code(&pilot(&["run", a, "--steps", "2"], &[("ASSERT_MIN_STEP_TIME", "100000")])), 0);
+    let o = pilot(&["run", a, "--steps", "2"], &[("ASSERT_MIN_STEP_TIME", "0.000001")]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("ASSERT_MIN_STEP_TIME"));
-    assert_eq!(
-        code(&pilot(
-            &[
-                "run",
-                a,
-                "--steps",
-                "2",
-                "--assert-min-step-time",
-                "0.000001"
-            ],
-            &[]
-        )),
-        1
-    );
-    let o = pilot(
-        &["load", a, "--times", "3", "--verify"],
-        &[("ASSERT_MIN_LOAD_TIME", "100")],
-    );
+    assert_eq!(code(&pilot(&["run", a, "--steps", "2", "--assert-min-step-time", "0.000001"], &[])), 1);
+    let o = pilot(&["load", a, "--times", "3", "--verify"], &[("ASSERT_MIN_LOAD_TIME", "100")]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert_eq!(
-        String::from_utf8(o.stdout)
-            .unwrap()
-            .lines()
-            .filter(|l| l.starts_with("load "))
-            .count(),
-        3
-    );
-    assert_eq!(
-        code(&pilot(
-            &["load", a, "--times", "2"],
-            &[("ASSERT_MIN_LOAD_TIME", "0.0000001")]
-        )),
-        1
-    );
+    assert_eq!(String::from_utf8(o.stdout).unwrap().lines().filter(|l| l.starts_with("load ")).count(), 3);
+    assert_eq!(code(&pilot(&["load", a, "--times", "2"], &[("ASSERT_MIN_LOAD_TIME", "0.0000001")])), 1);
     // BENCHMARK_LOG=NAME writes NAME.jsonl.
     let name = dir.path().join("bench");
-    let o = pilot(
-        &["run", a, "--steps", "4"],
-        &[("BENCHMARK_LOG", name.to_str().unwrap())],
-    );
+    let o = pilot(&["run", a, "--steps", "4"], &[("BENCHMARK_LOG", name.to_str().unwrap())]);
     assert_eq!(code(&o), 0);
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("bench.jsonl"))
-            .unwrap()
-            .lines()
-            .count(),
-        4
-    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("bench.jsonl")).unwrap().lines().count(), 4);
 }
 
 #[test]
@@ -222,10 +157,7 @@ fn inspect_text_and_json() {
     assert_eq!(j["kernel_count"], 1);
     assert_eq!(j["copies"], 3);
     assert_eq!(j["inputs"][0]["name"], "desire");
-    assert_eq!(
-        j["outputs"][0]["slices"]["hidden_state"],
-        serde_json::json!([0, 8])
-    );
+    assert_eq!(j["outputs"][0]["slices"]["hidden_state"], serde_json::json!([0, 8]));
     assert_eq!(j["buffers"]["weight"]["count"], 2);
     assert_eq!(j["checksums"], 2);
     let o = pilot(&["inspect", art.to_str().unwrap()], &[]);
@@ -244,13 +176,7 @@ fn unavailable_capabilities_exit_2() {
         vec!["run", art.to_str().unwrap(), "--device", "qcom"],
         vec!["run", art.to_str().unwrap(), "--device", "warp-drive"],
         vec!["run", art.to_str().unwrap(), "--steps", "0"],
-        vec![
-            "gate",
-            "--baseline",
-            "/nonexistent",
-            "--current",
-            "/nonexistent",
-        ],
+        vec!["gate", "--baseline", "/nonexistent", "--current", "/nonexistent"],
         vec!["frobnicate"],
     ] {
         let o = pilot(&args, &[]);
@@ -264,14 +190,8 @@ fn gate_flags_a_real_regression_only() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, f: &dyn Fn(usize) -> f64| {
         let p = dir.path().join(name);
-        let text: String = (0..40)
-            .map(|i| {
-                format!(
-                    "{{\"step\": {i}, \"wall_ms\": {}, \"enqueue_ms\": 0.1}}\n",
-                    f(i)
-                )
-            })
-            .collect();
+        let text: String =
+            (0..40).map(|i| format!("{{\"step\": {i}, \"wall_ms\": {}, \"enqueue_ms\": 0.1}}\n", f(i))).collect();
         std::fs::write(&p, text).unwrap();
         p
     };
@@ -323,24 +243,14 @@ fn malformed_corpus(valid: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
     let global = b"\x80\x05\x95\x15\x00\x00\x00\x00\x00\x00\x00\x8c\x08builtins\x8c\x04eval\x93\x8c\x01x\x85R.";
     let mut wrong_version = pickle::read(payload).unwrap().value;
     if let Value::Dict(e) = &mut wrong_version {
-        e.iter_mut()
-            .find(|(k, _)| *k == Value::str("version"))
-            .unwrap()
-            .1 = Value::Int(99);
+        e.iter_mut().find(|(k, _)| *k == Value::str("version")).unwrap().1 = Value::Int(99);
     }
     let mut bad_index = pickle::read(payload).unwrap().value;
     if let Value::Dict(e) = &mut bad_index {
-        let inputs = &mut e
-            .iter_mut()
-            .find(|(k, _)| *k == Value::str("inputs"))
-            .unwrap()
-            .1;
+        let inputs = &mut e.iter_mut().find(|(k, _)| *k == Value::str("inputs")).unwrap().1;
         if let Value::List(l) = inputs {
             if let Value::Dict(t) = &mut l[0] {
-                t.iter_mut()
-                    .find(|(k, _)| *k == Value::str("buffer"))
-                    .unwrap()
-                    .1 = Value::Int(1000);
+                t.iter_mut().find(|(k, _)| *k == Value::str("buffer")).unwrap().1 = Value::Int(1000);
             }
         }
     }
@@ -367,15 +277,9 @@ fn malformed_corpus(valid: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
         ("GLOBAL opcode", container(global, &[])),
         (
             "pickle of a plain dict",
-            container(
-                &pickle::write(&Value::Dict(vec![(Value::str("a"), Value::Int(1))])).unwrap(),
-                &[],
-            ),
+            container(&pickle::write(&Value::Dict(vec![(Value::str("a"), Value::Int(1))])).unwrap(), &[]),
         ),
-        (
-            "missing buffers",
-            container(payload, &rec_refs[..rec_refs.len() - 1]),
-        ),
+        ("missing buffers", container(payload, &rec_refs[..rec_refs.len() - 1])),
         ("truncated buffer", valid[..valid.len() - 10].to_vec()),
         ("negative record length", negative_record),
         ("huge record length", {
@@ -389,18 +293,9 @@ fn malformed_corpus(valid: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
             v.extend_from_slice(b"junk");
             v
         }),
-        (
-            "wrong version",
-            container(&pickle::write(&wrong_version).unwrap(), &rec_refs),
-        ),
-        (
-            "input buffer out of range",
-            container(&pickle::write(&bad_index).unwrap(), &rec_refs),
-        ),
-        (
-            "truncated pickle",
-            container(&payload[..payload.len() / 2], &rec_refs),
-        ),
+        ("wrong version", container(&pickle::write(&wrong_version).unwrap(), &rec_refs)),
+        ("input buffer out of range", container(&pickle::write(&bad_index).unwrap(), &rec_refs)),
+        ("truncated pickle", container(&payload[..payload.len() / 2], &rec_refs)),
     ]
 }
 
@@ -413,18 +308,12 @@ fn malformed_artifacts_are_refused_with_one_line() {
         std::fs::write(&path, &bytes).unwrap();
         for cmd in ["inspect", "load"] {
             let p = path.to_str().unwrap();
-            let o = if cmd == "inspect" {
-                pilot(&["inspect", p], &[])
-            } else {
-                pilot(&["load", p, "--times", "1"], &[])
-            };
+            let o =
+                if cmd == "inspect" { pilot(&["inspect", p], &[]) } else { pilot(&["load", p, "--times", "1"], &[]) };
             let err = stderr(&o);
             assert_eq!(code(&o), 2, "{name} / {cmd}: {err}");
             assert_eq!(err.trim_end().lines().count(), 1, "{name} / {cmd}: {err}");
-            assert!(
-                err.starts_with("pilot: error: ") && !err.contains("panicked"),
-                "{name} / {cmd}: {err}"
-            );
+            assert!(err.starts_with("pilot: error: ") && !err.contains("panicked"), "{name} / {cmd}: {err}");
         }
     }
     // A missing file and a directory are bad input too.

@@ -43,14 +43,18 @@ pub fn ctype(d: DType) -> &'static str {
     }
 }
 
-fn literal(c: Const, d: DType) -> String {
+pub(super) fn literal(c: Const, d: DType) -> String {
     match c {
         Const::Float(bits) => {
             let v = f64::from_bits(bits);
             let s = if v.is_nan() {
                 "PL_NAN".to_string()
             } else if v.is_infinite() {
-                if v > 0.0 { "PL_INF".into() } else { "(-PL_INF)".into() }
+                if v > 0.0 {
+                    "PL_INF".into()
+                } else {
+                    "(-PL_INF)".into()
+                }
             } else {
                 format!("{v:e}")
             };
@@ -69,16 +73,10 @@ fn literal(c: Const, d: DType) -> String {
     }
 }
 
-/// Renders `k` with the C identifier `name`.
-pub fn render(p: &Program, k: &Kernel) -> CKernel {
-    let ctx = &p.ctx;
-    let mut args = vec![k.out];
-    args.extend(p.kernel_inputs(k));
-    let order = ctx.toposort(&[k.expr]);
-    // Loop nesting: output vars in order, each reduce var nested under its reduce's scope.
-    let mut depth: HashMap<u32, usize> = k.vars.iter().enumerate().map(|(i, &v)| (v, i + 1)).collect();
+/// Free variables of every node under `root` (a reduction's own variable is bound, not free).
+pub(super) fn free_vars(ctx: &Ctx, order: &[N]) -> HashMap<N, Vec<u32>> {
     let mut free: HashMap<N, Vec<u32>> = HashMap::new();
-    for &n in &order {
+    for &n in order {
         let mut vs: Vec<u32> = match ctx.op(n) {
             Op::Var(v) => vec![*v],
             _ => ctx.children(n).iter().flat_map(|c| free[c].clone()).collect(),
@@ -90,6 +88,47 @@ pub fn render(p: &Program, k: &Kernel) -> CKernel {
         vs.dedup();
         free.insert(n, vs);
     }
+    free
+}
+
+/// The signature and typed buffer pointers.
+pub(super) fn header(p: &Program, name: &str, args: &[u32], out: &mut String) {
+    let _ = writeln!(out, "void {name}(void *const *args, unsigned part, unsigned nparts) {{");
+    for (i, &b) in args.iter().enumerate() {
+        let t = ctype(p.bufs[b as usize].dtype);
+        let q = if i == 0 { "" } else { "const " };
+        let _ = writeln!(out, "  {q}{t} *restrict b{b} = ({q}{t} *)args[{i}];");
+    }
+}
+
+/// The C-order flat index of the kernel's output point.
+pub(super) fn flat_index(k: &Kernel) -> String {
+    let st = strides(&k.shape);
+    let flat: Vec<String> =
+        k.vars.iter().zip(&st).zip(&k.shape).filter(|(_, &d)| d > 1).map(|((v, s), _)| format!("v{v} * {s}")).collect();
+    if flat.is_empty() {
+        "0".to_string()
+    } else {
+        flat.join(" + ")
+    }
+}
+
+/// Renders `k` (as [`super::upcast`] when it applies, else with the generic loop nest).
+pub fn render(p: &Program, k: &Kernel) -> CKernel {
+    if let Some(ck) = super::upcast::render(p, k) {
+        return ck;
+    }
+    render_generic(p, k)
+}
+
+fn render_generic(p: &Program, k: &Kernel) -> CKernel {
+    let ctx = &p.ctx;
+    let mut args = vec![k.out];
+    args.extend(p.kernel_inputs(k));
+    let order = ctx.toposort(&[k.expr]);
+    // Loop nesting: output vars in order, each reduce var nested under its reduce's scope.
+    let mut depth: HashMap<u32, usize> = k.vars.iter().enumerate().map(|(i, &v)| (v, i + 1)).collect();
+    let free = free_vars(ctx, &order);
     // Assign reduce vars a depth one below the deepest var their reduce depends on.
     for &n in order.iter().rev() {
         if let Op::Reduce { var, .. } = ctx.op(n) {
@@ -98,7 +137,8 @@ pub fn render(p: &Program, k: &Kernel) -> CKernel {
             depth.insert(*var, depth.get(var).copied().unwrap_or(0).max(d + 1));
         }
     }
-    let scope_of = |n: N| -> Option<u32> { free[&n].iter().copied().max_by_key(|v| depth.get(v).copied().unwrap_or(0)) };
+    let scope_of =
+        |n: N| -> Option<u32> { free[&n].iter().copied().max_by_key(|v| depth.get(v).copied().unwrap_or(0)) };
     // Nodes per scope, in topological order (None = outside every loop).
     let mut by_scope: HashMap<Option<u32>, Vec<N>> = HashMap::new();
     for &n in &order {
@@ -110,16 +150,10 @@ pub fn render(p: &Program, k: &Kernel) -> CKernel {
 
     let mut r = Renderer { ctx, names: HashMap::new(), out: String::new(), by_scope, args: &args };
     let name = &k.name;
-    let _ = writeln!(r.out, "void {name}(void *const *args, unsigned part, unsigned nparts) {{");
-    for (i, &b) in args.iter().enumerate() {
-        let t = ctype(p.bufs[b as usize].dtype);
-        let q = if i == 0 { "" } else { "const " };
-        let _ = writeln!(r.out, "  {q}{t} *restrict b{b} = ({q}{t} *)args[{i}];");
-    }
+    header(p, name, &args, &mut r.out);
     let split = k.shape.iter().position(|&d| d > 1);
     let parts = split.map_or(1, |i| k.shape[i]) as u32;
     r.emit_scope(None, 1);
-    let st = strides(&k.shape);
     let mut indent = 1;
     for (i, (&v, &extent)) in k.vars.iter().zip(&k.shape).enumerate() {
         let pad = "  ".repeat(indent);
@@ -136,9 +170,7 @@ pub fn render(p: &Program, k: &Kernel) -> CKernel {
         indent += 1;
         r.emit_scope(Some(v), indent);
     }
-    let flat: Vec<String> =
-        k.vars.iter().zip(&st).zip(&k.shape).filter(|(_, &d)| d > 1).map(|((v, s), _)| format!("v{v} * {s}")).collect();
-    let flat = if flat.is_empty() { "0".to_string() } else { flat.join(" + ") };
+    let flat = flat_index(k);
     let root = r.value(k.expr);
     let _ = writeln!(r.out, "{}b{}[{flat}] = {root};", "  ".repeat(indent), k.out);
     for i in (1..indent).rev() {
@@ -148,12 +180,12 @@ pub fn render(p: &Program, k: &Kernel) -> CKernel {
     CKernel { name: name.clone(), source: r.out, args, parts }
 }
 
-struct Renderer<'a> {
-    ctx: &'a Ctx,
-    names: HashMap<N, String>,
-    out: String,
-    by_scope: HashMap<Option<u32>, Vec<N>>,
-    args: &'a [u32],
+pub(super) struct Renderer<'a> {
+    pub ctx: &'a Ctx,
+    pub names: HashMap<N, String>,
+    pub out: String,
+    pub by_scope: HashMap<Option<u32>, Vec<N>>,
+    pub args: &'a [u32],
 }
 
 fn is_f(d: DType) -> bool {
@@ -162,7 +194,7 @@ fn is_f(d: DType) -> bool {
 
 impl Renderer<'_> {
     /// The C expression for an already emitted (or inline) node.
-    fn value(&self, n: N) -> String {
+    pub fn value(&self, n: N) -> String {
         match self.ctx.op(n) {
             Op::Var(v) => format!("v{v}"),
             Op::Const(c) => literal(*c, self.ctx.dtype(n)),
@@ -177,7 +209,7 @@ impl Renderer<'_> {
         }
     }
 
-    fn emit(&mut self, n: N, indent: usize) {
+    pub fn emit(&mut self, n: N, indent: usize) {
         let pad = "  ".repeat(indent);
         let d = self.ctx.dtype(n);
         let t = ctype(d);

@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use pilot_core::artifact::{checksum, ArtifactWriter, BufferSpec, Manifest, Metadata, Placement, ProgramEntry, Target, TensorSpec};
+use pilot_core::artifact::{
+    checksum, ArtifactWriter, BufferSpec, Manifest, Metadata, Placement, ProgramEntry, Target, TensorSpec,
+};
 use pilot_core::device::{Arg, BufferId, BufferUse, ProgramFormat, ProgramId, StepOp};
 use pilot_core::DType;
 
@@ -58,7 +60,8 @@ pub fn emit(p: &Program, opts: &EmitOptions, path: &Path) -> Result<EmitReport> 
         std::fs::create_dir_all(&dir).map_err(|source| CompileError::Io { path: dir.display().to_string(), source })?;
         for k in &rendered {
             let f = dir.join(format!("{}.c", k.name));
-            std::fs::write(&f, &k.source).map_err(|source| CompileError::Io { path: f.display().to_string(), source })?;
+            std::fs::write(&f, &k.source)
+                .map_err(|source| CompileError::Io { path: f.display().to_string(), source })?;
         }
     }
     let cc = build::find_cc(opts.cc.as_deref(), &opts.arch)?;
@@ -77,13 +80,29 @@ pub fn emit(p: &Program, opts: &EmitOptions, path: &Path) -> Result<EmitReport> 
         if let Some(b) = b {
             slot.insert(b as u32, (buffers.len() - 1, 0));
         }
-        inputs.push(TensorSpec { name: port.name.clone(), shape: port.shape.clone(), dtype: port.dtype, buffer: buffers.len() - 1, slices: vec![] });
+        inputs.push(TensorSpec {
+            name: port.name.clone(),
+            shape: port.shape.clone(),
+            dtype: port.dtype,
+            buffer: buffers.len() - 1,
+            slices: vec![],
+        });
     }
     for (i, port) in opts.outputs.iter().enumerate() {
-        let b = p.bufs.iter().position(|b| b.kind == BufKind::Output(i)).ok_or_else(|| CompileError::Graph(format!("output `{}` has no buffer", port.name)))?;
+        let b = p
+            .bufs
+            .iter()
+            .position(|b| b.kind == BufKind::Output(i))
+            .ok_or_else(|| CompileError::Graph(format!("output `{}` has no buffer", port.name)))?;
         buffers.push(buffer(p.bufs[b].nbytes(), port.dtype, BufferUse::Output));
         slot.insert(b as u32, (buffers.len() - 1, 0));
-        outputs.push(TensorSpec { name: port.name.clone(), shape: port.shape.clone(), dtype: port.dtype, buffer: buffers.len() - 1, slices: vec![] });
+        outputs.push(TensorSpec {
+            name: port.name.clone(),
+            shape: port.shape.clone(),
+            dtype: port.dtype,
+            buffer: buffers.len() - 1,
+            slices: vec![],
+        });
     }
     let mut writer = ArtifactWriter::new();
     let mut weight_bytes = 0;
@@ -117,16 +136,31 @@ pub fn emit(p: &Program, opts: &EmitOptions, path: &Path) -> Result<EmitReport> 
     for (i, (k, obj)) in rendered.iter().zip(&objects).enumerate() {
         let blob = writer.add_blob(obj);
         programs.push(ProgramEntry { name: k.name.clone(), format: ProgramFormat::Elf, blob, args: k.args.len() });
-        step.push(StepOp::Dispatch { program: ProgramId(i as u32), args: k.args.iter().map(|&b| arg(b)).collect(), global: [k.parts, 1, 1], local: [1, 1, 1] });
+        step.push(StepOp::Dispatch {
+            program: ProgramId(i as u32),
+            args: k.args.iter().map(|&b| arg(b)).collect(),
+            global: [k.parts, 1, 1],
+            local: [1, 1, 1],
+        });
     }
     let mut manifest = Manifest {
-        target: Target { backend: opts.backend.clone(), arch: opts.arch.clone(), image: false, float16: false, nolocals: false },
+        target: Target {
+            backend: opts.backend.clone(),
+            arch: opts.arch.clone(),
+            image: false,
+            float16: false,
+            nolocals: false,
+        },
         inputs,
         outputs,
         buffers,
         programs,
         step,
-        metadata: Metadata { compiler: format!("pilot-compiler {}", env!("CARGO_PKG_VERSION")), model_hash: opts.model_hash.clone(), props: opts.props.clone() },
+        metadata: Metadata {
+            compiler: format!("pilot-compiler {}", env!("CARGO_PKG_VERSION")),
+            model_hash: opts.model_hash.clone(),
+            props: opts.props.clone(),
+        },
         blob_count: 0,
         pads: vec![],
     };

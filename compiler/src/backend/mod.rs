@@ -6,3 +6,4 @@ pub mod c;
 pub mod cmath;
 pub mod emit;
 pub mod plan;
+pub mod upcast;

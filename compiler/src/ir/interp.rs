@@ -43,8 +43,7 @@ pub fn erf(x: f64) -> f64 {
                         + t * (-0.186_288_06
                             + t * (0.278_868_07
                                 + t * (-1.135_203_98
-                                    + t * (1.488_515_87
-                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+                                    + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
             .exp();
     if x >= 0.0 {
         1.0 - r
@@ -65,11 +64,7 @@ pub fn unary(op: UnOp, dtype: DType, c: Const) -> Const {
             UnOp::IsNan | UnOp::IsInf => 0,
             _ => return round_to(dtype, unary_f(op, i as f64)),
         };
-        return if matches!(op, UnOp::Not) {
-            Const::Int(r)
-        } else {
-            Const::Int(wrap_int(dtype, r))
-        };
+        return if matches!(op, UnOp::Not) { Const::Int(r) } else { Const::Int(wrap_int(dtype, r)) };
     }
     let x = c.as_f64();
     match op {
@@ -155,25 +150,10 @@ pub fn binary(op: BinOp, dtype: DType, a: Const, b: Const) -> Option<Const> {
         };
     }
     let (x, y) = (a.as_i64(), b.as_i64());
-    let unsigned = matches!(
-        dtype,
-        DType::U8 | DType::U16 | DType::U32 | DType::U64 | DType::Bool
-    );
+    let unsigned = matches!(dtype, DType::U8 | DType::U16 | DType::U32 | DType::U64 | DType::Bool);
     let r = match op {
-        BinOp::Lt => {
-            return boolean(if unsigned {
-                (x as u64) < (y as u64)
-            } else {
-                x < y
-            })
-        }
-        BinOp::Le => {
-            return boolean(if unsigned {
-                (x as u64) <= (y as u64)
-            } else {
-                x <= y
-            })
-        }
+        BinOp::Lt => return boolean(if unsigned { (x as u64) < (y as u64) } else { x < y }),
+        BinOp::Le => return boolean(if unsigned { (x as u64) <= (y as u64) } else { x <= y }),
         BinOp::Eq => return boolean(x == y),
         BinOp::Ne => return boolean(x != y),
         BinOp::Add => x.wrapping_add(y),
@@ -309,12 +289,7 @@ fn eval_in(
                 _ => Const::Int(wrap_int(dtype, bits as i64)),
             }
         }
-        Op::Reduce {
-            op,
-            var,
-            extent,
-            body,
-        } => {
+        Op::Reduce { op, var, extent, body } => {
             let mut acc = ctx.reduce_identity_const(*op, dtype)?;
             let saved = env.get(var).copied();
             for i in 0..*extent {
@@ -344,10 +319,6 @@ impl Ctx {
             RedOp::Max => super::min_value(dtype),
             RedOp::Min => super::max_value(dtype),
         };
-        Some(if dtype.is_float() {
-            Const::float(v)
-        } else {
-            Const::Int(cast_int(dtype, v))
-        })
+        Some(if dtype.is_float() { Const::float(v) } else { Const::Int(cast_int(dtype, v)) })
     }
 }

@@ -155,6 +155,8 @@ pub struct Ctx {
     dedup: HashMap<Node, N>,
     /// Extent of every loop variable: `Var(v)` ranges over `0..var_extents[v]`.
     var_extents: Vec<u64>,
+    /// The variable given to reduction `.0` when its body became `.1` (see [`subst::substitute`]).
+    renames: HashMap<(N, N), u32>,
 }
 
 impl Ctx {
@@ -205,6 +207,16 @@ impl Ctx {
         self.var_extents.len() as u32 - 1
     }
 
+    /// The fresh variable for reduction `reduce` rebuilt with body `body`, the same on every call.
+    pub fn renamed_var(&mut self, reduce: N, body: N, extent: u64) -> u32 {
+        if let Some(&v) = self.renames.get(&(reduce, body)) {
+            return v;
+        }
+        let v = self.fresh_var(extent);
+        self.renames.insert((reduce, body), v);
+        v
+    }
+
     /// Fresh variables for the coordinates of `shape`.
     pub fn fresh_vars(&mut self, shape: &[usize]) -> Vec<u32> {
         shape.iter().map(|&d| self.fresh_var(d as u64)).collect()
@@ -221,11 +233,7 @@ impl Ctx {
 
     /// A constant of `dtype` with value `v` (converted as a C cast would).
     pub fn constant(&mut self, dtype: DType, v: f64) -> N {
-        let c = if dtype.is_float() {
-            Const::float(v)
-        } else {
-            Const::Int(cast_int(dtype, v))
-        };
+        let c = if dtype.is_float() { Const::float(v) } else { Const::Int(cast_int(dtype, v)) };
         self.intern(Op::Const(c), dtype)
     }
 
@@ -258,16 +266,8 @@ impl Ctx {
     }
 
     pub fn binary(&mut self, op: BinOp, a: N, b: N) -> N {
-        let dtype = if op.is_compare() {
-            DType::Bool
-        } else {
-            self.dtype(a)
-        };
-        debug_assert_eq!(
-            self.dtype(a),
-            self.dtype(b),
-            "binary {op:?} on mixed dtypes"
-        );
+        let dtype = if op.is_compare() { DType::Bool } else { self.dtype(a) };
+        debug_assert_eq!(self.dtype(a), self.dtype(b), "binary {op:?} on mixed dtypes");
         if let (Some(x), Some(y)) = (self.const_value(a), self.const_value(b)) {
             if let Some(v) = interp::binary(op, self.dtype(a), x, y) {
                 return self.intern(Op::Const(v), dtype);
@@ -357,16 +357,12 @@ impl Ctx {
 
     /// Reduces `body` (which may use `var`) over `0..extent`.
     pub fn reduce(&mut self, op: RedOp, var: u32, extent: u64, body: N) -> N {
+        if extent == 1 {
+            let zero = self.int(0);
+            return subst::substitute(self, body, &HashMap::from([(var, zero)]), None);
+        }
         let dtype = self.dtype(body);
-        self.intern(
-            Op::Reduce {
-                op,
-                var,
-                extent,
-                body,
-            },
-            dtype,
-        )
+        self.intern(Op::Reduce { op, var, extent, body }, dtype)
     }
 
     /// The identity element of `op` for `dtype`.
@@ -432,9 +428,7 @@ impl Ctx {
 
     /// Whether any reduction occurs under `root`.
     pub fn has_reduce(&self, root: N) -> bool {
-        self.toposort(&[root])
-            .into_iter()
-            .any(|n| matches!(self.op(n), Op::Reduce { .. }))
+        self.toposort(&[root]).into_iter().any(|n| matches!(self.op(n), Op::Reduce { .. }))
     }
 
     /// Number of non-trivial operations under `root` (a cost estimate per output element).
@@ -442,10 +436,8 @@ impl Ctx {
         self.toposort(&[root])
             .into_iter()
             .filter(|&n| {
-                matches!(
-                    self.op(n),
-                    Op::Unary(..) | Op::Binary(..) | Op::Where(..) | Op::Reduce { .. }
-                ) && self.dtype(n) != INDEX
+                matches!(self.op(n), Op::Unary(..) | Op::Binary(..) | Op::Where(..) | Op::Reduce { .. })
+                    && self.dtype(n) != INDEX
             })
             .count()
     }
@@ -515,13 +507,7 @@ pub fn flops_per_point(ctx: &Ctx, root: N) -> u64 {
         };
         let f = match ctx.op(n) {
             Op::Reduce { extent, body, .. } => extent * (go(ctx, *body, memo) + 1),
-            _ => {
-                own + ctx
-                    .children(n)
-                    .into_iter()
-                    .map(|c| go(ctx, c, memo))
-                    .sum::<u64>()
-            }
+            _ => own + ctx.children(n).into_iter().map(|c| go(ctx, c, memo)).sum::<u64>(),
         };
         memo.insert(n, f);
         f
@@ -551,9 +537,17 @@ pub fn validate(ctx: &Ctx, roots: &[N]) -> Result<(), String> {
                 return Err(format!("%{}: {op:?} of {} and {}", n.0, ctx.dtype(*a), ctx.dtype(*b)));
             }
             Op::Where(c, a, b) if ctx.dtype(*c) != DType::Bool || ctx.dtype(*a) != ctx.dtype(*b) => {
-                return Err(format!("%{}: where with condition {} and branches {}/{}", n.0, ctx.dtype(*c), ctx.dtype(*a), ctx.dtype(*b)));
+                return Err(format!(
+                    "%{}: where with condition {} and branches {}/{}",
+                    n.0,
+                    ctx.dtype(*c),
+                    ctx.dtype(*a),
+                    ctx.dtype(*b)
+                ));
             }
-            Op::Load { index, valid, .. } if ctx.dtype(*index) != INDEX || valid.is_some_and(|v| ctx.dtype(v) != DType::Bool) => {
+            Op::Load { index, valid, .. }
+                if ctx.dtype(*index) != INDEX || valid.is_some_and(|v| ctx.dtype(v) != DType::Bool) =>
+            {
                 return Err(format!("%{}: load index {} / guard", n.0, ctx.dtype(*index)));
             }
             _ => {}

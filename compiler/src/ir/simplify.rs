@@ -21,12 +21,7 @@ pub fn range(ctx: &Ctx, n: N) -> Option<(i64, i64)> {
                 BinOp::Add => Some((a0.checked_add(b0)?, a1.checked_add(b1)?)),
                 BinOp::Sub => Some((a0.checked_sub(b1)?, a1.checked_sub(b0)?)),
                 BinOp::Mul => {
-                    let c = [
-                        a0.checked_mul(b0)?,
-                        a0.checked_mul(b1)?,
-                        a1.checked_mul(b0)?,
-                        a1.checked_mul(b1)?,
-                    ];
+                    let c = [a0.checked_mul(b0)?, a0.checked_mul(b1)?, a1.checked_mul(b0)?, a1.checked_mul(b1)?];
                     Some((*c.iter().min()?, *c.iter().max()?))
                 }
                 BinOp::Div if b0 == b1 && b0 > 0 => Some((a0 / b0, a1 / b0)),
@@ -110,10 +105,7 @@ pub fn binary(ctx: &mut Ctx, op: BinOp, a: N, b: N) -> Option<N> {
         BinOp::Add if kb == Some(0) => Some(a),
         BinOp::Add if ka == Some(0) => Some(b),
         BinOp::Add | BinOp::Sub => {
-            let mut l = Linear {
-                terms: vec![],
-                constant: 0,
-            };
+            let mut l = Linear { terms: vec![], constant: 0 };
             linearize(ctx, a, 1, &mut l);
             linearize(ctx, b, if op == BinOp::Sub { -1 } else { 1 }, &mut l);
             // Merge equal terms.
@@ -134,10 +126,7 @@ pub fn binary(ctx: &mut Ctx, op: BinOp, a: N, b: N) -> Option<N> {
         BinOp::Mul => {
             let k = kb?;
             // (x*j)*k → x*(j*k); distribute over sums so linear forms stay flat.
-            let mut l = Linear {
-                terms: vec![],
-                constant: 0,
-            };
+            let mut l = Linear { terms: vec![], constant: 0 };
             linearize(ctx, a, k, &mut l);
             Some(rebuild(ctx, &l.terms, l.constant))
         }
@@ -154,10 +143,7 @@ pub fn binary(ctx: &mut Ctx, op: BinOp, a: N, b: N) -> Option<N> {
                     return Some(if op == BinOp::Div { ctx.int(0) } else { a });
                 }
             }
-            let mut l = Linear {
-                terms: vec![],
-                constant: 0,
-            };
+            let mut l = Linear { terms: vec![], constant: 0 };
             linearize(ctx, a, 1, &mut l);
             if l.terms.iter().any(|&(_, c)| c < 0) || l.constant < 0 {
                 return None;
@@ -191,11 +177,7 @@ pub fn binary(ctx: &mut Ctx, op: BinOp, a: N, b: N) -> Option<N> {
                 return Some(ctx.add(qn, rn));
             }
             if op == BinOp::Rem {
-                return Some(if rest_small {
-                    rest_n
-                } else {
-                    ctx.rem_i(rest_n, k)
-                });
+                return Some(if rest_small { rest_n } else { ctx.rem_i(rest_n, k) });
             }
             let q: Vec<(N, i64)> = whole.iter().map(|&(t, c)| (t, c / k)).collect();
             Some(rebuild(ctx, &q, whole_const / k))

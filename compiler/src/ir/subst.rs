@@ -38,7 +38,9 @@ pub fn substitute(ctx: &mut Ctx, root: N, map: &HashMap<u32, N>, guard: Option<N
                 } else {
                     // A changed reduction is a new binder: rename its variable so that every
                     // reduction variable stays bound by exactly one Reduce node.
-                    let fresh = ctx.fresh_var(*extent);
+                    // Deterministic: the same reduction with the same new body always gets the same
+                    // variable, so equal substitutions still produce equal (shared) nodes.
+                    let fresh = ctx.renamed_var(n, b, *extent);
                     let fresh_node = ctx.var(fresh);
                     let renamed = substitute(ctx, b, &HashMap::from([(*var, fresh_node)]), None);
                     ctx.reduce(*op, fresh, *extent, renamed)

@@ -24,11 +24,7 @@ enum Label {
 
 /// Parses one subscript term for an operand of `rank` (`None` for the output, whose ellipsis is
 /// `ell` long), expanding `...` into right-aligned ellipsis labels.
-fn parse_term(
-    term: &str,
-    rank: Option<usize>,
-    ell: usize,
-) -> std::result::Result<Vec<Label>, String> {
+fn parse_term(term: &str, rank: Option<usize>, ell: usize) -> std::result::Result<Vec<Label>, String> {
     let (head, tail, has) = match term.split_once("...") {
         Some((h, t)) => (h, t, true),
         None => (term, "", false),
@@ -40,14 +36,8 @@ fn parse_term(
             Err(format!("invalid subscript `{ch}`"))
         }
     };
-    let mut out: Vec<Label> = head
-        .chars()
-        .map(letter)
-        .collect::<std::result::Result<_, _>>()?;
-    let rest: Vec<Label> = tail
-        .chars()
-        .map(letter)
-        .collect::<std::result::Result<_, _>>()?;
+    let mut out: Vec<Label> = head.chars().map(letter).collect::<std::result::Result<_, _>>()?;
+    let rest: Vec<Label> = tail.chars().map(letter).collect::<std::result::Result<_, _>>()?;
     let n = match (has, rank) {
         (false, _) => 0,
         (true, Some(r)) => r
@@ -62,10 +52,7 @@ fn parse_term(
     out.extend(rest);
     if let Some(r) = rank {
         if out.len() != r {
-            return Err(format!(
-                "`{term}` has {} subscripts for rank {r}",
-                out.len()
-            ));
+            return Err(format!("`{term}` has {} subscripts for rank {r}", out.len()));
         }
     }
     Ok(out)
@@ -74,25 +61,15 @@ fn parse_term(
 /// Einsum over any number of operands: output subscripts become coordinates, the others are summed;
 /// a repeated subscript within one operand reads its diagonal; ellipsis dimensions broadcast.
 fn einsum(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
-    let eq: String = c
-        .attr_str("equation", "")
-        .chars()
-        .filter(|ch| !ch.is_whitespace())
-        .collect();
-    let xs: Vec<Lazy> = (0..c.num_inputs())
-        .map(|i| c.input(i))
-        .collect::<Result<_>>()?;
+    let eq: String = c.attr_str("equation", "").chars().filter(|ch| !ch.is_whitespace()).collect();
+    let xs: Vec<Lazy> = (0..c.num_inputs()).map(|i| c.input(i)).collect::<Result<_>>()?;
     let (lhs, rhs) = match eq.split_once("->") {
         Some((l, r)) => (l, Some(r)),
         None => (eq.as_str(), None),
     };
     let terms: Vec<&str> = lhs.split(',').collect();
     if terms.len() != xs.len() {
-        return Err(c.err(format!(
-            "equation `{eq}` has {} operands, the node {}",
-            terms.len(),
-            xs.len()
-        )));
+        return Err(c.err(format!("equation `{eq}` has {} operands, the node {}", terms.len(), xs.len())));
     }
     // The ellipsis spans the most dimensions any operand gives it.
     let ell = terms
@@ -131,27 +108,19 @@ fn einsum(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
                 })
                 .collect();
             once.sort_unstable();
-            let singles: Vec<char> = once
-                .iter()
-                .copied()
-                .filter(|ch| once.iter().filter(|d| *d == ch).count() == 1)
-                .collect();
-            (0..ell)
-                .map(Label::Ell)
-                .chain(singles.into_iter().map(Label::Letter))
-                .collect()
+            let singles: Vec<char> =
+                once.iter().copied().filter(|ch| once.iter().filter(|d| *d == ch).count() == 1).collect();
+            (0..ell).map(Label::Ell).chain(singles.into_iter().map(Label::Letter)).collect()
         }
     };
+    if (1..out.len()).any(|i| out[..i].contains(&out[i])) {
+        return Err(c.err(format!("equation `{eq}` repeats an output subscript")));
+    }
     if let Some(l) = out.iter().find(|l| !extent.contains_key(l)) {
         return Err(c.err(format!("output subscript {l:?} is not in any operand")));
     }
     let shape: Vec<usize> = out.iter().map(|l| extent[l]).collect();
-    let mut summed: Vec<Label> = labels
-        .iter()
-        .flatten()
-        .copied()
-        .filter(|l| !out.contains(l))
-        .collect();
+    let mut summed: Vec<Label> = labels.iter().flatten().copied().filter(|l| !out.contains(l)).collect();
     let mut seen = Vec::new();
     summed.retain(|l| {
         let fresh = !seen.contains(l);
@@ -166,8 +135,7 @@ fn einsum(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let xs: Vec<Lazy> = xs
         .iter()
         .map(|x| {
-            let reuse =
-                (shape.iter().product::<usize>() * reduced) as f64 / x.numel().max(1) as f64;
+            let reuse = (shape.iter().product::<usize>() * reduced) as f64 / x.numel().max(1) as f64;
             c.reduce_input(x, reuse)
         })
         .collect();
@@ -185,11 +153,7 @@ fn einsum(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
             .zip(ls)
             .zip(&x.shape)
             .map(|((&v, l), &d)| {
-                let n = if d == 1 {
-                    p.ctx.int(0)
-                } else {
-                    p.ctx.var(var_of[l])
-                };
+                let n = if d == 1 { p.ctx.int(0) } else { p.ctx.var(var_of[l]) };
                 (v, n)
             })
             .collect();
@@ -205,10 +169,5 @@ fn einsum(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     for l in summed.iter().rev() {
         expr = p.ctx.reduce(RedOp::Sum, var_of[l], extent[l] as u64, expr);
     }
-    Ok(vec![Lazy {
-        dtype,
-        shape,
-        vars,
-        expr,
-    }])
+    Ok(vec![Lazy { dtype, shape, vars, expr }])
 }

@@ -118,11 +118,7 @@ fn unary(c: &mut NodeCtx<'_>, op: UnOp) -> Result<Vec<Lazy>> {
 }
 
 fn bin(c: &mut NodeCtx<'_>, op: BinOp, a: &Lazy, b: &Lazy) -> Result<Lazy> {
-    let b = if a.dtype != b.dtype {
-        c.p().cast(b, a.dtype)
-    } else {
-        b.clone()
-    };
+    let b = if a.dtype != b.dtype { c.p().cast(b, a.dtype) } else { b.clone() };
     let v = c.broadcast(&[a, &b])?;
     Ok(c.p().binary(op, &v[0], &v[1]))
 }
@@ -198,10 +194,7 @@ fn mean(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
 
 fn is_inf(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
-    let (pos, neg) = (
-        c.attr_int("detect_positive", 1) != 0,
-        c.attr_int("detect_negative", 1) != 0,
-    );
+    let (pos, neg) = (c.attr_int("detect_positive", 1) != 0, c.attr_int("detect_negative", 1) != 0);
     let p = c.p();
     let inf = p.unary(UnOp::IsInf, &x);
     let zero = konst(p, &x, 0.0);
@@ -295,10 +288,7 @@ fn clamp01(p: &mut Program, x: &Lazy) -> Lazy {
 
 fn hard_sigmoid(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
-    let (alpha, beta) = (
-        c.attr_float("alpha", 0.2) as f64,
-        c.attr_float("beta", 0.5) as f64,
-    );
+    let (alpha, beta) = (c.attr_float("alpha", 0.2) as f64, c.attr_float("beta", 0.5) as f64);
     let p = c.p();
     let ax = with(p, BinOp::Mul, &x, alpha);
     let y = with(p, BinOp::Add, &ax, beta);
@@ -357,10 +347,7 @@ fn gelu(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
 fn clip(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
     let (lo, hi) = if c.opset() < 11 {
-        let min = c
-            .node
-            .attr_float("min")
-            .map_or(f64::NEG_INFINITY, f64::from);
+        let min = c.node.attr_float("min").map_or(f64::NEG_INFINITY, f64::from);
         let max = c.node.attr_float("max").map_or(f64::INFINITY, f64::from);
         let lo = c.p().full(x.dtype, &[], min);
         let hi = c.p().full(x.dtype, &[], max);
@@ -380,10 +367,7 @@ fn clip(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
 
 fn shrink(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
-    let (bias, lambd) = (
-        c.attr_float("bias", 0.0) as f64,
-        c.attr_float("lambd", 0.5) as f64,
-    );
+    let (bias, lambd) = (c.attr_float("bias", 0.0) as f64, c.attr_float("lambd", 0.5) as f64);
     let p = c.p();
     let lo = konst(p, &x, -lambd);
     let hi = konst(p, &x, lambd);
@@ -412,16 +396,9 @@ fn cast_to(c: &mut NodeCtx<'_>, x: &Lazy, to: DType) -> Lazy {
 
 fn cast(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
-    let code = c
-        .node
-        .attr_int("to")
-        .ok_or_else(|| c.err("missing attribute `to`"))?;
-    let to = crate::onnx::data::dtype_from_onnx(code).ok_or_else(|| {
-        c.err(format!(
-            "unsupported target type {}",
-            crate::onnx::data::onnx_dtype_name(code)
-        ))
-    })?;
+    let code = c.node.attr_int("to").ok_or_else(|| c.err("missing attribute `to`"))?;
+    let to = crate::onnx::data::dtype_from_onnx(code)
+        .ok_or_else(|| c.err(format!("unsupported target type {}", crate::onnx::data::onnx_dtype_name(code))))?;
     Ok(vec![cast_to(c, &x, to)])
 }
 

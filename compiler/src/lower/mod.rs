@@ -116,11 +116,7 @@ impl NodeCtx<'_> {
             .get(i)
             .filter(|n| !n.is_empty())
             .ok_or_else(|| self.err(format!("input {i} is missing")))?;
-        self.l
-            .values
-            .get(name)
-            .cloned()
-            .ok_or_else(|| self.err(format!("input `{name}` is not defined before use")))
+        self.l.values.get(name).cloned().ok_or_else(|| self.err(format!("input `{name}` is not defined before use")))
     }
 
     pub fn opt_input(&self, i: usize) -> Result<Option<Lazy>> {
@@ -138,11 +134,11 @@ impl NodeCtx<'_> {
             return Ok(t.clone());
         }
         let x = self.input(i)?;
-        let t = self.l.p.fold(&x).ok_or_else(|| {
-            self.err(format!(
-                "input {i} (`{name}`) must be a compile-time constant"
-            ))
-        })?;
+        let t = self
+            .l
+            .p
+            .fold(&x)
+            .ok_or_else(|| self.err(format!("input {i} (`{name}`) must be a compile-time constant")))?;
         self.l.consts.insert(name, t.clone());
         Ok(t)
     }
@@ -168,9 +164,7 @@ impl NodeCtx<'_> {
     }
 
     pub fn attr_str(&self, name: &str, default: &str) -> String {
-        self.node
-            .attr_str(name)
-            .unwrap_or_else(|| default.to_string())
+        self.node.attr_str(name).unwrap_or_else(|| default.to_string())
     }
 
     /// Normalizes a possibly negative axis for rank `rank`.
@@ -200,18 +194,11 @@ impl NodeCtx<'_> {
     /// Broadcasts all inputs to a common shape, or errors naming the shapes.
     pub fn broadcast(&mut self, xs: &[&Lazy]) -> Result<Vec<Lazy>> {
         let shapes: Vec<Vec<usize>> = xs.iter().map(|x| x.shape.clone()).collect();
-        self.l
-            .p
-            .broadcast(xs)
-            .ok_or_else(|| self.err(format!("shapes {shapes:?} do not broadcast")))
+        self.l.p.broadcast(xs).ok_or_else(|| self.err(format!("shapes {shapes:?} do not broadcast")))
     }
 }
 
-fn resolve_dims(
-    name: &str,
-    dims: &Option<Vec<Dim>>,
-    pinned: Option<&Vec<usize>>,
-) -> Result<Vec<usize>> {
+fn resolve_dims(name: &str, dims: &Option<Vec<Dim>>, pinned: Option<&Vec<usize>>) -> Result<Vec<usize>> {
     if let Some(s) = pinned {
         if let Some(d) = dims {
             if d.len() != s.len() {
@@ -234,9 +221,7 @@ fn resolve_dims(
         return Ok(s.clone());
     }
     let dims = dims.as_ref().ok_or_else(|| {
-        CompileError::Graph(format!(
-            "input `{name}` has no shape in the model: give it with --shape {name}=1x..."
-        ))
+        CompileError::Graph(format!("input `{name}` has no shape in the model: give it with --shape {name}=1x..."))
     })?;
     dims.iter()
         .map(|d| match d {
@@ -254,24 +239,12 @@ fn resolve_dims(
 /// Lowers `model`, with dynamic input dimensions pinned by `shapes`.
 pub fn lower(model: &Model, shapes: &HashMap<String, Vec<usize>>) -> Result<Lowered> {
     let g = &model.graph;
-    let opset = model
-        .opsets
-        .iter()
-        .find(|(d, _)| d.is_empty() || d == "ai.onnx")
-        .map(|(_, v)| *v)
-        .unwrap_or(1);
-    let mut l = Lowerer {
-        p: Program::new(),
-        values: HashMap::new(),
-        consts: HashMap::new(),
-        uses: HashMap::new(),
-        opset,
-    };
+    let opset = model.opsets.iter().find(|(d, _)| d.is_empty() || d == "ai.onnx").map(|(_, v)| *v).unwrap_or(1);
+    let mut l =
+        Lowerer { p: Program::new(), values: HashMap::new(), consts: HashMap::new(), uses: HashMap::new(), opset };
     for name in shapes.keys() {
         if !g.real_inputs().any(|i| &i.name == name) {
-            return Err(CompileError::Graph(format!(
-                "--shape names `{name}`, which is not a model input"
-            )));
+            return Err(CompileError::Graph(format!("--shape names `{name}`, which is not a model input")));
         }
     }
     for (name, t) in &g.initializers {
@@ -281,17 +254,13 @@ pub fn lower(model: &Model, shapes: &HashMap<String, Vec<usize>>) -> Result<Lowe
     }
     let mut inputs = Vec::new();
     for (i, vi) in g.real_inputs().enumerate() {
-        let dtype = vi.dtype.ok_or_else(|| {
-            CompileError::Graph(format!("input `{}` has no supported element type", vi.name))
-        })?;
+        let dtype = vi
+            .dtype
+            .ok_or_else(|| CompileError::Graph(format!("input `{}` has no supported element type", vi.name)))?;
         let shape = resolve_dims(&vi.name, &vi.dims, shapes.get(&vi.name))?;
         let x = l.p.input(i, dtype, &shape);
         l.values.insert(vi.name.clone(), x);
-        inputs.push(Port {
-            name: vi.name.clone(),
-            dtype,
-            shape,
-        });
+        inputs.push(Port { name: vi.name.clone(), dtype, shape });
     }
     for n in &g.nodes {
         for i in n.inputs.iter().filter(|i| !i.is_empty()) {
@@ -329,10 +298,11 @@ pub fn lower(model: &Model, shapes: &HashMap<String, Vec<usize>>) -> Result<Lowe
 
     let mut outputs = Vec::new();
     for (i, o) in g.outputs.iter().enumerate() {
-        let x =
-            l.values.get(&o.name).cloned().ok_or_else(|| {
-                CompileError::Graph(format!("output `{}` is never computed", o.name))
-            })?;
+        let x = l
+            .values
+            .get(&o.name)
+            .cloned()
+            .ok_or_else(|| CompileError::Graph(format!("output `{}` is never computed", o.name)))?;
         let claimed = match l.p.is_buffer_view(&x) {
             Some(b) if l.p.bufs[b as usize].kind == BufKind::Scratch => {
                 l.p.bufs[b as usize].kind = BufKind::Output(i);
@@ -343,17 +313,9 @@ pub fn lower(model: &Model, shapes: &HashMap<String, Vec<usize>>) -> Result<Lowe
         if !claimed {
             l.p.realize(&x, BufKind::Output(i), &o.name);
         }
-        outputs.push(Port {
-            name: o.name.clone(),
-            dtype: x.dtype,
-            shape: x.shape.clone(),
-        });
+        outputs.push(Port { name: o.name.clone(), dtype: x.dtype, shape: x.shape.clone() });
     }
-    Ok(Lowered {
-        program: l.p,
-        inputs,
-        outputs,
-    })
+    Ok(Lowered { program: l.p, inputs, outputs })
 }
 
 /// Decides what becomes of a node's output: folded to a constant, realized, or left lazy.
@@ -362,10 +324,7 @@ fn settle(l: &mut Lowerer, name: &str, x: Lazy) -> Lazy {
     if p.is_buffer_view(&x).is_some() {
         return x;
     }
-    if p.is_constant(&x)
-        && x.numel() <= FOLD_LIMIT
-        && !matches!(p.ctx.op(x.expr), crate::ir::Op::Const(_))
-    {
+    if p.is_constant(&x) && x.numel() <= FOLD_LIMIT && !matches!(p.ctx.op(x.expr), crate::ir::Op::Const(_)) {
         if let Some(t) = p.fold(&x) {
             l.consts.insert(name.to_string(), t.clone());
             return p.constant(t);

@@ -52,11 +52,7 @@ fn hyperbolic(c: &mut NodeCtx<'_>, f: Hyp) -> Result<Vec<Lazy>> {
             let e = p.unary(UnOp::Exp, &x);
             let n = p.unary(UnOp::Neg, &x);
             let en = p.unary(UnOp::Exp, &n);
-            let op = if matches!(f, Hyp::Sinh) {
-                BinOp::Sub
-            } else {
-                BinOp::Add
-            };
+            let op = if matches!(f, Hyp::Sinh) { BinOp::Sub } else { BinOp::Add };
             let s = p.binary(op, &e, &en);
             with(p, BinOp::Mul, &s, 0.5)
         }
@@ -94,12 +90,7 @@ fn hyperbolic(c: &mut NodeCtx<'_>, f: Hyp) -> Result<Vec<Lazy>> {
 pub(super) fn coord(p: &mut Program, shape: &[usize], axis: usize) -> Lazy {
     let vars = p.ctx.fresh_vars(shape);
     let expr = p.ctx.var(vars[axis]);
-    Lazy {
-        dtype: INDEX,
-        shape: shape.to_vec(),
-        vars,
-        expr,
-    }
+    Lazy { dtype: INDEX, shape: shape.to_vec(), vars, expr }
 }
 
 /// The single value of a one-element tensor as an expression (data-dependent if not constant).
@@ -142,11 +133,7 @@ fn trilu(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let i = p.ctx.var(x.vars[r - 2]);
     let j = p.ctx.var(x.vars[r - 1]);
     let d = p.ctx.sub(j, i);
-    let keep = if upper {
-        p.ctx.binary(BinOp::Le, k, d)
-    } else {
-        p.ctx.binary(BinOp::Le, d, k)
-    };
+    let keep = if upper { p.ctx.binary(BinOp::Le, k, d) } else { p.ctx.binary(BinOp::Le, d, k) };
     let zero = p.ctx.constant(x.dtype, 0.0);
     let expr = p.ctx.where_(keep, x.expr, zero);
     Ok(vec![Lazy { expr, ..x }])
@@ -158,8 +145,9 @@ fn eye_like(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         return Err(c.err("expects a 2-D input"));
     }
     let dtype = match c.node.attr_int("dtype") {
-        Some(code) => crate::onnx::data::dtype_from_onnx(code)
-            .ok_or_else(|| c.err(format!("unsupported dtype code {code}")))?,
+        Some(code) => {
+            crate::onnx::data::dtype_from_onnx(code).ok_or_else(|| c.err(format!("unsupported dtype code {code}")))?
+        }
         None => x.dtype,
     };
     let k = c.attr_int("k", 0);
@@ -171,12 +159,7 @@ fn eye_like(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let on = p.ctx.binary(BinOp::Eq, d, kk);
     let (one, zero) = (p.ctx.constant(dtype, 1.0), p.ctx.constant(dtype, 0.0));
     let expr = p.ctx.where_(on, one, zero);
-    Ok(vec![Lazy {
-        dtype,
-        shape: x.shape.clone(),
-        vars,
-        expr,
-    }])
+    Ok(vec![Lazy { dtype, shape: x.shape.clone(), vars, expr }])
 }
 
 /// The index of the first maximum of `x` along `axis` (kept as size 1).
@@ -220,16 +203,9 @@ fn hardmax(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
 fn one_hot(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let (idx, values) = (c.input(0)?, c.input(2)?);
     let depth = c.const_input(1)?;
-    let depth = depth
-        .to_f64()
-        .first()
-        .copied()
-        .ok_or_else(|| c.err("empty depth"))?;
+    let depth = depth.to_f64().first().copied().ok_or_else(|| c.err("empty depth"))?;
     if depth < 1.0 || values.numel() != 2 {
-        return Err(c.err(format!(
-            "depth {depth} and {} values: need depth >= 1 and [off, on]",
-            values.numel()
-        )));
+        return Err(c.err(format!("depth {depth} and {} values: need depth >= 1 and [off, on]", values.numel())));
     }
     let depth = depth as usize;
     let axis = c.axis(c.attr_int("axis", -1), idx.rank() + 1)?;
@@ -237,18 +213,10 @@ fn one_hot(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let mut shape = idx.shape.clone();
     shape.insert(axis, depth);
     let vars = p.ctx.fresh_vars(&shape);
-    let m: HashMap<u32, N> = idx
-        .vars
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| (v, p.ctx.var(vars[if i < axis { i } else { i + 1 }])))
-        .collect();
+    let m: HashMap<u32, N> =
+        idx.vars.iter().enumerate().map(|(i, &v)| (v, p.ctx.var(vars[if i < axis { i } else { i + 1 }]))).collect();
     let iv = substitute(&mut p.ctx, idx.expr, &m, None);
-    let iv = if idx.dtype.is_float() {
-        p.ctx.unary(UnOp::Trunc, iv)
-    } else {
-        iv
-    };
+    let iv = if idx.dtype.is_float() { p.ctx.unary(UnOp::Trunc, iv) } else { iv };
     let iv = p.ctx.cast(iv, INDEX);
     let zero = p.ctx.int(0);
     let neg = p.ctx.binary(BinOp::Lt, iv, zero);
@@ -256,23 +224,14 @@ fn one_hot(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let iv = p.ctx.where_(neg, wrapped, iv);
     let a = p.ctx.var(vars[axis]);
     let hit = p.ctx.binary(BinOp::Eq, iv, a);
-    let v = if values.rank() == 1 {
-        values.clone()
-    } else {
-        p.reshape(&values, &[2])
-    };
+    let v = if values.rank() == 1 { values.clone() } else { p.reshape(&values, &[2]) };
     let at = |p: &mut Program, k: i64| {
         let kk = p.ctx.int(k);
         substitute(&mut p.ctx, v.expr, &HashMap::from([(v.vars[0], kk)]), None)
     };
     let (off, on) = (at(p, 0), at(p, 1));
     let expr = p.ctx.where_(hit, on, off);
-    Ok(vec![Lazy {
-        dtype: values.dtype,
-        shape,
-        vars,
-        expr,
-    }])
+    Ok(vec![Lazy { dtype: values.dtype, shape, vars, expr }])
 }
 
 /// TopK by rank: `rank[i]` counts the elements that come before element `i` in the output order
@@ -280,15 +239,9 @@ fn one_hot(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
 fn top_k(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
     let k = if c.opset() < 10 {
-        c.node
-            .attr_int("k")
-            .ok_or_else(|| c.err("missing attribute `k`"))?
+        c.node.attr_int("k").ok_or_else(|| c.err("missing attribute `k`"))?
     } else {
-        c.const_input(1)?
-            .to_i64()
-            .first()
-            .copied()
-            .ok_or_else(|| c.err("empty k"))?
+        c.const_input(1)?.to_i64().first().copied().ok_or_else(|| c.err("empty k"))?
     };
     let axis = c.axis(c.attr_int("axis", -1), x.rank())?;
     let largest = c.attr_int("largest", 1) != 0;
@@ -301,48 +254,28 @@ fn top_k(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     out_shape[axis] = k;
     if k == 0 {
         let p = c.p();
-        return Ok(vec![
-            p.full(x.dtype, &out_shape, 0.0),
-            p.full(DType::I64, &out_shape, 0.0),
-        ]);
+        return Ok(vec![p.full(x.dtype, &out_shape, 0.0), p.full(DType::I64, &out_shape, 0.0)]);
     }
     let x = c.reduce_input(&x, n as f64);
     let p = c.p();
     let j = p.ctx.fresh_var(n as u64);
     let jv = p.ctx.var(j);
-    let xj = substitute(
-        &mut p.ctx,
-        x.expr,
-        &HashMap::from([(x.vars[axis], jv)]),
-        None,
-    );
+    let xj = substitute(&mut p.ctx, x.expr, &HashMap::from([(x.vars[axis], jv)]), None);
     let iv = p.ctx.var(x.vars[axis]);
-    let better = if largest {
-        p.ctx.binary(BinOp::Lt, x.expr, xj)
-    } else {
-        p.ctx.binary(BinOp::Lt, xj, x.expr)
-    };
+    let better = if largest { p.ctx.binary(BinOp::Lt, x.expr, xj) } else { p.ctx.binary(BinOp::Lt, xj, x.expr) };
     let same = p.ctx.binary(BinOp::Eq, xj, x.expr);
     let earlier = p.ctx.binary(BinOp::Lt, jv, iv);
     let tie = p.ctx.and(same, earlier);
     let before = p.ctx.binary(BinOp::Or, better, tie);
     let (one, zero) = (p.ctx.int(1), p.ctx.int(0));
     let cnt = p.ctx.where_(before, one, zero);
-    let rank = Lazy {
-        dtype: INDEX,
-        expr: p.ctx.reduce(RedOp::Sum, j, n as u64, cnt),
-        ..x.clone()
-    };
+    let rank = Lazy { dtype: INDEX, expr: p.ctx.reduce(RedOp::Sum, j, n as u64, cnt), ..x.clone() };
     let rank = p.realize(&rank, BufKind::Scratch, "topk_rank");
     // idx[r] = the i with rank[i] == r.
     let vars = p.ctx.fresh_vars(&out_shape);
     let i = p.ctx.fresh_var(n as u64);
-    let m: HashMap<u32, N> = rank
-        .vars
-        .iter()
-        .enumerate()
-        .map(|(d, &v)| (v, p.ctx.var(if d == axis { i } else { vars[d] })))
-        .collect();
+    let m: HashMap<u32, N> =
+        rank.vars.iter().enumerate().map(|(d, &v)| (v, p.ctx.var(if d == axis { i } else { vars[d] }))).collect();
     let ri = substitute(&mut p.ctx, rank.expr, &m, None);
     let r = p.ctx.var(vars[axis]);
     let hit = p.ctx.binary(BinOp::Eq, ri, r);
@@ -363,27 +296,18 @@ fn top_k(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         .enumerate()
         .map(|(d, (&v, &o))| (v, if d == axis { idx.expr } else { p.ctx.var(o) }))
         .collect();
-    let values = Lazy {
-        expr: substitute(&mut p.ctx, x.expr, &m, None),
-        dtype: x.dtype,
-        ..idx.clone()
-    };
+    let values = Lazy { expr: substitute(&mut p.ctx, x.expr, &m, None), dtype: x.dtype, ..idx.clone() };
     Ok(vec![values, idx])
 }
 
 fn non_zero(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
-    let t = c.p().fold(&x).ok_or_else(|| {
-        c.err("the output shape depends on run-time data: only a compile-time input is supported")
-    })?;
+    let t = c
+        .p()
+        .fold(&x)
+        .ok_or_else(|| c.err("the output shape depends on run-time data: only a compile-time input is supported"))?;
     let st = crate::lazy::strides(&t.shape);
-    let hits: Vec<usize> = t
-        .to_f64()
-        .iter()
-        .enumerate()
-        .filter(|(_, &v)| v != 0.0)
-        .map(|(i, _)| i)
-        .collect();
+    let hits: Vec<usize> = t.to_f64().iter().enumerate().filter(|(_, &v)| v != 0.0).map(|(i, _)| i).collect();
     let r = t.shape.len();
     let mut out = vec![0i64; r * hits.len()];
     for (n, &flat) in hits.iter().enumerate() {
@@ -391,18 +315,14 @@ fn non_zero(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
             out[d * hits.len() + n] = (flat as i64 / st[d]) % t.shape[d] as i64;
         }
     }
-    Ok(vec![c
-        .p()
-        .constant(Tensor::from_i64(vec![r, hits.len()], &out))])
+    Ok(vec![c.p().constant(Tensor::from_i64(vec![r, hits.len()], &out))])
 }
 
 fn compress(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
     let cond = c.input(1)?;
     let cond = c.p().fold(&cond).ok_or_else(|| {
-        c.err(
-            "the output shape depends on run-time data: only a compile-time condition is supported",
-        )
+        c.err("the output shape depends on run-time data: only a compile-time condition is supported")
     })?;
     let (x, axis) = match c.node.attr_int("axis") {
         Some(a) => {
@@ -431,12 +351,7 @@ fn compress(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let table = p.constant(Tensor::from_i64(vec![keep.len()], &keep));
     let vars = p.ctx.fresh_vars(&shape);
     let a = p.ctx.var(vars[axis]);
-    let src = substitute(
-        &mut p.ctx,
-        table.expr,
-        &HashMap::from([(table.vars[0], a)]),
-        None,
-    );
+    let src = substitute(&mut p.ctx, table.expr, &HashMap::from([(table.vars[0], a)]), None);
     let m: HashMap<u32, N> = x
         .vars
         .iter()
@@ -445,10 +360,5 @@ fn compress(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         .map(|(d, (&v, &o))| (v, if d == axis { src } else { p.ctx.var(o) }))
         .collect();
     let expr = substitute(&mut p.ctx, x.expr, &m, None);
-    Ok(vec![Lazy {
-        dtype: x.dtype,
-        shape,
-        vars,
-        expr,
-    }])
+    Ok(vec![Lazy { dtype: x.dtype, shape, vars, expr }])
 }

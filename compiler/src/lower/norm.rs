@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use pilot_core::DType;
+
 use super::elementwise::{konst, with};
 use super::{NodeCtx, OpFn};
 use crate::error::Result;
@@ -25,11 +27,7 @@ pub(super) fn lookup(op: &str) -> Option<OpFn> {
 
 /// `Σ |x|^p` over `axes` (kept as size 1) for p = 1 or 2, and its p-th root.
 fn lp_norm(p: &mut Program, x: &Lazy, axes: &[usize], pw: i64) -> Lazy {
-    let t = if pw == 1 {
-        p.unary(UnOp::Abs, x)
-    } else {
-        p.binary(BinOp::Mul, x, x)
-    };
+    let t = if pw == 1 { p.unary(UnOp::Abs, x) } else { p.binary(BinOp::Mul, x, x) };
     let s = p.reduce(RedOp::Sum, &t, axes);
     if pw == 1 {
         s
@@ -75,12 +73,9 @@ fn centered(c: &mut NodeCtx<'_>, x: &Lazy, axes: &[usize]) -> (Lazy, Lazy) {
 fn mvn(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
     let axes: Vec<usize> = match c.attr_ints("axes") {
-        Some(a) => a
-            .iter()
-            .map(|&a| c.axis(a, x.rank()))
-            .collect::<Result<_>>()?,
-        None if x.rank() == 4 => vec![0, 2, 3],
-        None => return Err(c.err("default axes [0, 2, 3] need a 4-D input")),
+        Some(a) => a.iter().map(|&a| c.axis(a, x.rank())).collect::<Result<_>>()?,
+        None if x.rank() >= 4 => vec![0, 2, 3],
+        None => return Err(c.err("default axes [0, 2, 3] need rank >= 4")),
     };
     let (d, var) = centered(c, &x, &axes);
     let p = c.p();
@@ -102,6 +97,16 @@ fn standardize(c: &mut NodeCtx<'_>, x: &Lazy, axes: &[usize], eps: f64) -> Lazy 
     p.binary(BinOp::Mul, &d, &ib)
 }
 
+/// `x` in the precision statistics are computed in: float16 is widened to float32 when
+/// `stash_type` is float32 (the default), as onnxruntime does.
+fn stash(c: &mut NodeCtx<'_>, x: &Lazy) -> Lazy {
+    if x.dtype == DType::F16 && c.attr_int("stash_type", 1) == 1 {
+        c.p().cast(x, DType::F32)
+    } else {
+        x.clone()
+    }
+}
+
 /// A vector of `C` entries shaped to broadcast along axis 1 of rank `rank`.
 fn per_channel(p: &mut Program, v: &Lazy, rank: usize) -> Lazy {
     let mut shape = vec![1usize; rank];
@@ -114,10 +119,7 @@ fn group_norm(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let g = c.attr_int("num_groups", 0).max(0) as usize;
     let eps = c.attr_float("epsilon", 1e-5) as f64;
     if x.rank() < 2 || g == 0 || x.shape[1] % g != 0 {
-        return Err(c.err(format!(
-            "num_groups {g} does not divide the channels of {:?}",
-            x.shape
-        )));
+        return Err(c.err(format!("num_groups {g} does not divide the channels of {:?}", x.shape)));
     }
     let (n, ch) = (x.shape[0], x.shape[1]);
     let per = x.numel() / (n * g).max(1);
@@ -126,10 +128,12 @@ fn group_norm(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
             return Err(c.err(format!("scale/bias of shape {:?}", v.shape)));
         }
     }
-    let xr = c.p().reshape(&x, &[n, g, per]);
+    let xs = stash(c, &x);
+    let xr = c.p().reshape(&xs, &[n, g, per]);
     let y = standardize(c, &xr, &[2], eps);
     let p = c.p();
     let y = p.reshape(&y, &x.shape);
+    let y = p.cast(&y, x.dtype);
     // Opset 21 has per-channel scale and bias; opset 18 had one per group.
     let expand_groups = |p: &mut Program, v: &Lazy| -> Lazy {
         if v.numel() == ch {
@@ -155,7 +159,9 @@ fn rms_norm(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let eps = c.attr_float("epsilon", 1e-5) as f64;
     let axes: Vec<usize> = (axis..x.rank()).collect();
     let n: usize = axes.iter().map(|&a| x.shape[a]).product();
+    let dtype = x.dtype;
     let x = c.reduce_input(&x, 2.0);
+    let x = stash(c, &x);
     let p = c.p();
     let x2 = p.binary(BinOp::Mul, &x, &x);
     let s = p.reduce(RedOp::Sum, &x2, &axes);
@@ -165,6 +171,7 @@ fn rms_norm(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let inv = p.unary(UnOp::Recip, &r);
     let ib = p.expand(&inv, &x.shape);
     let y = p.binary(BinOp::Mul, &x, &ib);
+    let y = p.cast(&y, dtype);
     let v = c.broadcast(&[&y, &scale])?;
     Ok(vec![c.p().binary(BinOp::Mul, &v[0], &v[1])])
 }
@@ -175,11 +182,8 @@ fn lrn(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     if x.rank() < 3 || size < 1 {
         return Err(c.err(format!("size {size} on shape {:?}", x.shape)));
     }
-    let (alpha, beta, bias) = (
-        c.attr_float("alpha", 1e-4) as f64,
-        c.attr_float("beta", 0.75) as f64,
-        c.attr_float("bias", 1.0) as f64,
-    );
+    let (alpha, beta, bias) =
+        (c.attr_float("alpha", 1e-4) as f64, c.attr_float("beta", 0.75) as f64, c.attr_float("bias", 1.0) as f64);
     let ch = x.shape[1] as i64;
     let lo = (size - 1) / 2;
     let x = c.reduce_input(&x, size as f64);
@@ -199,10 +203,7 @@ fn lrn(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let zero = p.ctx.constant(x.dtype, 0.0);
     let sq = p.ctx.where_(ok, sq, zero);
     let sum = p.ctx.reduce(RedOp::Sum, k, size as u64, sq);
-    let s = Lazy {
-        expr: sum,
-        ..x.clone()
-    };
+    let s = Lazy { expr: sum, ..x.clone() };
     let s = with(p, BinOp::Mul, &s, alpha / size as f64);
     let s = with(p, BinOp::Add, &s, bias);
     let d = with(p, BinOp::Pow, &s, beta);
@@ -218,9 +219,7 @@ fn lp_pool(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     if pw < 1 {
         return Err(c.err(format!("p = {pw}")));
     }
-    let kernel: Vec<i64> = c
-        .attr_ints("kernel_shape")
-        .ok_or_else(|| c.err("missing kernel_shape"))?;
+    let kernel: Vec<i64> = c.attr_ints("kernel_shape").ok_or_else(|| c.err("missing kernel_shape"))?;
     let k = x.rank() - 2;
     let get = |name: &str| c.attr_ints(name).unwrap_or_else(|| vec![1; k]);
     let (strides, dil) = (get("strides"), get("dilations"));
@@ -242,11 +241,7 @@ fn lp_pool(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
                 let o = (d + s - 1) / s;
                 let total = ((o - 1) * s + eff - d).max(0);
                 let small = total / 2;
-                lo[2 + i] = if auto == "SAME_UPPER" {
-                    small
-                } else {
-                    total - small
-                };
+                lo[2 + i] = if auto == "SAME_UPPER" { small } else { total - small };
                 o
             }
             "NOTSET" | "VALID" => {
@@ -282,13 +277,10 @@ fn lp_pool(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let mut shape = x.shape[..2].to_vec();
     shape.extend_from_slice(&out);
     let vars = p.ctx.fresh_vars(&shape);
-    let kvars: Vec<u32> = kernel
-        .iter()
-        .map(|&kk| p.ctx.fresh_var(kk as u64))
-        .collect();
+    let kvars: Vec<u32> = kernel.iter().map(|&kk| p.ctx.fresh_var(kk as u64)).collect();
     let mut m: HashMap<u32, N> = HashMap::new();
-    for d in 0..2 {
-        m.insert(xp.vars[d], p.ctx.var(vars[d]));
+    for (&old, &new) in xp.vars.iter().zip(&vars).take(2) {
+        m.insert(old, p.ctx.var(new));
     }
     for i in 0..k {
         let o = p.ctx.var(vars[2 + i]);
@@ -319,10 +311,5 @@ fn lp_pool(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
             p.ctx.binary(BinOp::Pow, acc, e)
         }
     };
-    Ok(vec![Lazy {
-        dtype: x.dtype,
-        shape,
-        vars,
-        expr,
-    }])
+    Ok(vec![Lazy { dtype: x.dtype, shape, vars, expr }])
 }

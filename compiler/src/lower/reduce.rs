@@ -45,27 +45,17 @@ enum Kind {
 }
 
 fn drop_axes(p: &mut Program, x: &Lazy, axes: &[usize]) -> Lazy {
-    let shape: Vec<usize> = (0..x.rank())
-        .filter(|i| !axes.contains(i))
-        .map(|i| x.shape[i])
-        .collect();
+    let shape: Vec<usize> = (0..x.rank()).filter(|i| !axes.contains(i)).map(|i| x.shape[i]).collect();
     p.reshape(x, &shape)
 }
 
 fn reduce(c: &mut NodeCtx<'_>, kind: Kind) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
     let input_since = if kind == Kind::Sum { 13 } else { 18 };
-    let axes = if c.opset() < input_since {
-        c.attr_ints("axes")
-    } else {
-        c.opt_const_input(1)?.map(|t| t.to_i64())
-    };
+    let axes = if c.opset() < input_since { c.attr_ints("axes") } else { c.opt_const_input(1)?.map(|t| t.to_i64()) };
     let keep = c.attr_int("keepdims", 1) != 0;
     let axes: Vec<usize> = match axes {
-        Some(a) if !a.is_empty() => a
-            .iter()
-            .map(|&a| c.axis(a, x.rank()))
-            .collect::<Result<_>>()?,
+        Some(a) if !a.is_empty() => a.iter().map(|&a| c.axis(a, x.rank())).collect::<Result<_>>()?,
         _ if c.attr_int("noop_with_empty_axes", 0) != 0 => return Ok(vec![x]),
         _ => (0..x.rank()).collect(),
     };
@@ -107,12 +97,7 @@ fn iota(p: &mut Program, shape: &[usize], axis: usize, dtype: DType) -> Lazy {
     let vars = p.ctx.fresh_vars(shape);
     let v = p.ctx.var(vars[axis]);
     let expr = p.ctx.cast(v, dtype);
-    Lazy {
-        dtype,
-        shape: shape.to_vec(),
-        vars,
-        expr,
-    }
+    Lazy { dtype, shape: shape.to_vec(), vars, expr }
 }
 
 fn arg(c: &mut NodeCtx<'_>, is_max: bool) -> Result<Vec<Lazy>> {
@@ -126,11 +111,7 @@ fn arg(c: &mut NodeCtx<'_>, is_max: bool) -> Result<Vec<Lazy>> {
     let mb = p.expand(&m, &x.shape);
     let hit = p.binary(BinOp::Eq, &x, &mb);
     let idx = iota(p, &x.shape, axis, DType::I64);
-    let miss = p.full(
-        DType::I64,
-        &x.shape,
-        if last { -1.0 } else { x.shape[axis] as f64 },
-    );
+    let miss = p.full(DType::I64, &x.shape, if last { -1.0 } else { x.shape[axis] as f64 });
     let cand = p.where_(&hit, &idx, &miss);
     let y = p.reduce(if last { RedOp::Max } else { RedOp::Min }, &cand, &[axis]);
     Ok(vec![if keep { y } else { drop_axes(p, &y, &[axis]) }])
@@ -166,17 +147,9 @@ fn softmax(c: &mut NodeCtx<'_>, log: bool) -> Result<Vec<Lazy>> {
 
 fn cumsum(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
-    let axis = c
-        .const_input(1)?
-        .to_i64()
-        .first()
-        .copied()
-        .ok_or_else(|| c.err("empty axis"))?;
+    let axis = c.const_input(1)?.to_i64().first().copied().ok_or_else(|| c.err("empty axis"))?;
     let axis = c.axis(axis, x.rank())?;
-    let (exclusive, reverse) = (
-        c.attr_int("exclusive", 0) != 0,
-        c.attr_int("reverse", 0) != 0,
-    );
+    let (exclusive, reverse) = (c.attr_int("exclusive", 0) != 0, c.attr_int("reverse", 0) != 0);
     let n = x.shape[axis];
     let x = c.reduce_input(&x, n as f64);
     let p = c.p();

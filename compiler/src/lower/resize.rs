@@ -43,12 +43,7 @@ fn apply_axis(p: &mut Program, x: &Lazy, axis: usize, t: &AxisTable, extrapolati
     shape[axis] = t.out;
     let vars = p.ctx.fresh_vars(&shape);
     let o = p.ctx.var(vars[axis]);
-    let mut map: HashMap<u32, N> = x
-        .vars
-        .iter()
-        .zip(&vars)
-        .map(|(&old, &new)| (old, p.ctx.var(new)))
-        .collect();
+    let mut map: HashMap<u32, N> = x.vars.iter().zip(&vars).map(|(&old, &new)| (old, p.ctx.var(new))).collect();
     let shape2 = vec![t.out, t.taps];
     let expr = if t.is_gather() {
         let src = match affine(&t.idx) {
@@ -82,23 +77,14 @@ fn apply_axis(p: &mut Program, x: &Lazy, axis: usize, t: &AxisTable, extrapolati
     };
     let expr = if t.extrapolated.contains(&true) {
         let flags: Vec<f64> = t.extrapolated.iter().map(|&e| e as u8 as f64).collect();
-        let mtab = p.constant(Tensor::from_f64(
-            pilot_core::DType::Bool,
-            vec![t.out],
-            &flags,
-        ));
+        let mtab = p.constant(Tensor::from_f64(pilot_core::DType::Bool, vec![t.out], &flags));
         let m = table_at(p, &mtab, o, 0);
         let e = p.ctx.constant(x.dtype, extrapolation);
         p.ctx.where_(m, e, expr)
     } else {
         expr
     };
-    Lazy {
-        dtype: x.dtype,
-        shape,
-        vars,
-        expr,
-    }
+    Lazy { dtype: x.dtype, shape, vars, expr }
 }
 
 /// One resized axis: its index, output length, scale and region of interest.
@@ -110,18 +96,9 @@ struct AxisPlan {
 }
 
 /// Resamples `x` along every planned axis.
-fn run_plan(
-    c: &mut NodeCtx<'_>,
-    x: &Lazy,
-    spec: &Spec,
-    plan: &[AxisPlan],
-    extrapolation: f64,
-) -> Result<Lazy> {
+fn run_plan(c: &mut NodeCtx<'_>, x: &Lazy, spec: &Spec, plan: &[AxisPlan], extrapolation: f64) -> Result<Lazy> {
     if spec.mode != Mode::Nearest && !x.dtype.is_float() {
-        return Err(c.err(format!(
-            "{:?} interpolation of {} tensors is not supported",
-            spec.mode, x.dtype
-        )));
+        return Err(c.err(format!("{:?} interpolation of {} tensors is not supported", spec.mode, x.dtype)));
     }
     for a in plan {
         if a.scale <= 0.0 || !a.scale.is_finite() {
@@ -135,10 +112,8 @@ fn run_plan(
     if shape.contains(&0) || x.numel() == 0 {
         return Ok(c.p().full(x.dtype, &shape, 0.0));
     }
-    let tables: Vec<AxisTable> = plan
-        .iter()
-        .map(|a| axis_table(spec, x.shape[a.axis], a.out, a.scale, a.roi))
-        .collect();
+    let tables: Vec<AxisTable> =
+        plan.iter().map(|a| axis_table(spec, x.shape[a.axis], a.out, a.scale, a.roi)).collect();
     let taps: usize = tables.iter().map(|t| t.taps).product();
     let reuse = shape.iter().product::<usize>() as f64 / x.numel() as f64 * taps as f64;
     let mut y = c.reduce_input(x, reuse);
@@ -173,10 +148,7 @@ fn resize(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let coord = if legacy {
         Coord::Asymmetric
     } else {
-        match c
-            .attr_str("coordinate_transformation_mode", "half_pixel")
-            .as_str()
-        {
+        match c.attr_str("coordinate_transformation_mode", "half_pixel").as_str() {
             "half_pixel" => Coord::HalfPixel,
             "half_pixel_symmetric" => Coord::HalfPixelSymmetric,
             "pytorch_half_pixel" => Coord::PytorchHalfPixel,
@@ -184,11 +156,7 @@ fn resize(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
             "asymmetric" => Coord::Asymmetric,
             "tf_half_pixel_for_nn" => Coord::TfHalfPixelForNn,
             "tf_crop_and_resize" => Coord::TfCropAndResize,
-            other => {
-                return Err(c.err(format!(
-                    "unsupported coordinate_transformation_mode `{other}`"
-                )))
-            }
+            other => return Err(c.err(format!("unsupported coordinate_transformation_mode `{other}`"))),
         }
     };
     let rounding = if legacy {
@@ -222,11 +190,8 @@ fn resize(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         return Err(c.err(format!("repeated axes {axes:?}")));
     }
     let n = axes.len();
-    let (scales, sizes) = if legacy {
-        (Some(c.const_input(1)?), None)
-    } else {
-        (nonempty_const(c, 2)?, nonempty_const(c, 3)?)
-    };
+    let (scales, sizes) =
+        if legacy { (Some(c.const_input(1)?), None) } else { (nonempty_const(c, 2)?, nonempty_const(c, 3)?) };
     let roi: Vec<f64> = if coord == Coord::TfCropAndResize {
         let t = nonempty_const(c, 1)?.ok_or_else(|| c.err("tf_crop_and_resize needs roi"))?;
         let v = t.to_f64();
@@ -245,11 +210,7 @@ fn resize(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
             if s.len() != n {
                 return Err(c.err(format!("{} scales for {n} axes", s.len())));
             }
-            let out = axes
-                .iter()
-                .zip(&s)
-                .map(|(&a, &s)| out_len(s, x.shape[a]))
-                .collect();
+            let out = axes.iter().zip(&s).map(|(&a, &s)| out_len(s, x.shape[a])).collect();
             (s, out)
         }
         (None, Some(z)) => {
@@ -257,39 +218,22 @@ fn resize(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
             if z.len() != n || z.iter().any(|&v| v < 0) {
                 return Err(c.err(format!("sizes {z:?} do not fit {n} axes")));
             }
-            let s: Vec<f64> = axes
-                .iter()
-                .zip(&z)
-                .map(|(&a, &v)| v as f64 / x.shape[a] as f64)
-                .collect();
+            let s: Vec<f64> = axes.iter().zip(&z).map(|(&a, &v)| v as f64 / x.shape[a] as f64).collect();
             let policy = c.attr_str("keep_aspect_ratio_policy", "stretch");
             let one = match policy.as_str() {
                 "stretch" => None,
                 "not_larger" => s.iter().copied().reduce(f64::min),
                 "not_smaller" => s.iter().copied().reduce(f64::max),
-                other => {
-                    return Err(c.err(format!("unsupported keep_aspect_ratio_policy `{other}`")))
-                }
+                other => return Err(c.err(format!("unsupported keep_aspect_ratio_policy `{other}`"))),
             };
             match one {
                 None => (s, z.iter().map(|&v| v as usize).collect()),
-                Some(k) => (
-                    vec![k; n],
-                    axes.iter()
-                        .map(|&a| (k * x.shape[a] as f64 + 0.5) as usize)
-                        .collect(),
-                ),
+                Some(k) => (vec![k; n], axes.iter().map(|&a| (k * x.shape[a] as f64 + 0.5) as usize).collect()),
             }
         }
     };
-    let plan: Vec<AxisPlan> = (0..n)
-        .map(|i| AxisPlan {
-            axis: axes[i],
-            out: out[i],
-            scale: scale[i],
-            roi: (roi[i], roi[n + i]),
-        })
-        .collect();
+    let plan: Vec<AxisPlan> =
+        (0..n).map(|i| AxisPlan { axis: axes[i], out: out[i], scale: scale[i], roi: (roi[i], roi[n + i]) }).collect();
     let extrapolation = c.attr_float("extrapolation_value", 0.0) as f64;
     Ok(vec![run_plan(c, &x, &spec, &plan, extrapolation)?])
 }
@@ -325,12 +269,7 @@ fn upsample(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let plan: Vec<AxisPlan> = scales
         .iter()
         .enumerate()
-        .map(|(a, &s)| AxisPlan {
-            axis: a,
-            out: out_len(s, x.shape[a]),
-            scale: s,
-            roi: (0.0, 1.0),
-        })
+        .map(|(a, &s)| AxisPlan { axis: a, out: out_len(s, x.shape[a]), scale: s, roi: (0.0, 1.0) })
         .collect();
     Ok(vec![run_plan(c, &x, &spec, &plan, 0.0)?])
 }

@@ -67,11 +67,7 @@ fn layer(c: &mut NodeCtx<'_>, gates: usize, default_acts: &[&str]) -> Result<Lay
     if x.rank() != 3 || w.rank() != 3 || r.rank() != 3 {
         return Err(c.err("X, W and R must be 3-D"));
     }
-    let x = if layout {
-        c.p().permute(&x, &[1, 0, 2])
-    } else {
-        x
-    };
+    let x = if layout { c.p().permute(&x, &[1, 0, 2]) } else { x };
     let (seq, batch, input) = (x.shape[0], x.shape[1], x.shape[2]);
     let hidden = r.shape[2];
     if let Some(h) = c.node.attr_int("hidden_size") {
@@ -103,19 +99,7 @@ fn layer(c: &mut NodeCtx<'_>, gates: usize, default_acts: &[&str]) -> Result<Lay
     }
     let clip = c.node.attr_float("clip").map(f64::from);
     let acts = activations(c, default_acts, dirs)?;
-    Ok(Layer {
-        x,
-        w,
-        r,
-        b,
-        seq,
-        batch,
-        hidden,
-        dirs,
-        layout,
-        clip,
-        acts,
-    })
+    Ok(Layer { x, w, r, b, seq, batch, hidden, dirs, layout, clip, acts })
 }
 
 impl Layer {
@@ -126,12 +110,7 @@ impl Layer {
 
     /// Rows `[lo, lo+n)` of direction `d` of a `[dirs, rows, cols]` weight, as `[n, cols]`.
     fn rows(p: &mut Program, w: &Lazy, d: usize, lo: usize, n: usize) -> Lazy {
-        let s = p.slice(
-            w,
-            &[d as i64, lo as i64, 0],
-            &[1, 1, 1],
-            &[1, n, w.shape[2]],
-        );
+        let s = p.slice(w, &[d as i64, lo as i64, 0], &[1, 1, 1], &[1, n, w.shape[2]]);
         p.reshape(&s, &[n, w.shape[2]])
     }
 
@@ -150,11 +129,7 @@ impl Layer {
             return Ok(c.p().full(self.x.dtype, &[batch, hidden], 0.0));
         };
         let p = c.p();
-        let h = if self.layout {
-            p.permute(&h, &[1, 0, 2])
-        } else {
-            h
-        };
+        let h = if self.layout { p.permute(&h, &[1, 0, 2]) } else { h };
         if h.shape != [self.dirs, batch, hidden] {
             return Err(c.err(format!("initial state has shape {:?}", h.shape)));
         }
@@ -163,14 +138,7 @@ impl Layer {
     }
 
     /// `X·W[rows]ᵀ + bias` for every time step of direction `d`, realized: `[seq, batch, n]`.
-    fn project(
-        &self,
-        c: &mut NodeCtx<'_>,
-        d: usize,
-        lo: usize,
-        n: usize,
-        bias: Option<Lazy>,
-    ) -> Result<Lazy> {
+    fn project(&self, c: &mut NodeCtx<'_>, d: usize, lo: usize, n: usize, bias: Option<Lazy>) -> Result<Lazy> {
         let p = c.p();
         let x2 = p.reshape(&self.x, &[self.seq * self.batch, self.x.shape[2]]);
         let wd = Self::rows(p, &self.w, d, lo, n);
@@ -247,12 +215,7 @@ fn stack(p: &mut Program, parts: &[Lazy]) -> Lazy {
     let exprs: Vec<N> = parts
         .iter()
         .map(|x| {
-            let m: HashMap<u32, N> = x
-                .vars
-                .iter()
-                .zip(&vars[1..])
-                .map(|(&o, &n)| (o, p.ctx.var(n)))
-                .collect();
+            let m: HashMap<u32, N> = x.vars.iter().zip(&vars[1..]).map(|(&o, &n)| (o, p.ctx.var(n))).collect();
             substitute(&mut p.ctx, x.expr, &m, None)
         })
         .collect();
@@ -268,12 +231,7 @@ fn stack(p: &mut Program, parts: &[Lazy]) -> Lazy {
     }
     let i = p.ctx.var(vars[0]);
     let expr = pick(p, i, &exprs, 0);
-    Lazy {
-        dtype: parts[0].dtype,
-        shape,
-        vars,
-        expr,
-    }
+    Lazy { dtype: parts[0].dtype, shape, vars, expr }
 }
 
 /// Realizes a state after step `t` of direction `d`.
@@ -327,11 +285,7 @@ fn lstm(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         let mut hcur = l.initial(c, 5, d)?;
         let mut ccur = l.initial(c, 6, d)?;
         let mut ys = vec![None; l.seq];
-        let order: Vec<usize> = if l.reverse(c, d) {
-            (0..l.seq).rev().collect()
-        } else {
-            (0..l.seq).collect()
-        };
+        let order: Vec<usize> = if l.reverse(c, d) { (0..l.seq).rev().collect() } else { (0..l.seq).collect() };
         for (k, &t) in order.iter().enumerate() {
             let hr = l.recur(c, &hcur, d, 0, 4 * hs)?;
             let p = c.p();
@@ -376,11 +330,7 @@ fn lstm(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let p = c.p();
     let (y, yh) = l.outputs(p, &states, &finals_h);
     let yc = stack(p, &finals_c);
-    let yc = if l.layout {
-        p.permute(&yc, &[1, 0, 2])
-    } else {
-        yc
-    };
+    let yc = if l.layout { p.permute(&yc, &[1, 0, 2]) } else { yc };
     Ok(vec![y, yh, yc])
 }
 
@@ -410,11 +360,7 @@ fn gru(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         let xw = l.project(c, d, 0, 3 * hs, bias)?;
         let mut hcur = l.initial(c, 5, d)?;
         let mut ys = vec![None; l.seq];
-        let order: Vec<usize> = if l.reverse(c, d) {
-            (0..l.seq).rev().collect()
-        } else {
-            (0..l.seq).collect()
-        };
+        let order: Vec<usize> = if l.reverse(c, d) { (0..l.seq).rev().collect() } else { (0..l.seq).collect() };
         for (k, &t) in order.iter().enumerate() {
             // With linear_before_reset one product serves all three gates.
             let hr = l.recur(c, &hcur, d, 0, if lbr { 3 * hs } else { 2 * hs })?;
@@ -476,11 +422,7 @@ fn rnn(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         let xw = l.project(c, d, 0, hs, bias)?;
         let mut hcur = l.initial(c, 5, d)?;
         let mut ys = vec![None; l.seq];
-        let order: Vec<usize> = if l.reverse(c, d) {
-            (0..l.seq).rev().collect()
-        } else {
-            (0..l.seq).collect()
-        };
+        let order: Vec<usize> = if l.reverse(c, d) { (0..l.seq).rev().collect() } else { (0..l.seq).collect() };
         for (k, &t) in order.iter().enumerate() {
             let hr = l.recur(c, &hcur, d, 0, hs)?;
             let p = c.p();

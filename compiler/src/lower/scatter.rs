@@ -26,28 +26,20 @@ fn gather_nd(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let (x, idx) = (c.input(0)?, c.input(1)?);
     let b = c.attr_int("batch_dims", 0).max(0) as usize;
     let ri = idx.rank();
-    let q = *idx
-        .shape
-        .last()
-        .ok_or_else(|| c.err("indices must have rank >= 1"))?;
+    let q = *idx.shape.last().ok_or_else(|| c.err("indices must have rank >= 1"))?;
     if b >= ri || b + q > x.rank() || idx.shape[..b] != x.shape[..b] {
-        return Err(c.err(format!(
-            "indices {:?} do not fit data {:?} with batch_dims {b}",
-            idx.shape, x.shape
-        )));
+        return Err(c.err(format!("indices {:?} do not fit data {:?} with batch_dims {b}", idx.shape, x.shape)));
     }
     let p = c.p();
     let mut shape = idx.shape[..ri - 1].to_vec();
     shape.extend_from_slice(&x.shape[b + q..]);
     let vars = p.ctx.fresh_vars(&shape);
     let mut m: HashMap<u32, N> = HashMap::new();
-    for d in 0..b {
-        m.insert(x.vars[d], p.ctx.var(vars[d]));
+    for (&old, &new) in x.vars.iter().zip(&vars).take(b) {
+        m.insert(old, p.ctx.var(new));
     }
     for k in 0..q {
-        let mut im: HashMap<u32, N> = (0..ri - 1)
-            .map(|d| (idx.vars[d], p.ctx.var(vars[d])))
-            .collect();
+        let mut im: HashMap<u32, N> = (0..ri - 1).map(|d| (idx.vars[d], p.ctx.var(vars[d]))).collect();
         im.insert(idx.vars[ri - 1], p.ctx.int(k as i64));
         let iv = substitute(&mut p.ctx, idx.expr, &im, None);
         let iv = wrap_clamp(p, iv, x.shape[b + k]);
@@ -57,12 +49,7 @@ fn gather_nd(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         m.insert(x.vars[b + q + t], p.ctx.var(vars[ri - 1 + t]));
     }
     let expr = substitute(&mut p.ctx, x.expr, &m, None);
-    Ok(vec![Lazy {
-        dtype: x.dtype,
-        shape,
-        vars,
-        expr,
-    }])
+    Ok(vec![Lazy { dtype: x.dtype, shape, vars, expr }])
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -128,14 +115,8 @@ fn scatter_elements(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let how = combine(c)?;
     let r = x.rank();
     let axis = c.axis(c.attr_int("axis", 0), r)?;
-    if idx.shape != upd.shape
-        || idx.rank() != r
-        || idx.shape.iter().zip(&x.shape).any(|(i, d)| i > d)
-    {
-        return Err(c.err(format!(
-            "indices {:?} / updates {:?} do not fit data {:?}",
-            idx.shape, upd.shape, x.shape
-        )));
+    if idx.shape != upd.shape || idx.rank() != r || idx.shape.iter().zip(&x.shape).any(|(i, d)| i > d) {
+        return Err(c.err(format!("indices {:?} / updates {:?} do not fit data {:?}", idx.shape, upd.shape, x.shape)));
     }
     let n = idx.shape[axis];
     if n == 0 || idx.numel() == 0 {
@@ -163,12 +144,8 @@ fn scatter_elements(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         }
     }
     let at = |p: &mut Program, t: &Lazy, axis_coord: N| {
-        let m: HashMap<u32, N> = t
-            .vars
-            .iter()
-            .enumerate()
-            .map(|(d, &v)| (v, if d == axis { axis_coord } else { coords[d] }))
-            .collect();
+        let m: HashMap<u32, N> =
+            t.vars.iter().enumerate().map(|(d, &v)| (v, if d == axis { axis_coord } else { coords[d] })).collect();
         substitute(&mut p.ctx, t.expr, &m, None)
     };
     let uv = p.ctx.var(u);
@@ -188,19 +165,13 @@ fn scatter_nd(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let (x, idx, upd) = (c.input(0)?, c.input(1)?, c.input(2)?);
     let how = combine(c)?;
     let ri = idx.rank();
-    let q = *idx
-        .shape
-        .last()
-        .ok_or_else(|| c.err("indices must have rank >= 1"))?;
+    let q = *idx.shape.last().ok_or_else(|| c.err("indices must have rank >= 1"))?;
     let mut want = idx.shape[..ri - 1].to_vec();
     if q <= x.rank() {
         want.extend_from_slice(&x.shape[q..]);
     }
     if q > x.rank() || upd.shape != want {
-        return Err(c.err(format!(
-            "indices {:?} / updates {:?} do not fit data {:?}",
-            idx.shape, upd.shape, x.shape
-        )));
+        return Err(c.err(format!("indices {:?} / updates {:?} do not fit data {:?}", idx.shape, upd.shape, x.shape)));
     }
     let n: usize = idx.shape[..ri - 1].iter().product();
     if n == 0 {

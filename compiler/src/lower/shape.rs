@@ -35,17 +35,11 @@ pub(super) fn lookup(op: &str) -> Option<OpFn> {
 }
 
 fn dims_of(c: &NodeCtx<'_>, t: &Tensor) -> Result<Vec<usize>> {
-    t.to_i64()
-        .into_iter()
-        .map(|d| usize::try_from(d).map_err(|_| c.err(format!("negative dimension {d}"))))
-        .collect()
+    t.to_i64().into_iter().map(|d| usize::try_from(d).map_err(|_| c.err(format!("negative dimension {d}")))).collect()
 }
 
 fn constant(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
-    let t = c
-        .node
-        .constant_value()
-        .ok_or_else(|| c.err("no supported value attribute"))?;
+    let t = c.node.constant_value().ok_or_else(|| c.err("no supported value attribute"))?;
     Ok(vec![c.p().constant(t)])
 }
 
@@ -55,10 +49,7 @@ fn shape(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let clampi = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
     let start = clampi(c.attr_int("start", 0));
     let end = clampi(c.node.attr_int("end").unwrap_or(r));
-    let dims: Vec<i64> = x.shape[start..end.max(start)]
-        .iter()
-        .map(|&d| d as i64)
-        .collect();
+    let dims: Vec<i64> = x.shape[start..end.max(start)].iter().map(|&d| d as i64).collect();
     let n = dims.len();
     Ok(vec![c.p().constant(Tensor::from_i64(vec![n], &dims))])
 }
@@ -86,20 +77,11 @@ fn range(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     }
     let n = ((limit - start) / delta).ceil().max(0.0) as usize;
     let vals: Vec<f64> = (0..n).map(|i| start + i as f64 * delta).collect();
-    Ok(vec![c.p().constant(Tensor::from_f64(
-        s.dtype,
-        vec![n],
-        &vals,
-    ))])
+    Ok(vec![c.p().constant(Tensor::from_f64(s.dtype, vec![n], &vals))])
 }
 
 /// ONNX Reshape's target: 0 copies the input dimension (unless allowzero), -1 is inferred.
-fn reshape_target(
-    c: &NodeCtx<'_>,
-    input: &[usize],
-    spec: &[i64],
-    allowzero: bool,
-) -> Result<Vec<usize>> {
+fn reshape_target(c: &NodeCtx<'_>, input: &[usize], spec: &[i64], allowzero: bool) -> Result<Vec<usize>> {
     let total: usize = input.iter().product();
     let mut out = Vec::with_capacity(spec.len());
     let mut infer = None;
@@ -109,11 +91,7 @@ fn reshape_target(
                 infer = Some(i);
                 out.push(1);
             }
-            0 if !allowzero => out.push(
-                *input
-                    .get(i)
-                    .ok_or_else(|| c.err("0 refers past the input rank"))?,
-            ),
+            0 if !allowzero => out.push(*input.get(i).ok_or_else(|| c.err("0 refers past the input rank"))?),
             d if d >= 0 => out.push(d as usize),
             _ => return Err(c.err(format!("invalid target shape {spec:?}"))),
         }
@@ -126,9 +104,7 @@ fn reshape_target(
         out[i] = total / known;
     }
     if out.iter().product::<usize>() != total {
-        return Err(c.err(format!(
-            "cannot reshape {input:?} ({total} elements) to {out:?}"
-        )));
+        return Err(c.err(format!("cannot reshape {input:?} ({total} elements) to {out:?}")));
     }
     Ok(out)
 }
@@ -136,9 +112,7 @@ fn reshape_target(
 fn reshape(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
     let spec = match c.opset() {
-        o if o < 5 => c
-            .attr_ints("shape")
-            .ok_or_else(|| c.err("missing attribute `shape`"))?,
+        o if o < 5 => c.attr_ints("shape").ok_or_else(|| c.err("missing attribute `shape`"))?,
         _ => c.const_input(1)?.to_i64(),
     };
     let target = reshape_target(c, &x.shape, &spec, c.attr_int("allowzero", 0) != 0)?;
@@ -160,19 +134,13 @@ fn flatten(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
 fn transpose(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
     let perm: Vec<usize> = match c.attr_ints("perm") {
-        Some(p) => p
-            .iter()
-            .map(|&a| c.axis(a, x.rank()))
-            .collect::<Result<_>>()?,
+        Some(p) => p.iter().map(|&a| c.axis(a, x.rank())).collect::<Result<_>>()?,
         None => (0..x.rank()).rev().collect(),
     };
     let mut sorted = perm.clone();
     sorted.sort_unstable();
     if sorted != (0..x.rank()).collect::<Vec<_>>() {
-        return Err(c.err(format!(
-            "perm {perm:?} is not a permutation of rank {}",
-            x.rank()
-        )));
+        return Err(c.err(format!("perm {perm:?} is not a permutation of rank {}", x.rank())));
     }
     Ok(vec![c.p().permute(&x, &perm)])
 }
@@ -189,19 +157,13 @@ fn axes_arg(c: &mut NodeCtx<'_>, input_since: i64) -> Result<Option<Vec<i64>>> {
 fn squeeze(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
     let axes = match axes_arg(c, 13)? {
-        Some(a) => a
-            .iter()
-            .map(|&a| c.axis(a, x.rank()))
-            .collect::<Result<Vec<_>>>()?,
+        Some(a) => a.iter().map(|&a| c.axis(a, x.rank())).collect::<Result<Vec<_>>>()?,
         None => (0..x.rank()).filter(|&i| x.shape[i] == 1).collect(),
     };
     if let Some(&a) = axes.iter().find(|&&a| x.shape[a] != 1) {
         return Err(c.err(format!("cannot squeeze axis {a} of size {}", x.shape[a])));
     }
-    let shape: Vec<usize> = (0..x.rank())
-        .filter(|i| !axes.contains(i))
-        .map(|i| x.shape[i])
-        .collect();
+    let shape: Vec<usize> = (0..x.rank()).filter(|i| !axes.contains(i)).map(|i| x.shape[i]).collect();
     Ok(vec![c.p().reshape(&x, &shape)])
 }
 
@@ -209,10 +171,7 @@ fn unsqueeze(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
     let axes = axes_arg(c, 13)?.ok_or_else(|| c.err("missing axes"))?;
     let out_rank = x.rank() + axes.len();
-    let mut axes: Vec<usize> = axes
-        .iter()
-        .map(|&a| c.axis(a, out_rank))
-        .collect::<Result<_>>()?;
+    let mut axes: Vec<usize> = axes.iter().map(|&a| c.axis(a, out_rank)).collect::<Result<_>>()?;
     axes.sort_unstable();
     let mut shape = x.shape.clone();
     for a in axes {
@@ -235,11 +194,7 @@ fn tile(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let t = c.const_input(1)?;
     let reps = dims_of(c, &t)?;
     if reps.len() != x.rank() {
-        return Err(c.err(format!(
-            "repeats has {} entries for rank {}",
-            reps.len(),
-            x.rank()
-        )));
+        return Err(c.err(format!("repeats has {} entries for rank {}", reps.len(), x.rank())));
     }
     // Insert a repeat axis before each dimension, broadcast it, and merge.
     let mut with_axes = Vec::new();
@@ -262,16 +217,9 @@ pub(super) fn concat_lazy(c: &mut NodeCtx<'_>, parts: &[Lazy], axis: usize) -> R
     let mut acc: Option<Lazy> = None;
     for x in parts {
         if x.shape.len() != parts[0].shape.len()
-            || x.shape
-                .iter()
-                .zip(&parts[0].shape)
-                .enumerate()
-                .any(|(i, (a, b))| i != axis && a != b)
+            || x.shape.iter().zip(&parts[0].shape).enumerate().any(|(i, (a, b))| i != axis && a != b)
         {
-            return Err(c.err(format!(
-                "cannot concatenate {:?} with {:?} on axis {axis}",
-                x.shape, parts[0].shape
-            )));
+            return Err(c.err(format!("cannot concatenate {:?} with {:?} on axis {axis}", x.shape, parts[0].shape)));
         }
         let mut lo = vec![0i64; x.rank()];
         let mut hi = vec![0i64; x.rank()];
@@ -285,11 +233,7 @@ pub(super) fn concat_lazy(c: &mut NodeCtx<'_>, parts: &[Lazy], axis: usize) -> R
                 // Select by position along the axis: the earlier parts cover [0, offset).
                 let coord = p.ctx.var(padded.vars[axis]);
                 let before = p.ctx.lt_i(coord, offset);
-                let cond = Lazy {
-                    dtype: DType::Bool,
-                    expr: before,
-                    ..padded.clone()
-                };
+                let cond = Lazy { dtype: DType::Bool, expr: before, ..padded.clone() };
                 p.where_(&cond, &prev, &padded)
             }
         });
@@ -299,13 +243,8 @@ pub(super) fn concat_lazy(c: &mut NodeCtx<'_>, parts: &[Lazy], axis: usize) -> R
 }
 
 fn concat(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
-    let parts: Vec<Lazy> = (0..c.num_inputs())
-        .map(|i| c.input(i))
-        .collect::<Result<_>>()?;
-    let parts: Vec<Lazy> = parts
-        .into_iter()
-        .filter(|x| x.numel() > 0 || x.rank() == 0)
-        .collect();
+    let parts: Vec<Lazy> = (0..c.num_inputs()).map(|i| c.input(i)).collect::<Result<_>>()?;
+    let parts: Vec<Lazy> = parts.into_iter().filter(|x| x.numel() > 0 || x.rank() == 0).collect();
     let first = parts.first().ok_or_else(|| c.err("no non-empty inputs"))?;
     let axis = c.axis(c.attr_int("axis", 0), first.rank())?;
     Ok(vec![concat_lazy(c, &parts, axis)?])
@@ -315,26 +254,18 @@ fn split(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
     let axis = c.axis(c.attr_int("axis", 0), x.rank())?;
     let n = c.node.outputs.len();
-    let sizes: Vec<usize> = match if c.opset() < 13 {
-        c.attr_ints("split")
-    } else {
-        c.opt_const_input(1)?.map(|t| t.to_i64())
-    } {
-        Some(s) => s.iter().map(|&v| v as usize).collect(),
-        None => {
-            let d = x.shape[axis];
-            let k = c.node.attr_int("num_outputs").map_or(n, |v| v as usize);
-            let chunk = d.div_ceil(k.max(1));
-            (0..k)
-                .map(|i| chunk.min(d.saturating_sub(i * chunk)))
-                .collect()
-        }
-    };
+    let sizes: Vec<usize> =
+        match if c.opset() < 13 { c.attr_ints("split") } else { c.opt_const_input(1)?.map(|t| t.to_i64()) } {
+            Some(s) => s.iter().map(|&v| v as usize).collect(),
+            None => {
+                let d = x.shape[axis];
+                let k = c.node.attr_int("num_outputs").map_or(n, |v| v as usize);
+                let chunk = d.div_ceil(k.max(1));
+                (0..k).map(|i| chunk.min(d.saturating_sub(i * chunk))).collect()
+            }
+        };
     if sizes.iter().sum::<usize>() != x.shape[axis] {
-        return Err(c.err(format!(
-            "split sizes {sizes:?} do not add up to {}",
-            x.shape[axis]
-        )));
+        return Err(c.err(format!("split sizes {sizes:?} do not add up to {}", x.shape[axis])));
     }
     let mut out = Vec::new();
     let mut start = 0i64;
@@ -354,8 +285,7 @@ fn slice(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let r = x.rank();
     let (starts, ends, axes, steps) = if c.opset() < 10 {
         (
-            c.attr_ints("starts")
-                .ok_or_else(|| c.err("missing starts"))?,
+            c.attr_ints("starts").ok_or_else(|| c.err("missing starts"))?,
             c.attr_ints("ends").ok_or_else(|| c.err("missing ends"))?,
             c.attr_ints("axes"),
             None,
@@ -385,16 +315,9 @@ fn slice(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         let (b, e) = if s > 0 {
             (norm(starts[k]).clamp(0, d), norm(ends[k]).clamp(0, d))
         } else {
-            (
-                norm(starts[k]).clamp(-1, d - 1),
-                norm(ends[k]).clamp(-1, d - 1),
-            )
+            (norm(starts[k]).clamp(-1, d - 1), norm(ends[k]).clamp(-1, d - 1))
         };
-        let n = if s > 0 {
-            (e - b + s - 1).div_euclid(s)
-        } else {
-            (b - e + (-s) - 1).div_euclid(-s)
-        };
+        let n = if s > 0 { (e - b + s - 1).div_euclid(s) } else { (b - e + (-s) - 1).div_euclid(-s) };
         st[a] = b;
         step[a] = s;
         len[a] = n.max(0) as usize;
@@ -407,16 +330,11 @@ fn pad(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let r = x.rank();
     let mode = c.attr_str("mode", "constant");
     let (pads, value, axes) = if c.opset() < 11 {
-        let pads = c
-            .attr_ints("pads")
-            .or_else(|| c.attr_ints("paddings"))
-            .ok_or_else(|| c.err("missing pads"))?;
+        let pads = c.attr_ints("pads").or_else(|| c.attr_ints("paddings")).ok_or_else(|| c.err("missing pads"))?;
         (pads, c.attr_float("value", 0.0) as f64, None)
     } else {
         let pads = c.const_input(1)?.to_i64();
-        let v = c
-            .opt_const_input(2)?
-            .map_or(0.0, |t| t.to_f64().first().copied().unwrap_or(0.0));
+        let v = c.opt_const_input(2)?.map_or(0.0, |t| t.to_f64().first().copied().unwrap_or(0.0));
         (pads, v, c.opt_const_input(3)?.map(|t| t.to_i64()))
     };
     let axes: Vec<usize> = match axes {
@@ -449,10 +367,7 @@ fn index_pad(c: &mut NodeCtx<'_>, x: &Lazy, lo: &[i64], hi: &[i64], mode: &str) 
         let d = y.shape[a] as i64;
         let n = d + lo[a] + hi[a];
         if d == 0 || n < 0 || (mode == "reflect" && (lo[a] >= d || hi[a] >= d)) {
-            return Err(c.err(format!(
-                "cannot {mode}-pad a dimension of {d} by {}/{}",
-                lo[a], hi[a]
-            )));
+            return Err(c.err(format!("cannot {mode}-pad a dimension of {d} by {}/{}", lo[a], hi[a])));
         }
         // Gather along the axis with a constant index table.
         let src: Vec<i64> = (0..n)
@@ -489,34 +404,12 @@ fn take(c: &mut NodeCtx<'_>, x: &Lazy, axis: usize, idx: &Tensor) -> Result<Lazy
     // The table read at the output coordinate along `axis`.
     let t_var = table.vars[0];
     let a_node = p.ctx.var(vars[axis]);
-    let t_expr = crate::ir::subst::substitute(
-        &mut p.ctx,
-        table.expr,
-        &std::collections::HashMap::from([(t_var, a_node)]),
-        None,
-    );
-    let map = x
-        .vars
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            (
-                v,
-                if i == axis {
-                    t_expr
-                } else {
-                    p.ctx.var(vars[i])
-                },
-            )
-        })
-        .collect();
+    let t_expr =
+        crate::ir::subst::substitute(&mut p.ctx, table.expr, &std::collections::HashMap::from([(t_var, a_node)]), None);
+    let map =
+        x.vars.iter().enumerate().map(|(i, &v)| (v, if i == axis { t_expr } else { p.ctx.var(vars[i]) })).collect();
     let expr = crate::ir::subst::substitute(&mut p.ctx, x.expr, &map, None);
-    Ok(Lazy {
-        dtype: x.dtype,
-        shape,
-        vars,
-        expr,
-    })
+    Ok(Lazy { dtype: x.dtype, shape, vars, expr })
 }
 
 fn gather(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
@@ -531,12 +424,7 @@ fn gather(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let vars = p.ctx.fresh_vars(&shape);
     let k = idx.rank();
     // Index value at the idx coordinates, wrapped if negative, clamped to stay in bounds.
-    let imap = idx
-        .vars
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| (v, p.ctx.var(vars[axis + i])))
-        .collect();
+    let imap = idx.vars.iter().enumerate().map(|(i, &v)| (v, p.ctx.var(vars[axis + i]))).collect();
     let iv = crate::ir::subst::substitute(&mut p.ctx, idx.expr, &imap, None);
     let iv = p.ctx.cast(iv, crate::ir::INDEX);
     let zero = p.ctx.int(0);
@@ -561,12 +449,7 @@ fn gather(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         })
         .collect();
     let expr = crate::ir::subst::substitute(&mut p.ctx, x.expr, &map, None);
-    Ok(vec![Lazy {
-        dtype: x.dtype,
-        shape,
-        vars,
-        expr,
-    }])
+    Ok(vec![Lazy { dtype: x.dtype, shape, vars, expr }])
 }
 
 fn gather_elements(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
@@ -586,19 +469,9 @@ fn gather_elements(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let hi = p.ctx.int(d - 1);
     let iv = p.ctx.binary(BinOp::Max, iv, zero);
     let iv = p.ctx.binary(BinOp::Min, iv, hi);
-    let map = x
-        .vars
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| (v, if i == axis { iv } else { p.ctx.var(vars[i]) }))
-        .collect();
+    let map = x.vars.iter().enumerate().map(|(i, &v)| (v, if i == axis { iv } else { p.ctx.var(vars[i]) })).collect();
     let expr = crate::ir::subst::substitute(&mut p.ctx, x.expr, &map, None);
-    Ok(vec![Lazy {
-        dtype: x.dtype,
-        shape: idx.shape.clone(),
-        vars,
-        expr,
-    }])
+    Ok(vec![Lazy { dtype: x.dtype, shape: idx.shape.clone(), vars, expr }])
 }
 
 fn depth_to_space(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
@@ -635,10 +508,6 @@ fn space_to_depth(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let crd = c.node.attr_str("mode").as_deref() == Some("CRD");
     let p = c.p();
     let y = p.reshape(&x, &[n, ch, h / b, b, w / b, b]);
-    let y = if crd {
-        p.permute(&y, &[0, 1, 3, 5, 2, 4])
-    } else {
-        p.permute(&y, &[0, 3, 5, 1, 2, 4])
-    };
+    let y = if crd { p.permute(&y, &[0, 1, 3, 5, 2, 4]) } else { p.permute(&y, &[0, 3, 5, 1, 2, 4]) };
     Ok(vec![p.reshape(&y, &[n, ch * b * b, h / b, w / b])])
 }

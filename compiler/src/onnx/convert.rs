@@ -18,19 +18,12 @@ pub(crate) fn model(m: proto::ModelProto, base_dir: Option<&Path>) -> Result<Mod
     let mut opsets: Vec<(String, i64)> = m
         .opset_import
         .into_iter()
-        .map(|o| {
-            (
-                normalize_domain(o.domain.unwrap_or_default()),
-                o.version.unwrap_or(0),
-            )
-        })
+        .map(|o| (normalize_domain(o.domain.unwrap_or_default()), o.version.unwrap_or(0)))
         .collect();
     if opsets.is_empty() {
         // IR version 3 introduced opset_import; earlier models implicitly use ai.onnx opset 1.
         if ir_version >= 3 {
-            return Err(ImportError::NotOnnx(format!(
-                "IR version {ir_version} model without opset_import"
-            )));
+            return Err(ImportError::NotOnnx(format!("IR version {ir_version} model without opset_import")));
         }
         opsets.push((String::new(), 1));
     }
@@ -59,44 +52,27 @@ fn normalize_domain(domain: String) -> String {
 fn graph(g: proto::GraphProto, base_dir: Option<&Path>) -> Result<Graph, ImportError> {
     let name = g.name.unwrap_or_default();
     if !g.sparse_initializer.is_empty() {
-        return Err(ImportError::Invalid(format!(
-            "graph {name:?}: sparse initializers are not supported"
-        )));
+        return Err(ImportError::Invalid(format!("graph {name:?}: sparse initializers are not supported")));
     }
     let mut seen = HashSet::new();
     let mut initializers = Vec::with_capacity(g.initializer.len());
     for t in g.initializer {
         let tname = t.name.clone().unwrap_or_default();
         if tname.is_empty() {
-            return Err(ImportError::bad_tensor(
-                "",
-                format!("initializer of graph {name:?} has no name"),
-            ));
+            return Err(ImportError::bad_tensor("", format!("initializer of graph {name:?} has no name")));
         }
         if !seen.insert(tname.clone()) {
-            return Err(ImportError::bad_tensor(
-                &tname,
-                format!("duplicate initializer in graph {name:?}"),
-            ));
+            return Err(ImportError::bad_tensor(&tname, format!("duplicate initializer in graph {name:?}")));
         }
         initializers.push((tname, decode_tensor(t, base_dir)?));
     }
     let strict = |v| value_info(v, true);
     Ok(Graph {
-        nodes: g
-            .node
-            .into_iter()
-            .enumerate()
-            .map(|(i, n)| node(n, i, base_dir))
-            .collect::<Result<_, _>>()?,
+        nodes: g.node.into_iter().enumerate().map(|(i, n)| node(n, i, base_dir)).collect::<Result<_, _>>()?,
         inputs: g.input.into_iter().map(strict).collect::<Result<_, _>>()?,
         outputs: g.output.into_iter().map(strict).collect::<Result<_, _>>()?,
         initializers,
-        value_info: g
-            .value_info
-            .into_iter()
-            .map(|v| value_info(v, false))
-            .collect::<Result<_, _>>()?,
+        value_info: g.value_info.into_iter().map(|v| value_info(v, false)).collect::<Result<_, _>>()?,
         name,
     })
 }
@@ -105,13 +81,7 @@ fn graph(g: proto::GraphProto, base_dir: Option<&Path>) -> Result<Graph, ImportE
 /// error. `value_info` entries are only hints, so there such types become "unknown".
 fn value_info(v: proto::ValueInfoProto, strict: bool) -> Result<ValueInfo, ImportError> {
     let name = v.name.unwrap_or_default();
-    let unknown = |name| {
-        Ok(ValueInfo {
-            name,
-            dtype: None,
-            dims: None,
-        })
-    };
+    let unknown = |name| Ok(ValueInfo { name, dtype: None, dims: None });
     let tensor = match v.r#type.and_then(|t| t.value) {
         None => return unknown(name),
         Some(type_proto::Value::TensorType(t)) => t,
@@ -124,9 +94,7 @@ fn value_info(v: proto::ValueInfoProto, strict: bool) -> Result<ValueInfo, Impor
                 type_proto::Value::OpaqueType(_) => "opaque",
                 type_proto::Value::TensorType(_) => "tensor",
             };
-            return Err(ImportError::Invalid(format!(
-                "value {name:?}: {kind} values are not supported"
-            )));
+            return Err(ImportError::Invalid(format!("value {name:?}: {kind} values are not supported")));
         }
         Some(_) => return unknown(name),
     };
@@ -136,10 +104,7 @@ fn value_info(v: proto::ValueInfoProto, strict: bool) -> Result<ValueInfo, Impor
         None if code == 0 => None,
         None if strict => {
             let what = format!("value {name:?}");
-            return Err(ImportError::UnsupportedDType {
-                what,
-                dtype: onnx_dtype_name(code),
-            });
+            return Err(ImportError::UnsupportedDType { what, dtype: onnx_dtype_name(code) });
         }
         None => return unknown(name),
     };
@@ -159,16 +124,9 @@ fn dim(d: Dimension) -> Dim {
 fn node(n: proto::NodeProto, index: usize, base_dir: Option<&Path>) -> Result<Node, ImportError> {
     let name = n.name.unwrap_or_default();
     let op_type = n.op_type.unwrap_or_default();
-    let label = if name.is_empty() {
-        format!("node #{index} ({op_type})")
-    } else {
-        format!("node {name:?} ({op_type})")
-    };
-    let short = if name.is_empty() {
-        format!("#{index}")
-    } else {
-        name.clone()
-    };
+    let label =
+        if name.is_empty() { format!("node #{index} ({op_type})") } else { format!("node {name:?} ({op_type})") };
+    let short = if name.is_empty() { format!("#{index}") } else { name.clone() };
     let attrs = n
         .attribute
         .into_iter()
@@ -199,14 +157,11 @@ fn attr(
 ) -> Result<Attr, ImportError> {
     let invalid = |why: String| ImportError::Invalid(format!("{label}: {why}"));
     if a.ref_attr_name.is_some() {
-        return Err(invalid(
-            "refers to a function attribute outside a function".to_string(),
-        ));
+        return Err(invalid("refers to a function attribute outside a function".to_string()));
     }
     let ty = match a.r#type.unwrap_or(0) {
         0 => infer_type(&a).ok_or_else(|| invalid("has no type and no value".to_string()))?,
-        v => AttributeType::try_from(v)
-            .map_err(|_| invalid(format!("unknown attribute type {v}")))?,
+        v => AttributeType::try_from(v).map_err(|_| invalid(format!("unknown attribute type {v}")))?,
     };
     let tensor = |mut t: proto::TensorProto| {
         if t.name.as_deref().unwrap_or_default().is_empty() {
@@ -224,24 +179,11 @@ fn attr(
         AttributeType::Floats => Attr::Floats(a.floats),
         AttributeType::Ints => Attr::Ints(a.ints),
         AttributeType::Strings => Attr::Strs(a.strings),
-        AttributeType::Tensors => Attr::Tensors(
-            a.tensors
-                .into_iter()
-                .map(tensor)
-                .collect::<Result<_, _>>()?,
-        ),
-        AttributeType::Graphs => Attr::Graphs(
-            a.graphs
-                .into_iter()
-                .map(|g| graph(g, base_dir))
-                .collect::<Result<_, _>>()?,
-        ),
-        other => {
-            return Err(invalid(format!(
-                "{} attributes are not supported",
-                other.as_str_name()
-            )))
+        AttributeType::Tensors => Attr::Tensors(a.tensors.into_iter().map(tensor).collect::<Result<_, _>>()?),
+        AttributeType::Graphs => {
+            Attr::Graphs(a.graphs.into_iter().map(|g| graph(g, base_dir)).collect::<Result<_, _>>()?)
         }
+        other => return Err(invalid(format!("{} attributes are not supported", other.as_str_name()))),
     })
 }
 

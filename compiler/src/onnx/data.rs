@@ -67,10 +67,7 @@ pub fn onnx_dtype_name(code: i64) -> String {
 /// directory), else `raw_data` (little-endian), else the typed field for the dtype. Narrow integer,
 /// bool and float16 values held in `int32_data` are truncated to their width, as onnx's
 /// `numpy_helper` does.
-pub(crate) fn decode_tensor(
-    mut t: TensorProto,
-    base_dir: Option<&Path>,
-) -> Result<Tensor, ImportError> {
+pub(crate) fn decode_tensor(mut t: TensorProto, base_dir: Option<&Path>) -> Result<Tensor, ImportError> {
     let name = t.name.take().unwrap_or_default();
     let code = t.data_type.unwrap_or(0);
     let dtype = dtype_from_onnx(code.into()).ok_or_else(|| ImportError::UnsupportedDType {
@@ -78,51 +75,27 @@ pub(crate) fn decode_tensor(
         dtype: onnx_dtype_name(code.into()),
     })?;
     if t.segment.is_some() {
-        return Err(ImportError::bad_tensor(
-            &name,
-            "segmented tensors are not supported",
-        ));
+        return Err(ImportError::bad_tensor(&name, "segmented tensors are not supported"));
     }
     let shape = t
         .dims
         .iter()
-        .map(|&d| {
-            usize::try_from(d)
-                .map_err(|_| ImportError::bad_tensor(&name, format!("negative dimension {d}")))
-        })
+        .map(|&d| usize::try_from(d).map_err(|_| ImportError::bad_tensor(&name, format!("negative dimension {d}"))))
         .collect::<Result<Vec<usize>, _>>()?;
-    let too_big = || {
-        ImportError::bad_tensor(
-            &name,
-            format!("dims {:?} overflow the address space", t.dims),
-        )
-    };
-    let numel = shape
-        .iter()
-        .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .ok_or_else(too_big)?;
+    let too_big = || ImportError::bad_tensor(&name, format!("dims {:?} overflow the address space", t.dims));
+    let numel = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(too_big)?;
     let nbytes = numel.checked_mul(dtype.size()).ok_or_else(too_big)?;
     let data = match t.data_location {
-        Some(loc) if loc == DataLocation::External as i32 => {
-            external::read(&name, &t.external_data, nbytes, base_dir)?
-        }
+        Some(loc) if loc == DataLocation::External as i32 => external::read(&name, &t.external_data, nbytes, base_dir)?,
         None | Some(0) => match t.raw_data.take() {
             Some(raw) if raw.len() == nbytes => raw,
             Some(raw) => {
-                let reason = format!(
-                    "raw_data has {} bytes, {dtype} dims {shape:?} need {nbytes}",
-                    raw.len()
-                );
+                let reason = format!("raw_data has {} bytes, {dtype} dims {shape:?} need {nbytes}", raw.len());
                 return Err(ImportError::bad_tensor(&name, reason));
             }
             None => typed(&t, &name, dtype, numel)?,
         },
-        Some(loc) => {
-            return Err(ImportError::bad_tensor(
-                &name,
-                format!("unknown data_location {loc}"),
-            ))
-        }
+        Some(loc) => return Err(ImportError::bad_tensor(&name, format!("unknown data_location {loc}"))),
     };
     Ok(Tensor { dtype, shape, data })
 }
@@ -135,16 +108,10 @@ fn typed(t: &TensorProto, name: &str, dtype: DType, numel: usize) -> Result<Vec<
         DType::F64 => pack(name, "double_data", &t.double_data, numel, f64::to_le_bytes),
         DType::I64 => pack(name, "int64_data", &t.int64_data, numel, i64::to_le_bytes),
         DType::U64 => pack(name, "uint64_data", &t.uint64_data, numel, u64::to_le_bytes),
-        DType::U32 => pack(name, "uint64_data", &t.uint64_data, numel, |v| {
-            (v as u32).to_le_bytes()
-        }),
+        DType::U32 => pack(name, "uint64_data", &t.uint64_data, numel, |v| (v as u32).to_le_bytes()),
         DType::I32 => pack(name, "int32_data", i32s, numel, i32::to_le_bytes),
-        DType::I16 => pack(name, "int32_data", i32s, numel, |v| {
-            (v as i16).to_le_bytes()
-        }),
-        DType::U16 | DType::F16 => pack(name, "int32_data", i32s, numel, |v| {
-            (v as u16).to_le_bytes()
-        }),
+        DType::I16 => pack(name, "int32_data", i32s, numel, |v| (v as i16).to_le_bytes()),
+        DType::U16 | DType::F16 => pack(name, "int32_data", i32s, numel, |v| (v as u16).to_le_bytes()),
         DType::I8 => pack(name, "int32_data", i32s, numel, |v| [v as i8 as u8]),
         DType::U8 => pack(name, "int32_data", i32s, numel, |v| [v as u8]),
         DType::Bool => pack(name, "int32_data", i32s, numel, |v| [u8::from(v != 0)]),
@@ -159,10 +126,7 @@ fn pack<T: Copy, const N: usize>(
     le: impl Fn(T) -> [u8; N],
 ) -> Result<Vec<u8>, ImportError> {
     if values.len() != numel {
-        let reason = format!(
-            "no raw_data and {field} has {} values, dims need {numel}",
-            values.len()
-        );
+        let reason = format!("no raw_data and {field} has {} values, dims need {numel}", values.len());
         return Err(ImportError::bad_tensor(name, reason));
     }
     Ok(values.iter().flat_map(|&v| le(v)).collect())

@@ -7,10 +7,7 @@ use std::path::PathBuf;
 pub enum ImportError {
     /// The model file itself could not be read.
     #[error("cannot read {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     /// The bytes are not a protobuf `ModelProto` (or not one that ONNX allows).
     #[error("not an ONNX model: {0}")]
     NotOnnx(String),
@@ -36,16 +33,10 @@ pub enum ImportError {
 
 impl ImportError {
     pub(crate) fn bad_tensor(name: &str, reason: impl Into<String>) -> ImportError {
-        ImportError::BadTensor {
-            name: name.to_string(),
-            reason: reason.into(),
-        }
+        ImportError::BadTensor { name: name.to_string(), reason: reason.into() }
     }
 
     pub(crate) fn external(name: &str, reason: impl Into<String>) -> ImportError {
-        ImportError::ExternalData {
-            name: name.to_string(),
-            reason: reason.into(),
-        }
+        ImportError::ExternalData { name: name.to_string(), reason: reason.into() }
     }
 }

@@ -28,25 +28,21 @@ pub(crate) fn read(
         let value = e.value.as_deref().unwrap_or_default();
         match e.key.as_deref().unwrap_or_default() {
             "location" => location = Some(value),
-            "offset" => {
-                offset = parse(value).ok_or_else(|| err(format!("bad offset {value:?}")))?
-            }
-            "length" => {
-                length = Some(parse(value).ok_or_else(|| err(format!("bad length {value:?}")))?)
-            }
+            "offset" => offset = parse(value).ok_or_else(|| err(format!("bad offset {value:?}")))?,
+            "length" => length = Some(parse(value).ok_or_else(|| err(format!("bad length {value:?}")))?),
             _ => {}
         }
     }
     let location = location.ok_or_else(|| err("no location".to_string()))?;
     check_location(location).map_err(|why| err(format!("location {location:?} {why}")))?;
     let base_dir = base_dir.ok_or_else(|| {
-        err(format!("location {location:?} needs the model's directory, but the model was loaded from bytes without one"))
+        err(format!(
+            "location {location:?} needs the model's directory, but the model was loaded from bytes without one"
+        ))
     })?;
     let want = nbytes as u64;
     if let Some(length) = length.filter(|&l| l != want) {
-        return Err(err(format!(
-            "length {length} but the dims need {want} bytes"
-        )));
+        return Err(err(format!("length {length} but the dims need {want} bytes")));
     }
     let path = base_dir.join(location);
     let io = |e: std::io::Error| err(format!("{}: {e}", path.display()));
@@ -57,9 +53,7 @@ pub(crate) fn read(
     }
     let size = meta.len();
     if offset.checked_add(want).is_none_or(|end| end > size) {
-        return Err(err(format!(
-            "bytes {offset}..+{want} lie outside {location:?} ({size} bytes)"
-        )));
+        return Err(err(format!("bytes {offset}..+{want} lie outside {location:?} ({size} bytes)")));
     }
     file.seek(SeekFrom::Start(offset)).map_err(io)?;
     let mut data = vec![0u8; nbytes];

@@ -115,17 +115,8 @@ pub enum Dim {
 
 /// Reads and imports the model at `path`; external data is resolved relative to its directory.
 pub fn load(path: &Path) -> Result<Model, ImportError> {
-    let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let dir = path.parent().map(|p| {
-        if p.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            p
-        }
-    });
+    let bytes = std::fs::read(path).map_err(|source| ImportError::Io { path: path.to_path_buf(), source })?;
+    let dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
     load_bytes(&bytes, dir)
 }
 
@@ -136,17 +127,11 @@ pub fn load_bytes(bytes: &[u8], base_dir: Option<&Path>) -> Result<Model, Import
         return Err(ImportError::NotOnnx("empty file".to_string()));
     }
     if bytes.len() > i32::MAX as usize {
-        return Err(ImportError::NotOnnx(format!(
-            "{} bytes is over protobuf's 2 GiB limit",
-            bytes.len()
-        )));
+        return Err(ImportError::NotOnnx(format!("{} bytes is over protobuf's 2 GiB limit", bytes.len())));
     }
     let proto = proto::ModelProto::decode(bytes).map_err(|e| {
         let full = e.to_string();
-        let msg = full
-            .strip_prefix("failed to decode Protobuf message: ")
-            .unwrap_or(&full)
-            .to_string();
+        let msg = full.strip_prefix("failed to decode Protobuf message: ").unwrap_or(&full).to_string();
         // prost reports a message cut short as an underflow or an unterminated varint.
         if msg.contains("buffer underflow") || msg.contains("invalid varint") {
             ImportError::Truncated(msg)
@@ -160,19 +145,13 @@ pub fn load_bytes(bytes: &[u8], base_dir: Option<&Path>) -> Result<Model, Import
 impl Graph {
     /// The inputs that are not initializers: the values a caller must feed.
     pub fn real_inputs(&self) -> impl Iterator<Item = &ValueInfo> + '_ {
-        let constants: std::collections::HashSet<&str> =
-            self.initializers.iter().map(|(n, _)| n.as_str()).collect();
-        self.inputs
-            .iter()
-            .filter(move |v| !constants.contains(v.name.as_str()))
+        let constants: std::collections::HashSet<&str> = self.initializers.iter().map(|(n, _)| n.as_str()).collect();
+        self.inputs.iter().filter(move |v| !constants.contains(v.name.as_str()))
     }
 
     /// The initializer called `name`.
     pub fn initializer(&self, name: &str) -> Option<&Tensor> {
-        self.initializers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, t)| t)
+        self.initializers.iter().find(|(n, _)| n == name).map(|(_, t)| t)
     }
 }
 
@@ -240,16 +219,14 @@ impl Node {
         if self.op_type != "Constant" || !self.domain.is_empty() {
             return None;
         }
-        self.attrs
-            .iter()
-            .find_map(|(name, a)| match (name.as_str(), a) {
-                ("value", Attr::Tensor(t)) => Some(t.clone()),
-                ("value_float", Attr::Float(v)) => Some(Tensor::from_f32(vec![], &[*v])),
-                ("value_floats", Attr::Floats(v)) => Some(Tensor::from_f32(vec![v.len()], v)),
-                ("value_int", Attr::Int(v)) => Some(Tensor::from_i64(vec![], &[*v])),
-                ("value_ints", Attr::Ints(v)) => Some(Tensor::from_i64(vec![v.len()], v)),
-                _ => None,
-            })
+        self.attrs.iter().find_map(|(name, a)| match (name.as_str(), a) {
+            ("value", Attr::Tensor(t)) => Some(t.clone()),
+            ("value_float", Attr::Float(v)) => Some(Tensor::from_f32(vec![], &[*v])),
+            ("value_floats", Attr::Floats(v)) => Some(Tensor::from_f32(vec![v.len()], v)),
+            ("value_int", Attr::Int(v)) => Some(Tensor::from_i64(vec![], &[*v])),
+            ("value_ints", Attr::Ints(v)) => Some(Tensor::from_i64(vec![v.len()], v)),
+            _ => None,
+        })
     }
 }
 

@@ -25,10 +25,7 @@ fn decode(t: pb::TensorProto) -> Result<Tensor, ImportError> {
 fn model(graph: pb::GraphProto) -> pb::ModelProto {
     pb::ModelProto {
         ir_version: Some(8),
-        opset_import: vec![pb::OperatorSetIdProto {
-            domain: Some(String::new()),
-            version: Some(17),
-        }],
+        opset_import: vec![pb::OperatorSetIdProto { domain: Some(String::new()), version: Some(17) }],
         graph: Some(graph),
         ..Default::default()
     }
@@ -39,37 +36,21 @@ fn load_proto(m: &pb::ModelProto) -> Result<Model, ImportError> {
 }
 
 fn value(name: &str, elem: i32, dims: Vec<Dimension>) -> pb::ValueInfoProto {
-    let tensor = type_proto::Tensor {
-        elem_type: Some(elem),
-        shape: Some(pb::TensorShapeProto { dim: dims }),
-    };
+    let tensor = type_proto::Tensor { elem_type: Some(elem), shape: Some(pb::TensorShapeProto { dim: dims }) };
     pb::ValueInfoProto {
         name: Some(name.to_string()),
-        r#type: Some(pb::TypeProto {
-            value: Some(type_proto::Value::TensorType(tensor)),
-            ..Default::default()
-        }),
+        r#type: Some(pb::TypeProto { value: Some(type_proto::Value::TensorType(tensor)), ..Default::default() }),
         ..Default::default()
     }
 }
 
 fn dim_value(v: i64) -> Dimension {
-    Dimension {
-        value: Some(dimension::Value::DimValue(v)),
-        ..Default::default()
-    }
+    Dimension { value: Some(dimension::Value::DimValue(v)), ..Default::default() }
 }
 
 fn node_with_attr(a: pb::AttributeProto) -> pb::GraphProto {
-    let node = pb::NodeProto {
-        op_type: Some("Foo".into()),
-        attribute: vec![a],
-        ..Default::default()
-    };
-    pb::GraphProto {
-        node: vec![node],
-        ..Default::default()
-    }
+    let node = pb::NodeProto { op_type: Some("Foo".into()), attribute: vec![a], ..Default::default() };
+    pb::GraphProto { node: vec![node], ..Default::default() }
 }
 
 fn message(e: ImportError) -> String {
@@ -100,10 +81,7 @@ fn typed_fields_decode_to_little_endian() {
 
     let mut t = tensor("i64", DataType::Int64, &[2, 1]);
     t.int64_data = vec![-1, 1 << 40];
-    assert_eq!(
-        decode(t).unwrap(),
-        Tensor::from_i64(vec![2, 1], &[-1, 1 << 40])
-    );
+    assert_eq!(decode(t).unwrap(), Tensor::from_i64(vec![2, 1], &[-1, 1 << 40]));
 
     let mut t = tensor("u64", DataType::Uint64, &[1]);
     t.uint64_data = vec![u64::MAX];
@@ -144,10 +122,7 @@ fn raw_data_wins_and_is_checked() {
     let mut t = tensor("w", DataType::Float, &[3]);
     t.raw_data = Some(vec![0; 8]);
     let e = message(decode(t).unwrap_err());
-    assert!(
-        e.contains("\"w\"") && e.contains("raw_data has 8 bytes"),
-        "{e}"
-    );
+    assert!(e.contains("\"w\"") && e.contains("raw_data has 8 bytes"), "{e}");
 }
 
 #[test]
@@ -164,10 +139,7 @@ fn scalars_and_empty_tensors() {
 #[test]
 fn bad_sizes_are_errors_not_allocations() {
     let e = message(decode(tensor("neg", DataType::Float, &[2, -1])).unwrap_err());
-    assert!(
-        e.contains("\"neg\"") && e.contains("negative dimension -1"),
-        "{e}"
-    );
+    assert!(e.contains("\"neg\"") && e.contains("negative dimension -1"), "{e}");
 
     let e = message(decode(tensor("huge", DataType::Float, &[i64::MAX, i64::MAX])).unwrap_err());
     assert!(e.contains("overflow"), "{e}");
@@ -203,10 +175,7 @@ fn unsupported_dtypes_name_tensor_and_type() {
 #[test]
 fn odd_storage_is_refused() {
     let mut t = tensor("seg", DataType::Float, &[0]);
-    t.segment = Some(pb::tensor_proto::Segment {
-        begin: Some(0),
-        end: Some(0),
-    });
+    t.segment = Some(pb::tensor_proto::Segment { begin: Some(0), end: Some(0) });
     assert!(message(decode(t).unwrap_err()).contains("segmented"));
 
     let mut t = tensor("loc", DataType::Float, &[0]);
@@ -219,21 +188,13 @@ fn external_data_needs_base_dir_and_a_relative_location() {
     let ext = |loc: &str| {
         let mut t = tensor("x", DataType::Float, &[1]);
         t.data_location = Some(DataLocation::External as i32);
-        let kv = |k: &str, v: &str| pb::StringStringEntryProto {
-            key: Some(k.into()),
-            value: Some(v.into()),
-        };
+        let kv = |k: &str, v: &str| pb::StringStringEntryProto { key: Some(k.into()), value: Some(v.into()) };
         t.external_data = vec![kv("location", loc), kv("offset", "0")];
         t
     };
     let e = message(decode(ext("w.bin")).unwrap_err());
     assert!(e.contains("\"x\"") && e.contains("without one"), "{e}");
-    for (loc, why) in [
-        ("../w.bin", ".."),
-        ("a/../../w.bin", ".."),
-        ("/etc/passwd", "absolute"),
-        ("", "empty"),
-    ] {
+    for (loc, why) in [("../w.bin", ".."), ("a/../../w.bin", ".."), ("/etc/passwd", "absolute"), ("", "empty")] {
         let err = data::decode_tensor(ext(loc), Some(Path::new("/tmp"))).unwrap_err();
         assert!(matches!(err, ImportError::ExternalData { .. }));
         let e = message(err);
@@ -243,70 +204,42 @@ fn external_data_needs_base_dir_and_a_relative_location() {
 
 #[test]
 fn model_level_checks() {
-    let e = load_proto(&pb::ModelProto {
-        ir_version: Some(8),
-        ..Default::default()
-    })
-    .unwrap_err();
+    let e = load_proto(&pb::ModelProto { ir_version: Some(8), ..Default::default() }).unwrap_err();
     assert!(matches!(e, ImportError::MissingGraph));
 
     let mut m = model(pb::GraphProto::default());
     m.opset_import.clear();
-    assert!(matches!(
-        load_proto(&m).unwrap_err(),
-        ImportError::NotOnnx(_)
-    ));
+    assert!(matches!(load_proto(&m).unwrap_err(), ImportError::NotOnnx(_)));
     m.ir_version = Some(2);
     assert_eq!(load_proto(&m).unwrap().opsets, [(String::new(), 1)]);
 
     let mut m = model(pb::GraphProto::default());
     m.opset_import[0].domain = Some("ai.onnx".into());
-    m.opset_import.push(pb::OperatorSetIdProto {
-        domain: Some("com.microsoft".into()),
-        version: Some(1),
-    });
-    assert_eq!(
-        load_proto(&m).unwrap().opsets,
-        [(String::new(), 17), ("com.microsoft".into(), 1)]
-    );
+    m.opset_import.push(pb::OperatorSetIdProto { domain: Some("com.microsoft".into()), version: Some(1) });
+    assert_eq!(load_proto(&m).unwrap().opsets, [(String::new(), 17), ("com.microsoft".into(), 1)]);
 
-    assert!(matches!(
-        load_bytes(&[], None).unwrap_err(),
-        ImportError::NotOnnx(_)
-    ));
+    assert!(matches!(load_bytes(&[], None).unwrap_err(), ImportError::NotOnnx(_)));
 }
 
 #[test]
 fn initializer_names_are_unique_and_present() {
     let mut t = tensor("w", DataType::Float, &[1]);
     t.float_data = vec![1.0];
-    let g = pb::GraphProto {
-        initializer: vec![t.clone(), t.clone()],
-        ..Default::default()
-    };
+    let g = pb::GraphProto { initializer: vec![t.clone(), t.clone()], ..Default::default() };
     assert!(message(load_proto(&model(g)).unwrap_err()).contains("duplicate"));
     t.name = None;
-    let g = pb::GraphProto {
-        initializer: vec![t],
-        ..Default::default()
-    };
+    let g = pb::GraphProto { initializer: vec![t], ..Default::default() };
     assert!(message(load_proto(&model(g)).unwrap_err()).contains("no name"));
 }
 
 #[test]
 fn value_infos() {
-    let named = Dimension {
-        value: Some(dimension::Value::DimParam("batch".into())),
-        ..Default::default()
-    };
+    let named = Dimension { value: Some(dimension::Value::DimParam("batch".into())), ..Default::default() };
     let dims = vec![named, dim_value(3), dim_value(-1), Dimension::default()];
     let g = pb::GraphProto {
         input: vec![
             value("x", DataType::Float as i32, dims),
-            pb::ValueInfoProto {
-                name: Some("u".into()),
-                ..Default::default()
-            },
+            pb::ValueInfoProto { name: Some("u".into()), ..Default::default() },
         ],
         value_info: vec![value("s", DataType::String as i32, vec![])],
         ..Default::default()
@@ -314,104 +247,47 @@ fn value_infos() {
     let m = load_proto(&model(g)).unwrap();
     let x = &m.graph.inputs[0];
     assert_eq!(x.dtype, Some(DType::F32));
-    assert_eq!(
-        x.dims,
-        Some(vec![
-            Dim::Named("batch".into()),
-            Dim::Fixed(3),
-            Dim::Unknown,
-            Dim::Unknown
-        ])
-    );
-    assert_eq!(
-        m.graph.inputs[1],
-        ValueInfo {
-            name: "u".into(),
-            dtype: None,
-            dims: None
-        }
-    );
-    assert_eq!(
-        m.graph.value_info[0],
-        ValueInfo {
-            name: "s".into(),
-            dtype: None,
-            dims: None
-        }
-    );
+    assert_eq!(x.dims, Some(vec![Dim::Named("batch".into()), Dim::Fixed(3), Dim::Unknown, Dim::Unknown]));
+    assert_eq!(m.graph.inputs[1], ValueInfo { name: "u".into(), dtype: None, dims: None });
+    assert_eq!(m.graph.value_info[0], ValueInfo { name: "s".into(), dtype: None, dims: None });
 
-    let g = pb::GraphProto {
-        output: vec![value("y", DataType::Bfloat16 as i32, vec![])],
-        ..Default::default()
-    };
+    let g = pb::GraphProto { output: vec![value("y", DataType::Bfloat16 as i32, vec![])], ..Default::default() };
     let e = message(load_proto(&model(g)).unwrap_err());
     assert!(e.contains("\"y\"") && e.contains("BFLOAT16"), "{e}");
 
-    let seq = pb::TypeProto {
-        value: Some(type_proto::Value::SequenceType(Box::default())),
-        ..Default::default()
-    };
-    let v = pb::ValueInfoProto {
-        name: Some("q".into()),
-        r#type: Some(seq),
-        ..Default::default()
-    };
-    let g = pb::GraphProto {
-        input: vec![v],
-        ..Default::default()
-    };
+    let seq = pb::TypeProto { value: Some(type_proto::Value::SequenceType(Box::default())), ..Default::default() };
+    let v = pb::ValueInfoProto { name: Some("q".into()), r#type: Some(seq), ..Default::default() };
+    let g = pb::GraphProto { input: vec![v], ..Default::default() };
     assert!(message(load_proto(&model(g)).unwrap_err()).contains("sequence"));
 }
 
 #[test]
 fn attributes() {
-    let typeless = pb::AttributeProto {
-        name: Some("alpha".into()),
-        f: Some(0.5),
-        ..Default::default()
-    };
+    let typeless = pb::AttributeProto { name: Some("alpha".into()), f: Some(0.5), ..Default::default() };
     let m = load_proto(&model(node_with_attr(typeless))).unwrap();
     assert_eq!(m.graph.nodes[0].attr_float("alpha"), Some(0.5));
     assert_eq!(m.graph.nodes[0].attr_int("alpha"), None);
     assert_eq!(m.graph.nodes[0].attr_int("missing"), None);
 
-    let empty = pb::AttributeProto {
-        name: Some("e".into()),
-        ..Default::default()
-    };
+    let empty = pb::AttributeProto { name: Some("e".into()), ..Default::default() };
     let e = message(load_proto(&model(node_with_attr(empty))).unwrap_err());
-    assert!(
-        e.contains("node #0 (Foo) attribute \"e\"") && e.contains("no type"),
-        "{e}"
-    );
+    assert!(e.contains("node #0 (Foo) attribute \"e\"") && e.contains("no type"), "{e}");
 
     let sparse = pb::AttributeProto {
         name: Some("sp".into()),
         r#type: Some(AttributeType::SparseTensor as i32),
         ..Default::default()
     };
-    assert!(
-        message(load_proto(&model(node_with_attr(sparse))).unwrap_err()).contains("SPARSE_TENSOR")
-    );
+    assert!(message(load_proto(&model(node_with_attr(sparse))).unwrap_err()).contains("SPARSE_TENSOR"));
 
-    let no_tensor = pb::AttributeProto {
-        name: Some("t".into()),
-        r#type: Some(AttributeType::Tensor as i32),
-        ..Default::default()
-    };
-    assert!(
-        message(load_proto(&model(node_with_attr(no_tensor))).unwrap_err())
-            .contains("without a value")
-    );
+    let no_tensor =
+        pb::AttributeProto { name: Some("t".into()), r#type: Some(AttributeType::Tensor as i32), ..Default::default() };
+    assert!(message(load_proto(&model(node_with_attr(no_tensor))).unwrap_err()).contains("without a value"));
 
     let unnamed = pb::AttributeProto {
         name: Some("value".into()),
         r#type: Some(AttributeType::Tensor as i32),
-        t: Some(pb::TensorProto {
-            data_type: Some(DataType::Float as i32),
-            dims: vec![2],
-            ..Default::default()
-        }),
+        t: Some(pb::TensorProto { data_type: Some(DataType::Float as i32), dims: vec![2], ..Default::default() }),
         ..Default::default()
     };
     let e = message(load_proto(&model(node_with_attr(unnamed))).unwrap_err());
@@ -421,16 +297,8 @@ fn attributes() {
 #[test]
 fn constant_values() {
     let constant = |a: pb::AttributeProto| {
-        let node = pb::NodeProto {
-            op_type: Some("Constant".into()),
-            attribute: vec![a],
-            ..Default::default()
-        };
-        let m = load_proto(&model(pb::GraphProto {
-            node: vec![node],
-            ..Default::default()
-        }))
-        .unwrap();
+        let node = pb::NodeProto { op_type: Some("Constant".into()), attribute: vec![a], ..Default::default() };
+        let m = load_proto(&model(pb::GraphProto { node: vec![node], ..Default::default() })).unwrap();
         m.graph.nodes[0].constant_value().unwrap()
     };
     let attr = |name: &str, ty: AttributeType| pb::AttributeProto {
@@ -438,15 +306,9 @@ fn constant_values() {
         r#type: Some(ty as i32),
         ..Default::default()
     };
-    let v = constant(pb::AttributeProto {
-        f: Some(2.5),
-        ..attr("value_float", AttributeType::Float)
-    });
+    let v = constant(pb::AttributeProto { f: Some(2.5), ..attr("value_float", AttributeType::Float) });
     assert_eq!((v.shape.len(), v.to_f32()), (0, vec![2.5]));
-    let v = constant(pb::AttributeProto {
-        ints: vec![1, 2, 3],
-        ..attr("value_ints", AttributeType::Ints)
-    });
+    let v = constant(pb::AttributeProto { ints: vec![1, 2, 3], ..attr("value_ints", AttributeType::Ints) });
     assert_eq!(v, Tensor::from_i64(vec![3], &[1, 2, 3]));
 }
 
@@ -475,30 +337,18 @@ fn nesting_is_bounded_by_the_recursion_limit() {
 fn every_prefix_of_a_model_is_handled() {
     let mut w = tensor("w", DataType::Float, &[4]);
     w.raw_data = Some(vec![0; 16]);
-    let a = pb::AttributeProto {
-        name: Some("k".into()),
-        ints: vec![1, 2],
-        ..Default::default()
-    };
+    let a = pb::AttributeProto { name: Some("k".into()), ints: vec![1, 2], ..Default::default() };
     let mut g = node_with_attr(a);
     g.initializer.push(w);
-    g.input
-        .push(value("x", DataType::Float as i32, vec![dim_value(4)]));
+    g.input.push(value("x", DataType::Float as i32, vec![dim_value(4)]));
     let bytes = model(g).encode_to_vec();
     let full = load_bytes(&bytes, None).unwrap();
     let mut truncated = 0;
     for n in 0..bytes.len() {
         match load_bytes(&bytes[..n], None) {
-            Ok(m) => assert_eq!(
-                m.graph, full.graph,
-                "prefix {n} decoded to a different graph"
-            ),
+            Ok(m) => assert_eq!(m.graph, full.graph, "prefix {n} decoded to a different graph"),
             Err(e) => truncated += usize::from(matches!(e, ImportError::Truncated(_))),
         }
     }
-    assert!(
-        truncated > bytes.len() / 2,
-        "{truncated} of {} prefixes reported as truncated",
-        bytes.len()
-    );
+    assert!(truncated > bytes.len() / 2, "{truncated} of {} prefixes reported as truncated", bytes.len());
 }

@@ -40,25 +40,12 @@ pub enum ContainerError {
     NegativePickleLength { len: i64 },
     #[error("offset 0: pickle length {len} exceeds the {available} bytes after the header")]
     OversizedPickle { len: i64, available: usize },
-    #[error(
-        "offset {offset}: truncated record header: {left} bytes left, a record length needs 8"
-    )]
+    #[error("offset {offset}: truncated record header: {left} bytes left, a record length needs 8")]
     TruncatedRecordHeader { offset: usize, left: usize },
     #[error("offset {offset}: record {record} has negative length {len}")]
-    NegativeRecordLength {
-        offset: usize,
-        record: usize,
-        len: i64,
-    },
-    #[error(
-        "offset {offset}: record {record} of {len} bytes is longer than the {available} bytes left"
-    )]
-    RecordTooLong {
-        offset: usize,
-        record: usize,
-        len: i64,
-        available: usize,
-    },
+    NegativeRecordLength { offset: usize, record: usize, len: i64 },
+    #[error("offset {offset}: record {record} of {len} bytes is longer than the {available} bytes left")]
+    RecordTooLong { offset: usize, record: usize, len: i64, available: usize },
 }
 
 impl ContainerError {
@@ -112,21 +99,8 @@ pub fn parse(bytes: &[u8]) -> Result<Container, ContainerError> {
         let available = left - 8;
         let n = match usize::try_from(len) {
             Ok(n) if n <= available => n,
-            _ if len < 0 => {
-                return Err(ContainerError::NegativeRecordLength {
-                    offset,
-                    record,
-                    len,
-                })
-            }
-            _ => {
-                return Err(ContainerError::RecordTooLong {
-                    offset,
-                    record,
-                    len,
-                    available,
-                })
-            }
+            _ if len < 0 => return Err(ContainerError::NegativeRecordLength { offset, record, len }),
+            _ => return Err(ContainerError::RecordTooLong { offset, record, len, available }),
         };
         records.push(offset + 8..offset + 8 + n);
         offset += 8 + n;
@@ -216,19 +190,15 @@ impl<W: Write> Write for Limited<'_, W> {
 }
 
 fn blob_len_error(len: u64, what: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("a blob of declared length {len} wrote {what} bytes than that"),
-    )
+    io::Error::new(io::ErrorKind::InvalidData, format!("a blob of declared length {len} wrote {what} bytes than that"))
 }
 
 fn len_field(len: u64) -> io::Result<[u8; 8]> {
     match i64::try_from(len) {
         Ok(n) => Ok(n.to_le_bytes()),
-        Err(_) => Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("length {len} does not fit the container's int64"),
-        )),
+        Err(_) => {
+            Err(io::Error::new(io::ErrorKind::InvalidInput, format!("length {len} does not fit the container's int64")))
+        }
     }
 }
 
@@ -260,11 +230,7 @@ pub fn write(path: &Path, pickle: &[u8], records: &[Record]) -> io::Result<()> {
                 Record::Data(blob) => {
                     let len = blob.len();
                     w.write_all(&len_field(len)?)?;
-                    let mut limited = Limited {
-                        inner: &mut w,
-                        written: 0,
-                        limit: len,
-                    };
+                    let mut limited = Limited { inner: &mut w, written: 0, limit: len };
                     blob.write_to(&mut limited)?;
                     if limited.written != len {
                         return Err(blob_len_error(len, "fewer"));
@@ -331,56 +297,28 @@ mod tests {
         let cases: Vec<(Vec<u8>, ContainerError)> = vec![
             (vec![], ContainerError::Empty),
             (vec![1, 0, 0], ContainerError::TruncatedHeader { len: 3 }),
-            (
-                (-1i64).to_le_bytes().to_vec(),
-                ContainerError::NegativePickleLength { len: -1 },
-            ),
-            (
-                container(b"ab", &[])[..9].to_vec(),
-                ContainerError::OversizedPickle {
-                    len: 2,
-                    available: 1,
-                },
-            ),
+            ((-1i64).to_le_bytes().to_vec(), ContainerError::NegativePickleLength { len: -1 }),
+            (container(b"ab", &[])[..9].to_vec(), ContainerError::OversizedPickle { len: 2, available: 1 }),
             (
                 [&container(b"ab", &[])[..], &[1, 2, 3]].concat(),
-                ContainerError::TruncatedRecordHeader {
-                    offset: 10,
-                    left: 3,
-                },
+                ContainerError::TruncatedRecordHeader { offset: 10, left: 3 },
             ),
             (
                 [&container(b"ab", &[b"q"])[..], &i64::MIN.to_le_bytes()].concat(),
-                ContainerError::NegativeRecordLength {
-                    offset: 19,
-                    record: 1,
-                    len: i64::MIN,
-                },
+                ContainerError::NegativeRecordLength { offset: 19, record: 1, len: i64::MIN },
             ),
             (
                 [&container(b"ab", &[])[..], &i64::MAX.to_le_bytes(), b"x"].concat(),
-                ContainerError::RecordTooLong {
-                    offset: 10,
-                    record: 0,
-                    len: i64::MAX,
-                    available: 1,
-                },
+                ContainerError::RecordTooLong { offset: 10, record: 0, len: i64::MAX, available: 1 },
             ),
         ];
         for (bytes, want) in cases {
             let got = parse(&bytes).unwrap_err();
             assert_eq!(got, want);
-            assert!(
-                got.to_string()
-                    .starts_with(&format!("offset {}: ", got.offset())),
-                "{got}"
-            );
+            assert!(got.to_string().starts_with(&format!("offset {}: ", got.offset())), "{got}");
         }
         let huge = i64::MAX.to_le_bytes();
-        assert!(matches!(
-            parse(&huge),
-            Err(ContainerError::OversizedPickle { .. })
-        ));
+        assert!(matches!(parse(&huge), Err(ContainerError::OversizedPickle { .. })));
     }
 
     #[test]
@@ -441,16 +379,8 @@ mod tests {
         for liar in [Liar(10, 9), Liar(10, 11), Liar(0, 1)] {
             let err = write(&path, b"other", &[Record::Pad, Record::Data(&liar)]).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
-            assert_eq!(
-                std::fs::read(&path).unwrap(),
-                bytes,
-                "the old file must be untouched"
-            );
-            assert_eq!(
-                std::fs::read_dir(dir.path()).unwrap().count(),
-                1,
-                "temp file left behind"
-            );
+            assert_eq!(std::fs::read(&path).unwrap(), bytes, "the old file must be untouched");
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temp file left behind");
         }
     }
 

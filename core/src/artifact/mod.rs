@@ -16,19 +16,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::device::HostBytes;
-pub use schema::{
-    BufferSpec, Manifest, Metadata, Placement, ProgramEntry, SchemaError, Target, TensorSpec,
-};
+pub use schema::{BufferSpec, Manifest, Metadata, Placement, ProgramEntry, SchemaError, Target, TensorSpec};
 pub use write::{checksum, ArtifactWriter};
 
 /// Why an artifact could not be read or written. Display is one line.
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
     #[error("{path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
     #[error("container: {0}")]
     Container(#[from] container::ContainerError),
     #[error("{0}")]
@@ -36,11 +31,7 @@ pub enum ArtifactError {
     #[error("payload: {0}")]
     Schema(#[from] SchemaError),
     #[error("buffers[{buffer}]: checksum mismatch (expected {expected:016x}, contents hash to {found:016x})")]
-    Checksum {
-        buffer: usize,
-        expected: u64,
-        found: u64,
-    },
+    Checksum { buffer: usize, expected: u64, found: u64 },
     #[error("encoding the payload: {0}")]
     Encode(String),
 }
@@ -54,9 +45,7 @@ pub struct Artifact {
 
 impl std::fmt::Debug for Artifact {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Artifact")
-            .field("records", &self.records.len())
-            .finish_non_exhaustive()
+        f.debug_struct("Artifact").field("records", &self.records.len()).finish_non_exhaustive()
     }
 }
 
@@ -71,10 +60,7 @@ impl AsRef<[u8]> for Mapped {
 impl Artifact {
     /// Memory-maps `path` read-only and parses and verifies it (structure, then meaning).
     pub fn open(path: &Path) -> Result<Artifact, ArtifactError> {
-        let io = |source| ArtifactError::Io {
-            path: path.display().to_string(),
-            source,
-        };
+        let io = |source| ArtifactError::Io { path: path.display().to_string(), source };
         let file = std::fs::File::open(path).map_err(io)?;
         if file.metadata().map_err(io)?.is_dir() {
             return Err(io(std::io::Error::other("is a directory")));
@@ -88,20 +74,14 @@ impl Artifact {
     }
 
     /// Parses and verifies artifact bytes held by `bytes`.
-    pub fn from_bytes(
-        bytes: Arc<dyn AsRef<[u8]> + Send + Sync>,
-    ) -> Result<Artifact, ArtifactError> {
+    pub fn from_bytes(bytes: Arc<dyn AsRef<[u8]> + Send + Sync>) -> Result<Artifact, ArtifactError> {
         let data = (*bytes).as_ref();
         let c = container::parse(data)?;
         let p = pickle::read(&data[c.pickle.clone()])?;
         let manifest = Manifest::decode(&p.value, p.buffer_count as usize)?;
         let sizes: Vec<u64> = c.records.iter().map(|r| r.len() as u64).collect();
         verify::verify(&manifest, &sizes)?;
-        Ok(Artifact {
-            records: c.records,
-            manifest,
-            bytes,
-        })
+        Ok(Artifact { records: c.records, manifest, bytes })
     }
 
     /// The bytes of out-of-band record `index` (a slice of the map).
@@ -127,11 +107,7 @@ impl Artifact {
             if let (Some(expected), Some(r)) = (b.checksum, b.blob) {
                 let found = checksum(self.blob(r));
                 if found != expected {
-                    return Err(ArtifactError::Checksum {
-                        buffer: i,
-                        expected,
-                        found,
-                    });
+                    return Err(ArtifactError::Checksum { buffer: i, expected, found });
                 }
                 checked += 1;
             }

@@ -35,10 +35,7 @@ pub struct SchemaError {
 }
 
 pub(crate) fn err(path: impl Into<String>, reason: impl Into<String>) -> SchemaError {
-    SchemaError {
-        path: path.into(),
-        reason: reason.into(),
-    }
+    SchemaError { path: path.into(), reason: reason.into() }
 }
 
 /// What the artifact was compiled for.
@@ -178,14 +175,8 @@ struct Obj<'a> {
 impl<'a> Obj<'a> {
     fn new(path: &str, v: &'a Value) -> Result<Obj<'a>, SchemaError> {
         match v {
-            Value::Dict(entries) => Ok(Obj {
-                path: path.to_string(),
-                entries,
-            }),
-            other => Err(err(
-                path,
-                format!("expected dict, found {}", other.type_name()),
-            )),
+            Value::Dict(entries) => Ok(Obj { path: path.to_string(), entries }),
+            other => Err(err(path, format!("expected dict, found {}", other.type_name()))),
         }
     }
 
@@ -198,10 +189,7 @@ impl<'a> Obj<'a> {
     }
 
     fn opt(&self, key: &str) -> Option<&'a Value> {
-        self.entries
-            .iter()
-            .find(|(k, _)| matches!(k, Value::Str(s) if s == key))
-            .map(|(_, v)| v)
+        self.entries.iter().find(|(k, _)| matches!(k, Value::Str(s) if s == key)).map(|(_, v)| v)
     }
 
     fn get(&self, key: &str) -> Result<&'a Value, SchemaError> {
@@ -219,10 +207,7 @@ impl<'a> Obj<'a> {
     fn bool(&self, key: &str) -> Result<bool, SchemaError> {
         match self.get(key)? {
             Value::Bool(b) => Ok(*b),
-            other => Err(err(
-                self.at(key),
-                format!("expected bool, found {}", other.type_name()),
-            )),
+            other => Err(err(self.at(key), format!("expected bool, found {}", other.type_name()))),
         }
     }
 
@@ -246,10 +231,7 @@ impl<'a> Obj<'a> {
 fn as_str<'a>(path: &str, v: &'a Value) -> Result<&'a str, SchemaError> {
     match v {
         Value::Str(s) => Ok(s),
-        other => Err(err(
-            path,
-            format!("expected str, found {}", other.type_name()),
-        )),
+        other => Err(err(path, format!("expected str, found {}", other.type_name()))),
     }
 }
 
@@ -259,38 +241,25 @@ fn as_uint(path: &str, v: &Value) -> Result<usize, SchemaError> {
             usize::try_from(*i).map_err(|_| err(path, format!("{i} does not fit this machine")))
         }
         Value::Int(i) => Err(err(path, format!("expected a non-negative int, found {i}"))),
-        other => Err(err(
-            path,
-            format!("expected int, found {}", other.type_name()),
-        )),
+        other => Err(err(path, format!("expected int, found {}", other.type_name()))),
     }
 }
 
 fn as_list<'a>(path: &str, v: &'a Value) -> Result<&'a [Value], SchemaError> {
     match v {
         Value::List(items) | Value::Tuple(items) => Ok(items),
-        other => Err(err(
-            path,
-            format!("expected list, found {}", other.type_name()),
-        )),
+        other => Err(err(path, format!("expected list, found {}", other.type_name()))),
     }
 }
 
 fn uints(path: &str, v: &Value) -> Result<Vec<usize>, SchemaError> {
-    as_list(path, v)?
-        .iter()
-        .enumerate()
-        .map(|(i, x)| as_uint(&format!("{path}[{i}]"), x))
-        .collect()
+    as_list(path, v)?.iter().enumerate().map(|(i, x)| as_uint(&format!("{path}[{i}]"), x)).collect()
 }
 
 fn dims3(path: &str, v: &Value) -> Result<[u32; 3], SchemaError> {
     let d = uints(path, v)?;
     if d.len() != 3 {
-        return Err(err(
-            path,
-            format!("expected 3 dimensions, found {}", d.len()),
-        ));
+        return Err(err(path, format!("expected 3 dimensions, found {}", d.len())));
     }
     let mut out = [0u32; 3];
     for (i, x) in d.into_iter().enumerate() {
@@ -305,10 +274,7 @@ fn arg_ref(path: &str, v: &Value) -> Result<crate::device::Arg, SchemaError> {
         return Err(err(path, "expected (buffer, offset)"));
     };
     let buffer = u32::try_from(buffer).map_err(|_| err(path, "buffer index exceeds u32"))?;
-    Ok(crate::device::Arg {
-        buffer: crate::device::BufferId(buffer),
-        offset: offset as u64,
-    })
+    Ok(crate::device::Arg { buffer: crate::device::BufferId(buffer), offset: offset as u64 })
 }
 
 fn tensor(path: &str, v: &Value) -> Result<TensorSpec, SchemaError> {
@@ -325,13 +291,8 @@ fn tensor(path: &str, v: &Value) -> Result<TensorSpec, SchemaError> {
             };
             slices.push((name, start, end));
         }
-    } else if let Some(other @ (Value::Bool(_) | Value::Int(_) | Value::Str(_) | Value::List(_))) =
-        o.opt("slices")
-    {
-        return Err(err(
-            o.at("slices"),
-            format!("expected dict or None, found {}", other.type_name()),
-        ));
+    } else if let Some(other @ (Value::Bool(_) | Value::Int(_) | Value::Str(_) | Value::List(_))) = o.opt("slices") {
+        return Err(err(o.at("slices"), format!("expected dict or None, found {}", other.type_name())));
     }
     Ok(TensorSpec {
         name: o.str("name")?.to_string(),
@@ -348,19 +309,11 @@ fn buffer(path: &str, v: &Value) -> Result<BufferSpec, SchemaError> {
     let placement = match o.str("placement")? {
         "device" => Placement::Device,
         "host" => Placement::Host,
-        other => {
-            return Err(err(
-                o.at("placement"),
-                format!("unknown placement `{other}`"),
-            ))
-        }
+        other => return Err(err(o.at("placement"), format!("unknown placement `{other}`"))),
     };
     let checksum = match o.opt("checksum") {
         None | Some(Value::None) => None,
-        Some(v) => Some(parse_checksum(
-            &o.at("checksum"),
-            as_str(&o.at("checksum"), v)?,
-        )?),
+        Some(v) => Some(parse_checksum(&o.at("checksum"), as_str(&o.at("checksum"), v)?)?),
     };
     Ok(BufferSpec {
         size: o.uint("size")?,
@@ -376,12 +329,7 @@ fn parse_checksum(path: &str, s: &str) -> Result<u64, SchemaError> {
     s.strip_prefix("xxh3:")
         .filter(|h| h.len() == 16)
         .and_then(|h| u64::from_str_radix(h, 16).ok())
-        .ok_or_else(|| {
-            err(
-                path,
-                format!("expected `xxh3:` and 16 hex digits, found `{s}`"),
-            )
-        })
+        .ok_or_else(|| err(path, format!("expected `xxh3:` and 16 hex digits, found `{s}`")))
 }
 
 fn program(path: &str, v: &Value) -> Result<ProgramEntry, SchemaError> {
@@ -389,8 +337,7 @@ fn program(path: &str, v: &Value) -> Result<ProgramEntry, SchemaError> {
     let format = o.str("format")?;
     Ok(ProgramEntry {
         name: o.str("name")?.to_string(),
-        format: format_from(format)
-            .ok_or_else(|| err(o.at("format"), format!("unknown format `{format}`")))?,
+        format: format_from(format).ok_or_else(|| err(o.at("format"), format!("unknown format `{format}`")))?,
         blob: o.uint("blob")?,
         args: o.uint("args")?,
     })
@@ -400,8 +347,7 @@ fn step_op(path: &str, v: &Value) -> Result<StepOp, SchemaError> {
     let o = Obj::new(path, v)?;
     match o.str("op")? {
         "dispatch" => {
-            let program = u32::try_from(o.uint("program")?)
-                .map_err(|_| err(o.at("program"), "exceeds u32"))?;
+            let program = u32::try_from(o.uint("program")?).map_err(|_| err(o.at("program"), "exceeds u32"))?;
             let args = o
                 .list("args")?
                 .iter()
@@ -429,11 +375,7 @@ fn list_of<T>(
     key: &str,
     f: impl Fn(&str, &Value) -> Result<T, SchemaError>,
 ) -> Result<Vec<T>, SchemaError> {
-    o.list(key)?
-        .iter()
-        .enumerate()
-        .map(|(i, v)| f(&format!("{}[{i}]", o.at(key)), v))
-        .collect()
+    o.list(key)?.iter().enumerate().map(|(i, v)| f(&format!("{}[{i}]", o.at(key)), v)).collect()
 }
 
 impl Manifest {
@@ -443,27 +385,14 @@ impl Manifest {
         let o = Obj::new("", payload)?;
         match o.get("format") {
             Ok(Value::Str(s)) if s == FORMAT => {}
-            _ => {
-                return Err(err(
-                    "format",
-                    "not a pilot artifact (expected format \"pilot\")",
-                ))
-            }
+            _ => return Err(err("format", "not a pilot artifact (expected format \"pilot\")")),
         }
         match o.get("version")? {
             Value::Int(VERSION) => {}
             Value::Int(v) => {
-                return Err(err(
-                    "version",
-                    format!("version {v} is not supported (this build reads {VERSION})"),
-                ))
+                return Err(err("version", format!("version {v} is not supported (this build reads {VERSION})")))
             }
-            other => {
-                return Err(err(
-                    "version",
-                    format!("expected int, found {}", other.type_name()),
-                ))
-            }
+            other => return Err(err("version", format!("expected int, found {}", other.type_name()))),
         }
         let t = Obj::new("target", o.get("target")?)?;
         let target = Target {
@@ -476,19 +405,13 @@ impl Manifest {
         let blobs = o.list("blobs")?;
         for (i, b) in blobs.iter().enumerate() {
             if *b != Value::Buffer(i as u32) {
-                return Err(err(
-                    format!("blobs[{i}]"),
-                    format!("expected out-of-band buffer {i}"),
-                ));
+                return Err(err(format!("blobs[{i}]"), format!("expected out-of-band buffer {i}")));
             }
         }
         if blobs.len() != buffer_count {
             return Err(err(
                 "blobs",
-                format!(
-                    "lists {} records but the pickle references {buffer_count}",
-                    blobs.len()
-                ),
+                format!("lists {} records but the pickle references {buffer_count}", blobs.len()),
             ));
         }
         let m = Obj::new("metadata", o.get("metadata")?)?;
@@ -500,12 +423,7 @@ impl Manifest {
                     Ok((as_str(&p, k)?.to_string(), as_str(&p, v)?.to_string()))
                 })
                 .collect::<Result<_, SchemaError>>()?,
-            other => {
-                return Err(err(
-                    m.at("props"),
-                    format!("expected dict, found {}", other.type_name()),
-                ))
-            }
+            other => return Err(err(m.at("props"), format!("expected dict, found {}", other.type_name()))),
         };
         Ok(Manifest {
             target,

@@ -9,40 +9,18 @@ use crate::device::{Arg, BufferId, BufferUse, ProgramFormat, ProgramId, StepOp};
 use crate::DType;
 
 fn buf(size: usize, kind: BufferUse, blob: Option<usize>) -> BufferSpec {
-    BufferSpec {
-        size,
-        dtype: DType::F32,
-        kind,
-        placement: Placement::Device,
-        blob,
-        checksum: None,
-    }
+    BufferSpec { size, dtype: DType::F32, kind, placement: Placement::Device, blob, checksum: None }
 }
 
 fn arg(buffer: u32, offset: u64) -> Arg {
-    Arg {
-        buffer: BufferId(buffer),
-        offset,
-    }
+    Arg { buffer: BufferId(buffer), offset }
 }
 
 /// A manifest using records 1 (weights, 64 bytes) and 3 (code).
 fn manifest() -> Manifest {
     Manifest {
-        target: Target {
-            backend: "cpu".into(),
-            arch: "x86_64".into(),
-            image: false,
-            float16: false,
-            nolocals: false,
-        },
-        inputs: vec![TensorSpec {
-            name: "x".into(),
-            shape: vec![1, 4],
-            dtype: DType::F32,
-            buffer: 0,
-            slices: vec![],
-        }],
+        target: Target { backend: "cpu".into(), arch: "x86_64".into(), image: false, float16: false, nolocals: false },
+        inputs: vec![TensorSpec { name: "x".into(), shape: vec![1, 4], dtype: DType::F32, buffer: 0, slices: vec![] }],
         outputs: vec![TensorSpec {
             name: "y".into(),
             shape: vec![4],
@@ -55,12 +33,7 @@ fn manifest() -> Manifest {
             buf(64, BufferUse::Weight, Some(1)),
             buf(16, BufferUse::Output, None),
         ],
-        programs: vec![ProgramEntry {
-            name: "k".into(),
-            format: ProgramFormat::Elf,
-            blob: 3,
-            args: 3,
-        }],
+        programs: vec![ProgramEntry { name: "k".into(), format: ProgramFormat::Elf, blob: 3, args: 3 }],
         step: vec![
             StepOp::Dispatch {
                 program: ProgramId(0),
@@ -68,17 +41,9 @@ fn manifest() -> Manifest {
                 global: [4, 1, 1],
                 local: [1, 1, 1],
             },
-            StepOp::Copy {
-                src: arg(1, 0),
-                dst: arg(2, 0),
-                len: 16,
-            },
+            StepOp::Copy { src: arg(1, 0), dst: arg(2, 0), len: 16 },
         ],
-        metadata: Metadata {
-            compiler: "test".into(),
-            model_hash: "h".into(),
-            props: vec![("k".into(), "v".into())],
-        },
+        metadata: Metadata { compiler: "test".into(), model_hash: "h".into(), props: vec![("k".into(), "v".into())] },
         blob_count: 0,
         pads: vec![],
     }
@@ -136,10 +101,7 @@ fn checksum_mismatch_is_reported() {
     let at = bytes.iter().rposition(|&b| b == 3).unwrap();
     bytes[at] = 4;
     let err = open(bytes).unwrap().verify_checksums().unwrap_err();
-    assert!(
-        matches!(err, ArtifactError::Checksum { buffer: 1, .. }),
-        "{err}"
-    );
+    assert!(matches!(err, ArtifactError::Checksum { buffer: 1, .. }), "{err}");
 }
 
 fn refused(change: impl FnOnce(&mut Manifest), needle: &str) {
@@ -152,24 +114,15 @@ fn refused(change: impl FnOnce(&mut Manifest), needle: &str) {
 #[test]
 fn verification_refuses_inconsistent_manifests() {
     refused(|m| m.target.backend = "tpu".into(), "unknown backend `tpu`");
-    refused(
-        |m| m.buffers[1].size = 60,
-        "record 1 holds 64 bytes, buffer size is 60",
-    );
+    refused(|m| m.buffers[1].size = 60, "record 1 holds 64 bytes, buffer size is 60");
     refused(|m| m.buffers[0].size = 12, "needs 16 bytes");
     refused(|m| m.inputs[0].buffer = 9, "buffer 9 out of range");
     refused(|m| m.inputs[0].buffer = 2, "is a output buffer");
     refused(|m| m.outputs[0].slices[0].2 = 5, "outside 4 elements");
-    refused(
-        |m| m.programs[0].blob = 1,
-        "record 1 is already used by buffers[1].blob",
-    );
+    refused(|m| m.programs[0].blob = 1, "record 1 is already used by buffers[1].blob");
     refused(|m| m.programs[0].blob = 7, "record 7 out of range");
     refused(|m| m.buffers[1].blob = None, "weight without contents");
-    refused(
-        |m| m.buffers[0].blob = Some(3),
-        "a input buffer has no initial contents",
-    );
+    refused(|m| m.buffers[0].blob = Some(3), "a input buffer has no initial contents");
     refused(|m| m.buffers[2].size = 18, "not a multiple of 4");
     refused(
         |m| {
@@ -179,40 +132,10 @@ fn verification_refuses_inconsistent_manifests() {
         },
         "2 arguments, program `k` takes 3",
     );
-    refused(
-        |m| {
-            m.step[1] = StepOp::Copy {
-                src: arg(1, 56),
-                dst: arg(2, 0),
-                len: 16,
-            }
-        },
-        "range 56+16 outside buffer 1",
-    );
-    refused(
-        |m| {
-            m.step[1] = StepOp::Copy {
-                src: arg(2, 0),
-                dst: arg(2, 4),
-                len: 8,
-            }
-        },
-        "overlap",
-    );
-    refused(
-        |m| {
-            m.step[1] = StepOp::Copy {
-                src: arg(2, 0),
-                dst: arg(1, 0),
-                len: 8,
-            }
-        },
-        "copy into a weight buffer",
-    );
-    refused(
-        |m| m.outputs.push(m.outputs[0].clone()),
-        "duplicate name `y`",
-    );
+    refused(|m| m.step[1] = StepOp::Copy { src: arg(1, 56), dst: arg(2, 0), len: 16 }, "range 56+16 outside buffer 1");
+    refused(|m| m.step[1] = StepOp::Copy { src: arg(2, 0), dst: arg(2, 4), len: 8 }, "overlap");
+    refused(|m| m.step[1] = StepOp::Copy { src: arg(2, 0), dst: arg(1, 0), len: 8 }, "copy into a weight buffer");
+    refused(|m| m.outputs.push(m.outputs[0].clone()), "duplicate name `y`");
     refused(
         |m| {
             if let StepOp::Dispatch { global, .. } = &mut m.step[0] {
@@ -230,10 +153,7 @@ fn unreferenced_records_and_foreign_payloads_are_refused() {
     let mut extra = bytes.clone();
     extra.extend_from_slice(&3i64.to_le_bytes());
     extra.extend_from_slice(b"abc");
-    assert!(
-        open(extra).unwrap_err().to_string().contains("holds 5"),
-        "extra record"
-    );
+    assert!(open(extra).unwrap_err().to_string().contains("holds 5"), "extra record");
     // A valid pickle that is not a pilot artifact.
     let payload = pickle::write(&Value::List(vec![Value::Int(1)])).unwrap();
     let mut foreign = (payload.len() as i64).to_le_bytes().to_vec();

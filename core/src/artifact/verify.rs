@@ -13,34 +13,20 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
     if !BACKENDS.contains(&m.target.backend.as_str()) {
         return Err(err(
             "target.backend",
-            format!(
-                "unknown backend `{}` (known: {})",
-                m.target.backend,
-                BACKENDS.join(", ")
-            ),
+            format!("unknown backend `{}` (known: {})", m.target.backend, BACKENDS.join(", ")),
         ));
     }
     if record_sizes.len() != m.blob_count {
         return Err(err(
             "blobs",
-            format!(
-                "the payload lists {} records but the file holds {}",
-                m.blob_count,
-                record_sizes.len()
-            ),
+            format!("the payload lists {} records but the file holds {}", m.blob_count, record_sizes.len()),
         ));
     }
     let mut referenced = vec![None::<String>; m.blob_count];
     let mut claim = |record: usize, by: String| -> Result<(), SchemaError> {
         match referenced.get_mut(record) {
-            None => Err(err(
-                &by,
-                format!("record {record} out of range ({} records)", m.blob_count),
-            )),
-            Some(Some(first)) => Err(err(
-                &by,
-                format!("record {record} is already used by {first}"),
-            )),
+            None => Err(err(&by, format!("record {record} out of range ({} records)", m.blob_count))),
+            Some(Some(first)) => Err(err(&by, format!("record {record} is already used by {first}"))),
             Some(slot) => {
                 *slot = Some(by);
                 Ok(())
@@ -51,15 +37,7 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
     for (i, b) in m.buffers.iter().enumerate() {
         let path = format!("buffers[{i}]");
         if b.size % b.dtype.size() != 0 {
-            return Err(err(
-                &path,
-                format!(
-                    "size {} is not a multiple of {} ({})",
-                    b.size,
-                    b.dtype.size(),
-                    b.dtype
-                ),
-            ));
+            return Err(err(&path, format!("size {} is not a multiple of {} ({})", b.size, b.dtype.size(), b.dtype)));
         }
         match (b.kind, b.blob) {
             (BufferUse::Weight, None) => return Err(err(&path, "weight without contents (blob)")),
@@ -68,10 +46,7 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
                 if record_sizes[r] != b.size as u64 {
                     return Err(err(
                         format!("{path}.blob"),
-                        format!(
-                            "record {r} holds {} bytes, buffer size is {}",
-                            record_sizes[r], b.size
-                        ),
+                        format!("record {r} holds {} bytes, buffer size is {}", record_sizes[r], b.size),
                     ));
                 }
             }
@@ -97,27 +72,18 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
     for (k, &r) in m.pads.iter().enumerate() {
         claim(r, format!("_pad[{k}]"))?;
         if record_sizes.get(r).is_some_and(|&s| s >= 64) {
-            return Err(err(
-                format!("_pad[{k}]"),
-                "a padding record is 64 bytes or longer",
-            ));
+            return Err(err(format!("_pad[{k}]"), "a padding record is 64 bytes or longer"));
         }
     }
     if let Some(r) = referenced.iter().position(Option::is_none) {
         return Err(err(format!("blobs[{r}]"), "record is not referenced"));
     }
 
-    for (what, list, kind) in [
-        ("inputs", &m.inputs, BufferUse::Input),
-        ("outputs", &m.outputs, BufferUse::Output),
-    ] {
+    for (what, list, kind) in [("inputs", &m.inputs, BufferUse::Input), ("outputs", &m.outputs, BufferUse::Output)] {
         for (i, t) in list.iter().enumerate() {
             let path = format!("{what}[{i}]");
             if list[..i].iter().any(|o| o.name == t.name) {
-                return Err(err(
-                    format!("{path}.name"),
-                    format!("duplicate name `{}`", t.name),
-                ));
+                return Err(err(format!("{path}.name"), format!("duplicate name `{}`", t.name)));
             }
             let nbytes = t
                 .shape
@@ -125,14 +91,7 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
                 .try_fold(t.dtype.size(), |acc, &d| acc.checked_mul(d))
                 .ok_or_else(|| err(format!("{path}.shape"), "size overflows"))?;
             let b = m.buffers.get(t.buffer).ok_or_else(|| {
-                err(
-                    format!("{path}.buffer"),
-                    format!(
-                        "buffer {} out of range ({} buffers)",
-                        t.buffer,
-                        m.buffers.len()
-                    ),
-                )
+                err(format!("{path}.buffer"), format!("buffer {} out of range ({} buffers)", t.buffer, m.buffers.len()))
             })?;
             if b.kind != kind && !(kind == BufferUse::Input && b.kind == BufferUse::State) {
                 return Err(err(
@@ -162,55 +121,29 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
     }
 
     let arg_in_range = |path: &str, a: &Arg, len: u64| -> Result<(), SchemaError> {
-        let b = m.buffers.get(a.buffer.0 as usize).ok_or_else(|| {
-            err(
-                path,
-                format!(
-                    "buffer {} out of range ({} buffers)",
-                    a.buffer.0,
-                    m.buffers.len()
-                ),
-            )
-        })?;
+        let b = m
+            .buffers
+            .get(a.buffer.0 as usize)
+            .ok_or_else(|| err(path, format!("buffer {} out of range ({} buffers)", a.buffer.0, m.buffers.len())))?;
         match a.offset.checked_add(len) {
             Some(end) if end <= b.size as u64 => Ok(()),
-            _ => Err(err(
-                path,
-                format!(
-                    "range {}+{len} outside buffer {} of {} bytes",
-                    a.offset, a.buffer.0, b.size
-                ),
-            )),
+            _ => Err(err(path, format!("range {}+{len} outside buffer {} of {} bytes", a.offset, a.buffer.0, b.size))),
         }
     };
     for (i, op) in m.step.iter().enumerate() {
         let path = format!("step[{i}]");
         match op {
-            StepOp::Dispatch {
-                program,
-                args,
-                global,
-                ..
-            } => {
+            StepOp::Dispatch { program, args, global, .. } => {
                 let p = m.programs.get(program.0 as usize).ok_or_else(|| {
                     err(
                         format!("{path}.program"),
-                        format!(
-                            "program {} out of range ({} programs)",
-                            program.0,
-                            m.programs.len()
-                        ),
+                        format!("program {} out of range ({} programs)", program.0, m.programs.len()),
                     )
                 })?;
                 if args.len() != p.args {
                     return Err(err(
                         format!("{path}.args"),
-                        format!(
-                            "{} arguments, program `{}` takes {}",
-                            args.len(),
-                            p.name,
-                            p.args
-                        ),
+                        format!("{} arguments, program `{}` takes {}", args.len(), p.name, p.args),
                     ));
                 }
                 if global.contains(&0) {
@@ -223,10 +156,7 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
             StepOp::Copy { src, dst, len } => {
                 arg_in_range(&format!("{path}.src"), src, *len)?;
                 arg_in_range(&format!("{path}.dst"), dst, *len)?;
-                if src.buffer == dst.buffer
-                    && src.offset < dst.offset + len
-                    && dst.offset < src.offset + len
-                {
+                if src.buffer == dst.buffer && src.offset < dst.offset + len && dst.offset < src.offset + len {
                     return Err(err(&path, "source and destination overlap"));
                 }
                 if m.buffers[dst.buffer.0 as usize].kind == BufferUse::Weight {

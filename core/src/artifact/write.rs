@@ -41,17 +41,10 @@ impl<'a> ArtifactWriter<'a> {
         manifest.pads = (0..self.blobs.len()).map(|i| 2 * i).collect();
         let sizes: Vec<u64> = self.blobs.iter().flat_map(|b| [0, b.len()]).collect();
         verify(manifest, &sizes)?;
-        let payload =
-            pickle::write(&encode(manifest)).map_err(|e| ArtifactError::Encode(e.to_string()))?;
-        let records: Vec<Record<'_>> = self
-            .blobs
-            .iter()
-            .flat_map(|&b| [Record::Pad, Record::Data(b)])
-            .collect();
-        container::write(path, &payload, &records).map_err(|e| ArtifactError::Io {
-            path: path.display().to_string(),
-            source: e,
-        })
+        let payload = pickle::write(&encode(manifest)).map_err(|e| ArtifactError::Encode(e.to_string()))?;
+        let records: Vec<Record<'_>> = self.blobs.iter().flat_map(|&b| [Record::Pad, Record::Data(b)]).collect();
+        container::write(path, &payload, &records)
+            .map_err(|e| ArtifactError::Io { path: path.display().to_string(), source: e })
     }
 }
 
@@ -86,12 +79,7 @@ fn tensor(t: &TensorSpec, with_slices: bool) -> Value {
         let slices = if t.slices.is_empty() {
             Value::None
         } else {
-            Value::Dict(
-                t.slices
-                    .iter()
-                    .map(|(n, a, b)| (s(n), Value::Tuple(vec![int(*a), int(*b)])))
-                    .collect(),
-            )
+            Value::Dict(t.slices.iter().map(|(n, a, b)| (s(n), Value::Tuple(vec![int(*a), int(*b)]))).collect())
         };
         e.push(("slices", slices));
     }
@@ -114,11 +102,7 @@ pub fn encode(m: &Manifest) -> Value {
                 }),
             ),
             ("blob", opt(b.blob)),
-            (
-                "checksum",
-                b.checksum
-                    .map_or(Value::None, |c| s(&format!("xxh3:{c:016x}"))),
-            ),
+            ("checksum", b.checksum.map_or(Value::None, |c| s(&format!("xxh3:{c:016x}")))),
         ])
     });
     let programs = m.programs.iter().map(|p| {
@@ -130,24 +114,16 @@ pub fn encode(m: &Manifest) -> Value {
         ])
     });
     let step = m.step.iter().map(|op| match op {
-        StepOp::Dispatch {
-            program,
-            args,
-            global,
-            local,
-        } => dict(vec![
+        StepOp::Dispatch { program, args, global, local } => dict(vec![
             ("op", s("dispatch")),
             ("program", int(program.0 as usize)),
             ("args", Value::List(args.iter().map(arg).collect())),
             ("global", ints(global.iter().map(|&x| x as usize))),
             ("local", ints(local.iter().map(|&x| x as usize))),
         ]),
-        StepOp::Copy { src, dst, len } => dict(vec![
-            ("op", s("copy")),
-            ("src", arg(src)),
-            ("dst", arg(dst)),
-            ("size", int(*len as usize)),
-        ]),
+        StepOp::Copy { src, dst, len } => {
+            dict(vec![("op", s("copy")), ("src", arg(src)), ("dst", arg(dst)), ("size", int(*len as usize))])
+        }
     });
     let t = &m.target;
     dict(vec![
@@ -163,14 +139,8 @@ pub fn encode(m: &Manifest) -> Value {
                 ("nolocals", Value::Bool(t.nolocals)),
             ]),
         ),
-        (
-            "inputs",
-            Value::List(m.inputs.iter().map(|x| tensor(x, false)).collect()),
-        ),
-        (
-            "outputs",
-            Value::List(m.outputs.iter().map(|x| tensor(x, true)).collect()),
-        ),
+        ("inputs", Value::List(m.inputs.iter().map(|x| tensor(x, false)).collect())),
+        ("outputs", Value::List(m.outputs.iter().map(|x| tensor(x, true)).collect())),
         ("buffers", Value::List(buffers.collect())),
         ("programs", Value::List(programs.collect())),
         ("step", Value::List(step.collect())),
@@ -179,16 +149,10 @@ pub fn encode(m: &Manifest) -> Value {
             dict(vec![
                 ("compiler", s(&m.metadata.compiler)),
                 ("model_hash", s(&m.metadata.model_hash)),
-                (
-                    "props",
-                    Value::Dict(m.metadata.props.iter().map(|(k, v)| (s(k), s(v))).collect()),
-                ),
+                ("props", Value::Dict(m.metadata.props.iter().map(|(k, v)| (s(k), s(v))).collect())),
             ]),
         ),
-        (
-            "blobs",
-            Value::List((0..m.blob_count as u32).map(Value::Buffer).collect()),
-        ),
+        ("blobs", Value::List((0..m.blob_count as u32).map(Value::Buffer).collect())),
         ("_pad", ints(m.pads.iter().copied())),
     ])
 }

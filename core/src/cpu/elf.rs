@@ -82,16 +82,8 @@ pub fn load(code: &[u8], name: &str) -> Result<LoadedImage, String> {
     obj.link(&plan, map.bytes_mut(), base, &|name| host_address(name))?;
     sync_icache(map.bytes_mut().as_ptr(), plan.text_end);
     map.protect(0, plan.ro_start, Protection::ReadExec)?;
-    map.protect(
-        plan.ro_start,
-        plan.rw_start - plan.ro_start,
-        Protection::Read,
-    )?;
-    map.protect(
-        plan.rw_start,
-        plan.total - plan.rw_start,
-        Protection::ReadWrite,
-    )?;
+    map.protect(plan.ro_start, plan.rw_start - plan.ro_start, Protection::Read)?;
+    map.protect(plan.rw_start, plan.total - plan.rw_start, Protection::ReadWrite)?;
     let entry_addr = base + plan.entry_offset as u64;
     // SAFETY: `entry_addr` is the address of a function symbol (STT_FUNC) inside an executable section
     // of this mapping, now R+X; a function pointer is just that address. Calling it is a separate
@@ -122,12 +114,7 @@ pub(crate) fn link_at(
     let plan = obj.plan(name)?;
     let mut bytes = vec![0u8; plan.total];
     obj.link(&plan, &mut bytes, base, host)?;
-    Ok(LinkedBuffer {
-        machine: obj.machine,
-        bytes,
-        entry_offset: plan.entry_offset,
-        text_end: plan.text_end,
-    })
+    Ok(LinkedBuffer { machine: obj.machine, bytes, entry_offset: plan.entry_offset, text_end: plan.text_end })
 }
 
 /// How a symbol resolves.
@@ -216,30 +203,16 @@ impl<'d> Object<'d> {
         let header = FileHeader64::<LE>::parse(data).map_err(malformed)?;
         let endian = header.endian().map_err(malformed)?;
         if header.e_type(endian) != elf::ET_REL {
-            return Err(format!(
-                "not a relocatable object (e_type {})",
-                header.e_type(endian)
-            ));
+            return Err(format!("not a relocatable object (e_type {})", header.e_type(endian)));
         }
         let machine = match header.e_machine(endian) {
             elf::EM_X86_64 => Machine::X86_64,
             elf::EM_AARCH64 => Machine::Aarch64,
-            other => {
-                return Err(format!(
-                    "unsupported machine {other} (want x86_64 or aarch64)"
-                ))
-            }
+            other => return Err(format!("unsupported machine {other} (want x86_64 or aarch64)")),
         };
         let sections = header.sections(endian, data).map_err(malformed)?;
-        let symbols = sections
-            .symbols(endian, data, elf::SHT_SYMTAB)
-            .map_err(malformed)?;
-        Ok(Object {
-            data,
-            machine,
-            sections,
-            symbols,
-        })
+        let symbols = sections.symbols(endian, data, elf::SHT_SYMTAB).map_err(malformed)?;
+        Ok(Object { data, machine, sections, symbols })
     }
 
     fn symbol_name(&self, sym: &elf::Sym64<LE>) -> String {
@@ -266,17 +239,10 @@ impl<'d> Object<'d> {
             }
             let name = self.section_name(header);
             if flags & u64::from(elf::SHF_TLS) != 0 {
-                return Err(format!(
-                    "section {name}: thread-local storage is not supported"
-                ));
+                return Err(format!("section {name}: thread-local storage is not supported"));
             }
-            if matches!(
-                header.sh_type(LE),
-                elf::SHT_INIT_ARRAY | elf::SHT_FINI_ARRAY | elf::SHT_PREINIT_ARRAY
-            ) {
-                return Err(format!(
-                    "section {name}: constructors/destructors are not supported"
-                ));
+            if matches!(header.sh_type(LE), elf::SHT_INIT_ARRAY | elf::SHT_FINI_ARRAY | elf::SHT_PREINIT_ARRAY) {
+                return Err(format!("section {name}: constructors/destructors are not supported"));
             }
             let exec = flags & u64::from(elf::SHF_EXECINSTR) != 0;
             let write = flags & u64::from(elf::SHF_WRITE) != 0;
@@ -311,10 +277,7 @@ impl<'d> Object<'d> {
             let def = if index.0 == 0 {
                 SymDef::Zero
             } else if sym.st_type() == elf::STT_GNU_IFUNC || sym.st_type() == elf::STT_TLS {
-                SymDef::Invalid(format!(
-                    "symbol `{}` has an unsupported type",
-                    self.symbol_name(sym)
-                ))
+                SymDef::Invalid(format!("symbol `{}` has an unsupported type", self.symbol_name(sym)))
             } else {
                 match sym.st_shndx(LE) {
                     elf::SHN_ABS => SymDef::Absolute(sym.st_value(LE)),
@@ -322,14 +285,8 @@ impl<'d> Object<'d> {
                         let name = self.symbol_name(sym);
                         return Err(format!("common symbol `{name}` (compile with -fno-common)"));
                     }
-                    _ => match self
-                        .symbols
-                        .symbol_section(LE, sym, index)
-                        .map_err(malformed)?
-                    {
-                        None if sym.st_shndx(LE) != elf::SHN_UNDEF
-                            && sym.st_shndx(LE) != elf::SHN_XINDEX =>
-                        {
+                    _ => match self.symbols.symbol_section(LE, sym, index).map_err(malformed)? {
+                        None if sym.st_shndx(LE) != elf::SHN_UNDEF && sym.st_shndx(LE) != elf::SHN_XINDEX => {
                             SymDef::Invalid(format!(
                                 "symbol `{}` has unsupported section index {:#x}",
                                 self.symbol_name(sym),
@@ -344,10 +301,7 @@ impl<'d> Object<'d> {
                                 stubs += 1;
                                 let slot = got.len();
                                 got.insert((index.0 as u32, 0), slot);
-                                SymDef::Host {
-                                    name,
-                                    stub: stubs - 1,
-                                }
+                                SymDef::Host { name, stub: stubs - 1 }
                             } else if sym.st_bind() == elf::STB_WEAK {
                                 SymDef::Zero
                             } else if name.is_empty() {
@@ -360,10 +314,7 @@ impl<'d> Object<'d> {
                             }
                         }
                         Some(section) if section_placed.get(section.0) == Some(&true) => {
-                            SymDef::Section {
-                                index: section.0,
-                                value: sym.st_value(LE),
-                            }
+                            SymDef::Section { index: section.0, value: sym.st_value(LE) }
                         }
                         Some(section) => SymDef::Invalid(format!(
                             "symbol `{}` is in section {} which is not loaded",
@@ -394,19 +345,14 @@ impl<'d> Object<'d> {
             if header.sh_link(LE) as usize != self.symbols.section().0 {
                 return Err("relocation section does not use the symbol table".to_string());
             }
-            let (relas, _) = header
-                .rela(LE, self.data)
-                .map_err(malformed)?
-                .ok_or("bad relocation section")?;
+            let (relas, _) = header.rela(LE, self.data).map_err(malformed)?.ok_or("bad relocation section")?;
             for rela in relas {
                 let r_type = rela.r_type(LE, false);
                 let kind = reloc::needs(self.machine, r_type)?;
                 low |= reloc::needs_low_address(self.machine, r_type);
                 let sym = rela.r_sym(LE, false);
                 if sym as usize >= symbols.len() {
-                    return Err(format!(
-                        "relocation uses symbol {sym}, which does not exist"
-                    ));
+                    return Err(format!("relocation uses symbol {sym}, which does not exist"));
                 }
                 let key = match kind {
                     Needs::Direct => continue,
@@ -422,15 +368,14 @@ impl<'d> Object<'d> {
         // 4. Layout.
         let mut section_offset = vec![None; self.sections.len()];
         let mut cursor = 0usize;
-        let mut place =
-            |list: &[(usize, usize, usize)], cursor: &mut usize| -> Result<(), String> {
-                for &(index, size, align) in list {
-                    *cursor = align_up(*cursor, align)?;
-                    section_offset[index] = Some(*cursor);
-                    *cursor = cursor.checked_add(size).ok_or("image too large")?;
-                }
-                Ok(())
-            };
+        let mut place = |list: &[(usize, usize, usize)], cursor: &mut usize| -> Result<(), String> {
+            for &(index, size, align) in list {
+                *cursor = align_up(*cursor, align)?;
+                section_offset[index] = Some(*cursor);
+                *cursor = cursor.checked_add(size).ok_or("image too large")?;
+            }
+            Ok(())
+        };
         place(&regions[0], &mut cursor)?;
         let stub_offset = align_up(cursor, STUB_SIZE)?;
         let text_end = stub_offset + stubs * STUB_SIZE;
@@ -461,12 +406,7 @@ impl<'d> Object<'d> {
         })
     }
 
-    fn find_entry(
-        &self,
-        entry: &str,
-        symbols: &[SymDef],
-        section_offset: &[Option<usize>],
-    ) -> Result<usize, String> {
+    fn find_entry(&self, entry: &str, symbols: &[SymDef], section_offset: &[Option<usize>]) -> Result<usize, String> {
         let mut found = None;
         for (index, sym) in self.symbols.enumerate() {
             if self.symbols.symbol_name(LE, sym).ok() != Some(entry.as_bytes()) {
@@ -480,21 +420,12 @@ impl<'d> Object<'d> {
                 break;
             }
         }
-        let (index, sym): (SymbolIndex, _) =
-            found.ok_or_else(|| format!("entry symbol `{entry}` not found"))?;
-        let not_function =
-            || format!("entry symbol `{entry}` is not a function in an executable section");
-        let SymDef::Section {
-            index: section,
-            value,
-        } = symbols[index.0]
-        else {
+        let (index, sym): (SymbolIndex, _) = found.ok_or_else(|| format!("entry symbol `{entry}` not found"))?;
+        let not_function = || format!("entry symbol `{entry}` is not a function in an executable section");
+        let SymDef::Section { index: section, value } = symbols[index.0] else {
             return Err(not_function());
         };
-        let header = self
-            .sections
-            .section(SectionIndex(section))
-            .map_err(malformed)?;
+        let header = self.sections.section(SectionIndex(section)).map_err(malformed)?;
         if sym.st_type() != elf::STT_FUNC
             || header.sh_flags(LE) & u64::from(elf::SHF_EXECINSTR) == 0
             || value >= header.sh_size(LE)
@@ -520,13 +451,7 @@ impl<'d> Object<'d> {
     }
 
     /// Fills `image` (zeroed, `plan.total` bytes) as if it were mapped at `base`.
-    fn link(
-        &self,
-        plan: &Plan,
-        image: &mut [u8],
-        base: u64,
-        host: &dyn Fn(&str) -> Option<u64>,
-    ) -> Result<(), String> {
+    fn link(&self, plan: &Plan, image: &mut [u8], base: u64, host: &dyn Fn(&str) -> Option<u64>) -> Result<(), String> {
         if image.len() != plan.total {
             return Err("image buffer has the wrong size".to_string());
         }
@@ -540,10 +465,7 @@ impl<'d> Object<'d> {
             }
             let bytes = header.data(LE, self.data).map_err(malformed)?;
             if bytes.len() as u64 != header.sh_size(LE) {
-                return Err(format!(
-                    "section {} data is truncated",
-                    self.section_name(header)
-                ));
+                return Err(format!("section {} data is truncated", self.section_name(header)));
             }
             image[offset..offset + bytes.len()].copy_from_slice(bytes);
         }
@@ -563,41 +485,23 @@ impl<'d> Object<'d> {
                 let slot = plan.got[&(sym as u32, 0)];
                 let at = plan.stub_offset + stub * STUB_SIZE;
                 let got_addr = base + (plan.got_offset + slot * 8) as u64;
-                reloc::write_stub(
-                    self.machine,
-                    &mut image[at..at + STUB_SIZE],
-                    base + at as u64,
-                    got_addr,
-                )?;
+                reloc::write_stub(self.machine, &mut image[at..at + STUB_SIZE], base + at as u64, got_addr)?;
             }
         }
         // Relocations.
         for &(target, rel_index) in &plan.relocations {
-            let target_header = self
-                .sections
-                .section(SectionIndex(target))
-                .map_err(malformed)?;
+            let target_header = self.sections.section(SectionIndex(target)).map_err(malformed)?;
             let offset = plan.section_offset[target].ok_or("relocation target not loaded")?;
             let size = target_header.sh_size(LE) as usize;
             let section = &mut image[offset..offset + size];
             let section_addr = base + offset as u64;
-            let rel_header = self
-                .sections
-                .section(SectionIndex(rel_index))
-                .map_err(malformed)?;
-            let (relas, _) = rel_header
-                .rela(LE, self.data)
-                .map_err(malformed)?
-                .ok_or("bad relocation section")?;
+            let rel_header = self.sections.section(SectionIndex(rel_index)).map_err(malformed)?;
+            let (relas, _) = rel_header.rela(LE, self.data).map_err(malformed)?.ok_or("bad relocation section")?;
             let target_name = self.section_name(target_header);
             for rela in relas {
                 let r_type = rela.r_type(LE, false);
                 let sym = rela.r_sym(LE, false);
-                let site = Site {
-                    r_type,
-                    offset: rela.r_offset(LE),
-                    addend: rela.r_addend(LE),
-                };
+                let site = Site { r_type, offset: rela.r_offset(LE), addend: rela.r_addend(LE) };
                 let in_section = |e: String| format!("section {target_name}: {e}");
                 let s = self.resolve(plan, base, sym).map_err(in_section)?;
                 let got = match reloc::needs(self.machine, r_type)? {
@@ -606,8 +510,7 @@ impl<'d> Object<'d> {
                     Needs::GotEntryWithAddend => plan.got.get(&(sym, site.addend)),
                 }
                 .map(|slot| base + (plan.got_offset + slot * 8) as u64);
-                reloc::apply(self.machine, section, section_addr, site, s, got)
-                    .map_err(in_section)?;
+                reloc::apply(self.machine, section, section_addr, site, s, got).map_err(in_section)?;
             }
         }
         Ok(())

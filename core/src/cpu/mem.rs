@@ -119,26 +119,12 @@ impl ImageMap {
     /// (x86_64 `MAP_32BIT`), needed by absolute 32-bit relocations; elsewhere it is an error.
     pub(crate) fn new(len: usize, low: bool) -> Result<ImageMap, String> {
         let size = NonZeroUsize::new(len).ok_or("empty image")?;
-        let flags = if low {
-            low_map_flags()?
-        } else {
-            MapFlags::MAP_PRIVATE
-        };
+        let flags = if low { low_map_flags()? } else { MapFlags::MAP_PRIVATE };
         // SAFETY: a fresh anonymous private mapping at an address the kernel picks cannot alias any
         // existing Rust object; we own it from here and unmap it in Drop.
-        let ptr = unsafe {
-            mman::mmap_anonymous(
-                None,
-                size,
-                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-                flags,
-            )
-        }
-        .map_err(|e| format!("mmap of {len} bytes failed: {e}"))?;
-        Ok(ImageMap {
-            ptr: ptr.cast(),
-            len,
-        })
+        let ptr = unsafe { mman::mmap_anonymous(None, size, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, flags) }
+            .map_err(|e| format!("mmap of {len} bytes failed: {e}"))?;
+        Ok(ImageMap { ptr: ptr.cast(), len })
     }
 
     pub(crate) fn addr(&self) -> u64 {
@@ -160,18 +146,11 @@ impl ImageMap {
 
     /// Sets the protection of `[offset, offset + len)`, which must be page-aligned (the loader uses
     /// multiples of [`REGION_ALIGN`]).
-    pub(crate) fn protect(
-        &mut self,
-        offset: usize,
-        len: usize,
-        prot: Protection,
-    ) -> Result<(), String> {
+    pub(crate) fn protect(&mut self, offset: usize, len: usize, prot: Protection) -> Result<(), String> {
         if len == 0 {
             return Ok(());
         }
-        if !offset.is_multiple_of(REGION_ALIGN)
-            || offset.checked_add(len).is_none_or(|end| end > self.len)
-        {
+        if !offset.is_multiple_of(REGION_ALIGN) || offset.checked_add(len).is_none_or(|end| end > self.len) {
             return Err(format!("bad protection range {offset:#x}+{len:#x}"));
         }
         let flags = match prot {
@@ -184,8 +163,7 @@ impl ImageMap {
         // Rust reference into the mapping is alive: `bytes_mut` borrows end before this `&mut self`.
         let ptr = unsafe { self.ptr.add(offset) };
         // SAFETY: see above; changing protection of our own pages has no other effect.
-        unsafe { mman::mprotect(ptr.cast(), len, flags) }
-            .map_err(|e| format!("mprotect failed: {e}"))
+        unsafe { mman::mprotect(ptr.cast(), len, flags) }.map_err(|e| format!("mprotect failed: {e}"))
     }
 }
 

@@ -37,8 +37,8 @@ pub mod pool;
 mod reloc;
 
 use crate::device::{
-    Arg, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, HostBytes,
-    ProgramFormat, ProgramId, ProgramSpec, StepId, StepOp,
+    Arg, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, HostBytes, ProgramFormat, ProgramId,
+    ProgramSpec, StepId, StepOp,
 };
 
 pub use mem::BUFFER_ALIGN;
@@ -108,17 +108,9 @@ impl CpuDevice {
 
     /// Like [`CpuDevice::new`], but reports a failure to start threads as an error.
     pub fn try_new(threads: usize) -> DeviceResult<CpuDevice> {
-        let pool = Pool::new(threads).map_err(|e| DeviceError::Failed {
-            op: "start thread pool",
-            reason: e.to_string(),
-        })?;
-        Ok(CpuDevice {
-            pool,
-            buffers: Vec::new(),
-            programs: Vec::new(),
-            steps: Vec::new(),
-            timeline: 0,
-        })
+        let pool =
+            Pool::new(threads).map_err(|e| DeviceError::Failed { op: "start thread pool", reason: e.to_string() })?;
+        Ok(CpuDevice { pool, buffers: Vec::new(), programs: Vec::new(), steps: Vec::new(), timeline: 0 })
     }
 
     /// Threads used per dispatch, the caller included.
@@ -130,10 +122,7 @@ impl CpuDevice {
         self.buffers
             .get(id.0 as usize)
             .and_then(Option::as_ref)
-            .ok_or(DeviceError::InvalidHandle {
-                kind: "buffer",
-                id: id.0,
-            })
+            .ok_or(DeviceError::InvalidHandle { kind: "buffer", id: id.0 })
     }
 
     /// Checks `offset + len <= size` of `buffer` and returns the address of byte `offset`.
@@ -142,14 +131,7 @@ impl CpuDevice {
         let size = storage.len() as u64;
         match arg.offset.checked_add(len) {
             Some(end) if end <= size => {}
-            _ => {
-                return Err(DeviceError::OutOfBounds {
-                    op,
-                    offset: arg.offset,
-                    len,
-                    size,
-                })
-            }
+            _ => return Err(DeviceError::OutOfBounds { op, offset: arg.offset, len, size }),
         }
         // `offset <= size`, so this stays inside (or one past the end of) the allocation.
         Ok(storage.base().wrapping_add(arg.offset as usize))
@@ -161,36 +143,20 @@ impl CpuDevice {
     }
 
     fn push_buffer(&mut self, storage: Storage) -> DeviceResult<BufferId> {
-        let id = u32::try_from(self.buffers.len()).map_err(|_| DeviceError::Failed {
-            op: "alloc",
-            reason: "too many buffers".to_string(),
-        })?;
-        self.buffers.push(Some(Buffer {
-            storage,
-            linked: false,
-        }));
+        let id = u32::try_from(self.buffers.len())
+            .map_err(|_| DeviceError::Failed { op: "alloc", reason: "too many buffers".to_string() })?;
+        self.buffers.push(Some(Buffer { storage, linked: false }));
         Ok(BufferId(id))
     }
 
     fn link_op(&self, op: &StepOp, args: &mut Vec<*mut u8>) -> DeviceResult<LinkedOp> {
         match op {
-            StepOp::Dispatch {
-                program,
-                args: op_args,
-                global,
-                local: _,
-            } => {
-                let p =
-                    self.programs
-                        .get(program.0 as usize)
-                        .ok_or(DeviceError::InvalidHandle {
-                            kind: "program",
-                            id: program.0,
-                        })?;
-                let bad = |reason: String| DeviceError::Program {
-                    name: p.name.clone(),
-                    reason,
-                };
+            StepOp::Dispatch { program, args: op_args, global, local: _ } => {
+                let p = self
+                    .programs
+                    .get(program.0 as usize)
+                    .ok_or(DeviceError::InvalidHandle { kind: "program", id: program.0 })?;
+                let bad = |reason: String| DeviceError::Program { name: p.name.clone(), reason };
                 if op_args.len() != p.arg_count {
                     return Err(bad(format!(
                         "dispatch passes {} arguments, the kernel takes {}",
@@ -217,10 +183,7 @@ impl CpuDevice {
                 if self.buffer(dst.buffer)?.storage.is_imported() {
                     return Err(DeviceError::Failed {
                         op: "link copy",
-                        reason: format!(
-                            "destination buffer {} is imported (read-only)",
-                            dst.buffer.0
-                        ),
+                        reason: format!("destination buffer {} is imported (read-only)", dst.buffer.0),
                     });
                 }
                 Ok(LinkedOp::Copy {
@@ -236,10 +199,7 @@ impl CpuDevice {
 
 impl Device for CpuDevice {
     fn info(&self) -> DeviceInfo {
-        DeviceInfo {
-            backend: "cpu".to_string(),
-            arch: std::env::consts::ARCH.to_string(),
-        }
+        DeviceInfo { backend: "cpu".to_string(), arch: std::env::consts::ARCH.to_string() }
     }
 
     fn alloc(&mut self, size: usize, _usage: BufferUse) -> DeviceResult<BufferId> {
@@ -265,10 +225,7 @@ impl Device for CpuDevice {
     }
 
     fn copy_in(&mut self, dst: BufferId, offset: u64, src: &[u8]) -> DeviceResult<()> {
-        let arg = Arg {
-            buffer: dst,
-            offset,
-        };
+        let arg = Arg { buffer: dst, offset };
         let ptr = self.address("copy_in", arg, src.len() as u64)?;
         if self.buffer(dst)?.storage.is_imported() {
             return Err(DeviceError::Failed {
@@ -284,10 +241,7 @@ impl Device for CpuDevice {
     }
 
     fn copy_out(&mut self, src: BufferId, offset: u64, dst: &mut [u8]) -> DeviceResult<()> {
-        let arg = Arg {
-            buffer: src,
-            offset,
-        };
+        let arg = Arg { buffer: src, offset };
         let ptr = self.address("copy_out", arg, dst.len() as u64)?;
         // SAFETY: `ptr..ptr + dst.len()` is inside a live buffer of this device (bounds checked),
         // readable, and not written concurrently; `dst` is an exclusive Rust slice elsewhere.
@@ -296,32 +250,19 @@ impl Device for CpuDevice {
     }
 
     fn load_program(&mut self, spec: &ProgramSpec<'_>) -> DeviceResult<ProgramId> {
-        let bad = |reason: String| DeviceError::Program {
-            name: spec.name.to_string(),
-            reason,
-        };
+        let bad = |reason: String| DeviceError::Program { name: spec.name.to_string(), reason };
         if spec.format != ProgramFormat::Elf {
-            return Err(bad(format!(
-                "format {:?} cannot run on the CPU",
-                spec.format
-            )));
+            return Err(bad(format!("format {:?} cannot run on the CPU", spec.format)));
         }
-        let id =
-            u32::try_from(self.programs.len()).map_err(|_| bad("too many programs".to_string()))?;
+        let id = u32::try_from(self.programs.len()).map_err(|_| bad("too many programs".to_string()))?;
         let image = elf::load(spec.code, spec.name).map_err(bad)?;
-        self.programs.push(Program {
-            name: spec.name.to_string(),
-            image,
-            arg_count: spec.arg_count,
-        });
+        self.programs.push(Program { name: spec.name.to_string(), image, arg_count: spec.arg_count });
         Ok(ProgramId(id))
     }
 
     fn link_step(&mut self, ops: &[StepOp]) -> DeviceResult<StepId> {
-        let id = u32::try_from(self.steps.len()).map_err(|_| DeviceError::Failed {
-            op: "link_step",
-            reason: "too many steps".to_string(),
-        })?;
+        let id = u32::try_from(self.steps.len())
+            .map_err(|_| DeviceError::Failed { op: "link_step", reason: "too many steps".to_string() })?;
         let mut args = Vec::new();
         let mut linked = Vec::with_capacity(ops.len());
         for op in ops {
@@ -345,20 +286,10 @@ impl Device for CpuDevice {
 
     /// Runs the step to completion on the pool (no heap allocation) and returns its timeline value.
     fn submit(&mut self, step: StepId) -> DeviceResult<u64> {
-        let linked = self
-            .steps
-            .get(step.0 as usize)
-            .ok_or(DeviceError::InvalidHandle {
-                kind: "step",
-                id: step.0,
-            })?;
+        let linked = self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
         for op in &linked.ops {
             match *op {
-                LinkedOp::Dispatch {
-                    kernel,
-                    args,
-                    nparts,
-                } => {
+                LinkedOp::Dispatch { kernel, args, nparts } => {
                     let args = linked.args[args..].as_ptr();
                     // SAFETY: `kernel` is the entry of a program image owned by this device (alive
                     // as long as the device); `args` are pointers into live buffers that cannot be
@@ -383,10 +314,7 @@ impl Device for CpuDevice {
         if value > self.timeline {
             return Err(DeviceError::Failed {
                 op: "wait",
-                reason: format!(
-                    "timeline value {value} was never submitted (last is {})",
-                    self.timeline
-                ),
+                reason: format!("timeline value {value} was never submitted (last is {})", self.timeline),
             });
         }
         Ok(())
@@ -401,9 +329,7 @@ impl Device for CpuDevice {
 #[cfg(test)]
 impl CpuDevice {
     fn buffer_ptr(&self, id: BufferId) -> Option<std::ptr::NonNull<u8>> {
-        self.buffer(id)
-            .ok()
-            .and_then(|b| std::ptr::NonNull::new(b.storage.base()))
+        self.buffer(id).ok().and_then(|b| std::ptr::NonNull::new(b.storage.base()))
     }
 }
 

@@ -88,11 +88,7 @@ impl Pool {
     /// Starts a pool of `threads` workers in all (the caller counts as one; `0` means
     /// `std::thread::available_parallelism()`). Fails if the OS refuses to start a thread.
     pub fn new(threads: usize) -> std::io::Result<Pool> {
-        let threads = if threads == 0 {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        } else {
-            threads
-        };
+        let threads = if threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { threads };
         let shared = Arc::new(Shared {
             job: AtomicU64::new(0),
             kernel: AtomicPtr::new(no_kernel as KernelFn as *mut ()),
@@ -105,12 +101,7 @@ impl Pool {
             work: Condvar::new(),
             done: Condvar::new(),
         });
-        let mut pool = Pool {
-            shared,
-            workers: Vec::with_capacity(threads - 1),
-            threads,
-            generation: 0,
-        };
+        let mut pool = Pool { shared, workers: Vec::with_capacity(threads - 1), threads, generation: 0 };
         for index in 1..threads {
             let shared = Arc::clone(&pool.shared);
             let handle = std::thread::Builder::new()
@@ -142,10 +133,7 @@ impl Pool {
             s.args.store(args.cast_mut(), Relaxed);
             s.outstanding.store(nparts - 1, Relaxed);
             // Publishes the slot (release) and orders against the `sleeping_workers` load (SeqCst).
-            s.job.store(
-                (u64::from(self.generation) << 32) | u64::from(nparts),
-                SeqCst,
-            );
+            s.job.store((u64::from(self.generation) << 32) | u64::from(nparts), SeqCst);
             if s.sleeping_workers.load(SeqCst) > 0 {
                 drop(s.lock());
                 s.work.notify_all();
@@ -241,12 +229,7 @@ mod tests {
     /// args[0]: `[AtomicU32; 8]` per-part run counts; args[1]: `AtomicU32` last nparts seen.
     unsafe extern "C" fn count_parts(args: *const *mut u8, part: u32, nparts: u32) {
         // SAFETY: the tests below pass two pointers: to 8 counters and to one counter.
-        let (counts, seen) = unsafe {
-            (
-                &*(*args).cast::<[AtomicU32; 8]>(),
-                &*(*args.add(1)).cast::<AtomicU32>(),
-            )
-        };
+        let (counts, seen) = unsafe { (&*(*args).cast::<[AtomicU32; 8]>(), &*(*args.add(1)).cast::<AtomicU32>()) };
         counts[part as usize].fetch_add(1, Relaxed);
         seen.store(nparts, Relaxed);
     }
@@ -254,10 +237,7 @@ mod tests {
     fn run_counted(threads: usize, nparts: u32, rounds: u32) -> ([u32; 8], u32) {
         let counts: [AtomicU32; 8] = Default::default();
         let seen = AtomicU32::new(0);
-        let args = [
-            counts.as_ptr().cast_mut().cast::<u8>(),
-            (&raw const seen).cast_mut().cast::<u8>(),
-        ];
+        let args = [counts.as_ptr().cast_mut().cast::<u8>(), (&raw const seen).cast_mut().cast::<u8>()];
         let mut pool = Pool::new(threads).unwrap();
         for _ in 0..rounds {
             // SAFETY: count_parts only does atomic updates through `args`, which outlive the call.
@@ -268,10 +248,7 @@ mod tests {
 
     #[test]
     fn every_part_runs_exactly_once_per_dispatch() {
-        assert_eq!(
-            run_counted(4, 4, 500),
-            ([500, 500, 500, 500, 0, 0, 0, 0], 4)
-        );
+        assert_eq!(run_counted(4, 4, 500), ([500, 500, 500, 500, 0, 0, 0, 0], 4));
         // More parts than threads: clamped to the thread count.
         assert_eq!(run_counted(3, 7, 100), ([100, 100, 100, 0, 0, 0, 0, 0], 3));
         // Fewer parts than threads: idle workers skip.
@@ -283,10 +260,7 @@ mod tests {
     fn workers_sleep_and_wake_and_shut_down() {
         let counts: [AtomicU32; 8] = Default::default();
         let seen = AtomicU32::new(0);
-        let args = [
-            counts.as_ptr().cast_mut().cast::<u8>(),
-            (&raw const seen).cast_mut().cast::<u8>(),
-        ];
+        let args = [counts.as_ptr().cast_mut().cast::<u8>(), (&raw const seen).cast_mut().cast::<u8>()];
         let mut pool = Pool::new(4).unwrap();
         assert_eq!(pool.threads(), 4);
         for _ in 0..3 {

@@ -63,9 +63,7 @@ pub(crate) fn needs(machine: Machine, r_type: u32) -> Result<Needs, String> {
             | elf::R_X86_64_32
             | elf::R_X86_64_32S
             | elf::R_X86_64_PC64 => Needs::Direct,
-            elf::R_X86_64_GOTPCREL | elf::R_X86_64_GOTPCRELX | elf::R_X86_64_REX_GOTPCRELX => {
-                Needs::GotEntry
-            }
+            elf::R_X86_64_GOTPCREL | elf::R_X86_64_GOTPCRELX | elf::R_X86_64_REX_GOTPCRELX => Needs::GotEntry,
             _ => return Err(format!("unsupported x86_64 relocation type {r_type}")),
         },
         Machine::Aarch64 => match r_type {
@@ -91,9 +89,7 @@ pub(crate) fn needs(machine: Machine, r_type: u32) -> Result<Needs, String> {
             | elf::R_AARCH64_MOVW_UABS_G2
             | elf::R_AARCH64_MOVW_UABS_G2_NC
             | elf::R_AARCH64_MOVW_UABS_G3 => Needs::Direct,
-            elf::R_AARCH64_ADR_GOT_PAGE | elf::R_AARCH64_LD64_GOT_LO12_NC => {
-                Needs::GotEntryWithAddend
-            }
+            elf::R_AARCH64_ADR_GOT_PAGE | elf::R_AARCH64_LD64_GOT_LO12_NC => Needs::GotEntryWithAddend,
             _ => return Err(format!("unsupported aarch64 relocation type {r_type}")),
         },
     };
@@ -139,10 +135,7 @@ pub(crate) fn apply(
     // a negative addend, or a high-half address, range-checks as the psABIs mean it.
     let p = wrap(i128::from(section_addr) + i128::from(site.offset));
     let s_a = wrap(i128::from(sym) + i128::from(site.addend));
-    let field = Field {
-        section,
-        offset: site.offset,
-    };
+    let field = Field { section, offset: site.offset };
     match machine {
         Machine::X86_64 => {
             let g_a = wrap(i128::from(got) + i128::from(site.addend));
@@ -150,12 +143,7 @@ pub(crate) fn apply(
         }
         Machine::Aarch64 => apply_aarch64(field, site.r_type, s_a, p, wrap(i128::from(got))),
     }
-    .map_err(|e| {
-        format!(
-            "relocation type {} at offset {:#x}: {e}",
-            site.r_type, site.offset
-        )
-    })
+    .map_err(|e| format!("relocation type {} at offset {:#x}: {e}", site.r_type, site.offset))
 }
 
 /// `value` reduced modulo 2^64, as a signed 64-bit number.
@@ -179,10 +167,7 @@ impl Field<'_> {
         let start = usize::try_from(self.offset).map_err(|_| "offset overflows".to_string())?;
         match start.checked_add(width) {
             Some(end) if end <= self.section.len() => Ok(start..end),
-            _ => Err(format!(
-                "{width}-byte field outside its section of {} bytes",
-                self.section.len()
-            )),
+            _ => Err(format!("{width}-byte field outside its section of {} bytes", self.section.len())),
         }
     }
 
@@ -208,9 +193,7 @@ impl Field<'_> {
 
 fn check_range(value: i128, min: i128, max: i128) -> Result<(), String> {
     if value < min || value > max {
-        Err(format!(
-            "value {value:#x} out of range [{min:#x}, {max:#x}]"
-        ))
+        Err(format!("value {value:#x} out of range [{min:#x}, {max:#x}]"))
     } else {
         Ok(())
     }
@@ -221,13 +204,7 @@ fn signed32(value: i128) -> Result<[u8; 4], String> {
     Ok((value as i32).to_le_bytes())
 }
 
-fn apply_x86_64(
-    mut field: Field<'_>,
-    r_type: u32,
-    s_a: i128,
-    p: i128,
-    g_a: i128,
-) -> Result<(), String> {
+fn apply_x86_64(mut field: Field<'_>, r_type: u32, s_a: i128, p: i128, g_a: i128) -> Result<(), String> {
     match r_type {
         elf::R_X86_64_NONE => Ok(()),
         // Truncation to 64 bits is the definition of these two kinds (addresses wrap).
@@ -254,9 +231,7 @@ fn page(x: i128) -> i128 {
 fn encode_adr(insn: u32, imm: i128) -> Result<u32, String> {
     check_range(imm, -(1 << 20), (1 << 20) - 1)?;
     let imm = imm as u32;
-    Ok((insn & !((0x3 << 29) | (0x7ffff << 5)))
-        | ((imm & 0x3) << 29)
-        | (((imm >> 2) & 0x7ffff) << 5))
+    Ok((insn & !((0x3 << 29) | (0x7ffff << 5))) | ((imm & 0x3) << 29) | (((imm >> 2) & 0x7ffff) << 5))
 }
 
 /// ADRP to the page of `target` from the page of `p`.
@@ -269,21 +244,12 @@ fn encode_adrp(insn: u32, target: i128, p: i128) -> Result<u32, String> {
 fn encode_lo12(insn: u32, value: i128, shift: u32) -> Result<u32, String> {
     let lo = (value & 0xfff) as u32;
     if lo & ((1 << shift) - 1) != 0 {
-        return Err(format!(
-            "target {value:#x} not aligned to the {}-byte access",
-            1u32 << shift
-        ));
+        return Err(format!("target {value:#x} not aligned to the {}-byte access", 1u32 << shift));
     }
     Ok((insn & !(0xfff << 10)) | ((lo >> shift) << 10))
 }
 
-fn apply_aarch64(
-    mut field: Field<'_>,
-    r_type: u32,
-    s_a: i128,
-    p: i128,
-    g: i128,
-) -> Result<(), String> {
+fn apply_aarch64(mut field: Field<'_>, r_type: u32, s_a: i128, p: i128, g: i128) -> Result<(), String> {
     match r_type {
         elf::R_AARCH64_NONE => Ok(()),
         elf::R_AARCH64_ABS64 => field.write(&(s_a as u64).to_le_bytes()),
@@ -349,12 +315,7 @@ fn apply_aarch64(
 ///
 /// x86_64: `jmp *disp32(%rip)` padded with `int3`.
 /// aarch64: `adrp x16, G; ldr x16, [x16, :lo12:G]; br x16; brk #0`.
-pub(crate) fn write_stub(
-    machine: Machine,
-    out: &mut [u8],
-    stub_addr: u64,
-    got_entry: u64,
-) -> Result<(), String> {
+pub(crate) fn write_stub(machine: Machine, out: &mut [u8], stub_addr: u64, got_entry: u64) -> Result<(), String> {
     if out.len() != STUB_SIZE {
         return Err("stub slot has the wrong size".to_string());
     }

@@ -9,9 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::*;
-use crate::device::{
-    Arg, BufferId, BufferUse, Device, HostBytes, ProgramFormat, ProgramSpec, StepOp,
-};
+use crate::device::{Arg, BufferId, BufferUse, Device, HostBytes, ProgramFormat, ProgramSpec, StepOp};
 
 #[path = "tests_elf.rs"]
 mod elf_tests;
@@ -65,13 +63,8 @@ fn thread_allocs() -> u64 {
 
 // ---- compiling kernels ----
 
-pub(super) const BASE_FLAGS: [&str; 5] = [
-    "-c",
-    "-O2",
-    "-ffreestanding",
-    "-fno-stack-protector",
-    "-fno-asynchronous-unwind-tables",
-];
+pub(super) const BASE_FLAGS: [&str; 5] =
+    ["-c", "-O2", "-ffreestanding", "-fno-stack-protector", "-fno-asynchronous-unwind-tables"];
 /// The two code models the loader must handle.
 pub(super) const MODELS: [&[&str]; 2] = [&["-fPIC"], &["-fno-pic", "-mcmodel=small"]];
 
@@ -82,53 +75,30 @@ pub(super) fn compile_with(compiler: &str, source: &str, flags: &[&str]) -> Opti
     let src = dir.path().join("k.c");
     let obj: PathBuf = dir.path().join("k.o");
     std::fs::write(&src, source).unwrap();
-    let out = match Command::new(compiler)
-        .args(BASE_FLAGS)
-        .args(flags)
-        .arg(&src)
-        .arg("-o")
-        .arg(&obj)
-        .output()
-    {
+    let out = match Command::new(compiler).args(BASE_FLAGS).args(flags).arg(&src).arg("-o").arg(&obj).output() {
         Ok(out) => out,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => panic!("running {compiler}: {e}"),
     };
-    assert!(
-        out.status.success(),
-        "{compiler} {flags:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{compiler} {flags:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     Some(std::fs::read(obj).unwrap())
 }
 
 /// Compiles with the system `cc`, which every test machine has (gcc tests never skip).
 pub(super) fn cc(source: &str, flags: &[&str]) -> Vec<u8> {
-    compile_with("cc", source, flags)
-        .expect("the system C compiler `cc` is required for these tests")
+    compile_with("cc", source, flags).expect("the system C compiler `cc` is required for these tests")
 }
 
 fn spec<'a>(name: &'a str, code: &'a [u8], arg_count: usize) -> ProgramSpec<'a> {
-    ProgramSpec {
-        name,
-        format: ProgramFormat::Elf,
-        code,
-        arg_count,
-    }
+    ProgramSpec { name, format: ProgramFormat::Elf, code, arg_count }
 }
 
 fn f32s(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
 }
 
 fn from_bytes<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
-    bytes
-        .chunks_exact(std::mem::size_of::<T>())
-        .map(bytemuck::pod_read_unaligned)
-        .collect()
+    bytes.chunks_exact(std::mem::size_of::<T>()).map(bytemuck::pod_read_unaligned).collect()
 }
 
 fn to_bytes<T: bytemuck::Pod>(values: &[T]) -> Vec<u8> {
@@ -138,10 +108,7 @@ fn to_bytes<T: bytemuck::Pod>(values: &[T]) -> Vec<u8> {
 fn dispatch(program: ProgramId, buffers: &[BufferId], parts: u32) -> StepOp {
     StepOp::Dispatch {
         program,
-        args: buffers
-            .iter()
-            .map(|&buffer| Arg { buffer, offset: 0 })
-            .collect(),
+        args: buffers.iter().map(|&buffer| Arg { buffer, offset: 0 }).collect(),
         global: [parts, 1, 1],
         local: [1, 1, 1],
     }
@@ -176,10 +143,8 @@ fn vector_add_split_into_parts() {
             for parts in [1, 3, 4, 16] {
                 let mut dev = CpuDevice::new(threads);
                 let p = dev.load_program(&spec("vadd", &code, 4)).unwrap();
-                let ids: Vec<BufferId> = [4 * n, 4 * n, 4 * n, 4]
-                    .iter()
-                    .map(|&size| dev.alloc(size, BufferUse::Scratch).unwrap())
-                    .collect();
+                let ids: Vec<BufferId> =
+                    [4 * n, 4 * n, 4 * n, 4].iter().map(|&size| dev.alloc(size, BufferUse::Scratch).unwrap()).collect();
                 dev.copy_in(ids[0], 0, &to_bytes(&a)).unwrap();
                 dev.copy_in(ids[1], 0, &to_bytes(&b)).unwrap();
                 dev.copy_in(ids[3], 0, &(n as u32).to_le_bytes()).unwrap();
@@ -229,10 +194,7 @@ fn rodata_constants_and_mutable_globals() {
         assert_eq!(dev.submit(step).unwrap(), 1);
         assert_eq!(dev.submit(step).unwrap(), 2);
         let out = f32s(&read(&mut dev, o, 64));
-        let want: Vec<f32> = idx
-            .iter()
-            .map(|&k| table[k as usize & 7] * 3.5 + 0.25)
-            .collect();
+        let want: Vec<f32> = idx.iter().map(|&k| table[k as usize & 7] * 3.5 + 0.25).collect();
         assert_eq!(out, want, "{model:?}");
         let state: Vec<i32> = from_bytes(&read(&mut dev, s, 12));
         assert_eq!(state, [2, 104, 7 + 1 + 2], "{model:?}");
@@ -258,21 +220,13 @@ fn kernels_calling_memcpy_memset_memmove() {
     for model in MODELS {
         let code = cc(MEMFNS, model);
         let undefined = elf_tests::undefined_symbols(&code);
-        assert!(
-            undefined.contains(&"memcpy".to_string()),
-            "{model:?}: {undefined:?}"
-        );
-        assert!(
-            undefined.contains(&"memset".to_string()),
-            "{model:?}: {undefined:?}"
-        );
+        assert!(undefined.contains(&"memcpy".to_string()), "{model:?}: {undefined:?}");
+        assert!(undefined.contains(&"memset".to_string()), "{model:?}: {undefined:?}");
         let mut dev = CpuDevice::new(1);
         let p = dev.load_program(&spec("memfns", &code, 4)).unwrap();
         let src: Vec<u8> = (0..100u8).collect();
-        let ids: Vec<BufferId> = [100, 200, 8, 512]
-            .iter()
-            .map(|&size| dev.alloc(size, BufferUse::Scratch).unwrap())
-            .collect();
+        let ids: Vec<BufferId> =
+            [100, 200, 8, 512].iter().map(|&size| dev.alloc(size, BufferUse::Scratch).unwrap()).collect();
         dev.copy_in(ids[0], 0, &src).unwrap();
         dev.copy_in(ids[2], 0, &to_bytes(&[37u32, 20])).unwrap();
         let words: Vec<u32> = (0..64).map(|i| i * 7 + 1).collect();
@@ -355,17 +309,8 @@ fn linked_step_with_copy_carries_state_across_submits() {
     let at = |buffer, offset| Arg { buffer, offset };
     let ops = [
         dispatch(acc, &[inp, state, tmp], 4),
-        StepOp::Copy {
-            src: at(tmp, 0),
-            dst: at(state, 0),
-            len: 256,
-        },
-        StepOp::Dispatch {
-            program: twice,
-            args: vec![at(state, 0), at(out, 16)],
-            global: [3, 1, 1],
-            local: [1, 1, 1],
-        },
+        StepOp::Copy { src: at(tmp, 0), dst: at(state, 0), len: 256 },
+        StepOp::Dispatch { program: twice, args: vec![at(state, 0), at(out, 16)], global: [3, 1, 1], local: [1, 1, 1] },
     ];
     let step = dev.link_step(&ops).unwrap();
     for round in 1..=2 {
@@ -389,25 +334,12 @@ fn submit_does_not_allocate() {
     let code = cc(VADD, MODELS[0]);
     let mut dev = CpuDevice::new(3);
     let p = dev.load_program(&spec("vadd", &code, 4)).unwrap();
-    let ids: Vec<BufferId> = [400, 400, 400, 4]
-        .iter()
-        .map(|&size| dev.alloc(size, BufferUse::Scratch).unwrap())
-        .collect();
+    let ids: Vec<BufferId> =
+        [400, 400, 400, 4].iter().map(|&size| dev.alloc(size, BufferUse::Scratch).unwrap()).collect();
     dev.copy_in(ids[3], 0, &100u32.to_le_bytes()).unwrap();
-    let copy = StepOp::Copy {
-        src: Arg {
-            buffer: ids[2],
-            offset: 0,
-        },
-        dst: Arg {
-            buffer: ids[0],
-            offset: 0,
-        },
-        len: 400,
-    };
-    let step = dev
-        .link_step(&[dispatch(p, &ids, 3), copy, dispatch(p, &ids, 1)])
-        .unwrap();
+    let copy =
+        StepOp::Copy { src: Arg { buffer: ids[2], offset: 0 }, dst: Arg { buffer: ids[0], offset: 0 }, len: 400 };
+    let step = dev.link_step(&[dispatch(p, &ids, 3), copy, dispatch(p, &ids, 1)]).unwrap();
     dev.submit(step).unwrap(); // warm-up
     let mut out = [0u8; 400];
     let before = thread_allocs();
@@ -417,16 +349,8 @@ fn submit_does_not_allocate() {
         dev.copy_in(ids[1], 0, &out[..4]).unwrap();
         dev.copy_out(ids[2], 0, &mut out).unwrap();
     }
-    assert_eq!(
-        thread_allocs() - before,
-        0,
-        "allocations on the submitting thread"
-    );
-    assert_eq!(
-        WORKER_ALLOCS.load(Ordering::Relaxed),
-        0,
-        "allocations on pool workers"
-    );
+    assert_eq!(thread_allocs() - before, 0, "allocations on the submitting thread");
+    assert_eq!(WORKER_ALLOCS.load(Ordering::Relaxed), 0, "allocations on pool workers");
 }
 
 #[test]
@@ -439,27 +363,15 @@ fn buffers_are_aligned_zeroed_and_bounds_checked() {
     assert!(dev.copy_in(empty, 0, &[1]).is_err());
     for size in [1, 3, 64, 1000] {
         let id = dev.alloc(size, BufferUse::Scratch).unwrap();
-        assert_eq!(
-            dev.buffer_ptr(id).unwrap().as_ptr() as usize % BUFFER_ALIGN,
-            0
-        );
+        assert_eq!(dev.buffer_ptr(id).unwrap().as_ptr() as usize % BUFFER_ALIGN, 0);
         assert!(read(&mut dev, id, size).iter().all(|&b| b == 0));
-        assert!(matches!(
-            dev.copy_in(id, size as u64, &[1]),
-            Err(DeviceError::OutOfBounds { .. })
-        ));
+        assert!(matches!(dev.copy_in(id, size as u64, &[1]), Err(DeviceError::OutOfBounds { .. })));
         assert!(dev.copy_out(id, u64::MAX, &mut [0]).is_err());
         dev.copy_in(id, size as u64 - 1, &[9]).unwrap();
         assert_eq!(read(&mut dev, id, size)[size - 1], 9);
     }
-    assert!(matches!(
-        dev.copy_in(BufferId(999), 0, &[]),
-        Err(DeviceError::InvalidHandle { .. })
-    ));
-    assert!(matches!(
-        dev.submit(StepId(5)),
-        Err(DeviceError::InvalidHandle { .. })
-    ));
+    assert!(matches!(dev.copy_in(BufferId(999), 0, &[]), Err(DeviceError::InvalidHandle { .. })));
+    assert!(matches!(dev.submit(StepId(5)), Err(DeviceError::InvalidHandle { .. })));
     dev.wait(0).unwrap();
     assert!(dev.wait(1).is_err(), "waiting on a value never submitted");
 }
@@ -470,27 +382,12 @@ fn import_is_zero_copy_and_read_only() {
     let bytes = HostBytes::new(owner.clone(), 16..80).unwrap();
     let mut dev = CpuDevice::new(1);
     let id = dev.import(bytes, BufferUse::Weight).unwrap();
-    assert_eq!(
-        dev.buffer_ptr(id).unwrap().as_ptr().cast_const(),
-        owner[16..].as_ptr()
-    );
+    assert_eq!(dev.buffer_ptr(id).unwrap().as_ptr().cast_const(), owner[16..].as_ptr());
     assert_eq!(read(&mut dev, id, 64), owner[16..80].to_vec());
-    assert!(
-        dev.copy_in(id, 0, &[1]).is_err(),
-        "imported buffers are read-only"
-    );
+    assert!(dev.copy_in(id, 0, &[1]).is_err(), "imported buffers are read-only");
     let dst = dev.alloc(64, BufferUse::Scratch).unwrap();
-    let copy = |src, dst| StepOp::Copy {
-        src: Arg {
-            buffer: src,
-            offset: 0,
-        },
-        dst: Arg {
-            buffer: dst,
-            offset: 0,
-        },
-        len: 64,
-    };
+    let copy =
+        |src, dst| StepOp::Copy { src: Arg { buffer: src, offset: 0 }, dst: Arg { buffer: dst, offset: 0 }, len: 64 };
     assert!(dev.link_step(&[copy(dst, id)]).is_err());
     let step = dev.link_step(&[copy(id, dst)]).unwrap();
     dev.submit(step).unwrap();
@@ -503,47 +400,20 @@ fn link_step_validates_dispatches() {
     let mut dev = CpuDevice::new(2);
     let p = dev.load_program(&spec("vadd", &code, 4)).unwrap();
     let b = dev.alloc(16, BufferUse::Scratch).unwrap();
-    assert!(matches!(
-        dev.link_step(&[dispatch(p, &[b, b, b], 1)]),
-        Err(DeviceError::Program { .. })
-    ));
-    assert!(
-        dev.link_step(&[dispatch(p, &[b; 4], 0)]).is_err(),
-        "zero parts"
-    );
-    assert!(dev
-        .link_step(&[dispatch(ProgramId(7), &[b; 4], 1)])
-        .is_err());
+    assert!(matches!(dev.link_step(&[dispatch(p, &[b, b, b], 1)]), Err(DeviceError::Program { .. })));
+    assert!(dev.link_step(&[dispatch(p, &[b; 4], 0)]).is_err(), "zero parts");
+    assert!(dev.link_step(&[dispatch(ProgramId(7), &[b; 4], 1)]).is_err());
     let mut op = dispatch(p, &[b; 4], 1);
     if let StepOp::Dispatch { args, .. } = &mut op {
         args[1].offset = 17;
     }
-    assert!(matches!(
-        dev.link_step(&[op]),
-        Err(DeviceError::OutOfBounds { .. })
-    ));
-    let oversized = StepOp::Copy {
-        src: Arg {
-            buffer: b,
-            offset: 8,
-        },
-        dst: Arg {
-            buffer: b,
-            offset: 0,
-        },
-        len: 9,
-    };
+    assert!(matches!(dev.link_step(&[op]), Err(DeviceError::OutOfBounds { .. })));
+    let oversized = StepOp::Copy { src: Arg { buffer: b, offset: 8 }, dst: Arg { buffer: b, offset: 0 }, len: 9 };
     assert!(dev.link_step(&[oversized]).is_err());
     // A failed link pins nothing.
     dev.free(b).unwrap();
-    let wrong_format = ProgramSpec {
-        format: ProgramFormat::OpenClSource,
-        ..spec("vadd", &code, 4)
-    };
-    assert!(matches!(
-        dev.load_program(&wrong_format),
-        Err(DeviceError::Program { .. })
-    ));
+    let wrong_format = ProgramSpec { format: ProgramFormat::OpenClSource, ..spec("vadd", &code, 4) };
+    assert!(matches!(dev.load_program(&wrong_format), Err(DeviceError::Program { .. })));
 }
 
 #[test]
@@ -559,10 +429,7 @@ fn device_is_send() {
 #[test]
 #[ignore]
 fn dispatch_overhead() {
-    let code = cc(
-        "#include <stdint.h>\nvoid nop(void *const *a, uint32_t p, uint32_t n) {}\n",
-        MODELS[0],
-    );
+    let code = cc("#include <stdint.h>\nvoid nop(void *const *a, uint32_t p, uint32_t n) {}\n", MODELS[0]);
     for threads in [1, 2, 4] {
         let mut dev = CpuDevice::new(threads);
         let p = dev.load_program(&spec("nop", &code, 0)).unwrap();

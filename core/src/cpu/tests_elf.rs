@@ -34,10 +34,7 @@ fn load_error(code: &[u8], name: &str) -> String {
 }
 
 fn assert_contains(message: &str, needle: &str) {
-    assert!(
-        message.contains(needle),
-        "`{message}` should mention `{needle}`"
-    );
+    assert!(message.contains(needle), "`{message}` should mention `{needle}`");
 }
 
 /// A small deterministic xorshift generator.
@@ -51,10 +48,7 @@ fn next(state: &mut u64) -> u64 {
 #[test]
 fn rejects_garbage_and_truncated_objects() {
     assert_contains(&load_error(b"", "k"), "not an ELF file");
-    assert_contains(
-        &load_error(b"hello, this is not an object file at all", "k"),
-        "not an ELF file",
-    );
+    assert_contains(&load_error(b"hello, this is not an object file at all", "k"), "not an ELF file");
     // e_ident: class at 4, data encoding at 5, version at 6.
     let mut header_only = vec![0u8; 64];
     header_only[..4].copy_from_slice(&e::ELFMAG);
@@ -90,19 +84,10 @@ fn rejects_wrong_class_machine_endianness_and_type() {
         bad
     };
     assert_contains(&load_error(&patched(4, &[e::ELFCLASS32]), "vadd"), "64-bit");
-    assert_contains(
-        &load_error(&patched(5, &[e::ELFDATA2MSB]), "vadd"),
-        "little-endian",
-    );
+    assert_contains(&load_error(&patched(5, &[e::ELFDATA2MSB]), "vadd"), "little-endian");
     // e_type at 16, e_machine at 18.
-    assert_contains(
-        &load_error(&patched(16, &e::ET_EXEC.to_le_bytes()), "vadd"),
-        "relocatable",
-    );
-    assert_contains(
-        &load_error(&patched(18, &e::EM_386.to_le_bytes()), "vadd"),
-        "unsupported machine",
-    );
+    assert_contains(&load_error(&patched(16, &e::ET_EXEC.to_le_bytes()), "vadd"), "relocatable");
+    assert_contains(&load_error(&patched(18, &e::EM_386.to_le_bytes()), "vadd"), "unsupported machine");
 }
 
 #[test]
@@ -128,8 +113,7 @@ fn rejects_an_unsupported_relocation() {
 
 #[test]
 fn rejects_undefined_symbols_and_bad_entries() {
-    let calls_foo =
-        "extern void foo(void *);\nvoid k(void *const *a, unsigned p, unsigned n) { foo(a[0]); }\n";
+    let calls_foo = "extern void foo(void *);\nvoid k(void *const *a, unsigned p, unsigned n) { foo(a[0]); }\n";
     for model in MODELS {
         let code = cc(calls_foo, model);
         assert_contains(&load_error(&code, "k"), "undefined symbol `foo`");
@@ -171,18 +155,10 @@ fn code_pages_are_never_writable_and_executable() {
         let covered: u64 = perms.iter().map(|(_, len)| len).sum();
         assert_eq!(covered, range.end - range.start, "{perms:?}");
         for (p, _) in &perms {
-            assert!(
-                !(p.contains('w') && p.contains('x')),
-                "{model:?}: W+X mapping {perms:?}"
-            );
+            assert!(!(p.contains('w') && p.contains('x')), "{model:?}: W+X mapping {perms:?}");
         }
-        let bytes = |prefix: &str| -> u64 {
-            perms
-                .iter()
-                .filter(|(p, _)| p.starts_with(prefix))
-                .map(|(_, len)| len)
-                .sum()
-        };
+        let bytes =
+            |prefix: &str| -> u64 { perms.iter().filter(|(p, _)| p.starts_with(prefix)).map(|(_, len)| len).sum() };
         // LUT has code, read-only data (table, GOT) and data, one 64 KiB region each. Read-only
         // data shows as `r--` (qemu-user reports such pages as `r-x`); it is never writable.
         let region = 64 * 1024;
@@ -194,12 +170,9 @@ fn code_pages_are_never_writable_and_executable() {
 
 /// `clang-19` or `clang`, if installed.
 fn clang() -> Option<&'static str> {
-    ["clang-19", "clang"].into_iter().find(|c| {
-        Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
+    ["clang-19", "clang"]
+        .into_iter()
+        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
 }
 
 #[test]
@@ -214,22 +187,13 @@ fn foreign_architecture_objects_link_but_do_not_execute() {
     };
     let models: [&[&str]; 3] = [&["-fPIC"], &["-fno-pic"], &["-fno-pic", "-mcmodel=large"]];
     for model in models {
-        for (source, entry) in [
-            (VADD, "vadd"),
-            (LUT, "lut"),
-            (MEMFNS, "memfns"),
-            (PARITY, "parity"),
-        ] {
+        for (source, entry) in [(VADD, "vadd"), (LUT, "lut"), (MEMFNS, "memfns"), (PARITY, "parity")] {
             let code = compile_with(clang, source, &[&[target][..], model].concat()).unwrap();
             assert_contains(&load_error(&code, entry), "cannot be executed here");
             let base = 0x4000_0000;
-            let host = |name: &str| {
-                loader::HOST_SYMBOLS
-                    .contains(&name)
-                    .then_some(0x7fff_0000_0000)
-            };
-            let linked = loader::link_at(&code, entry, base, &host)
-                .unwrap_or_else(|e| panic!("{entry} {model:?}: {e}"));
+            let host = |name: &str| loader::HOST_SYMBOLS.contains(&name).then_some(0x7fff_0000_0000);
+            let linked =
+                loader::link_at(&code, entry, base, &host).unwrap_or_else(|e| panic!("{entry} {model:?}: {e}"));
             assert_eq!(linked.machine, machine);
             assert!(linked.entry_offset < linked.text_end);
             if entry == "memfns" && machine == Machine::Aarch64 {
@@ -266,10 +230,6 @@ fn clang_built_host_kernels_run() {
         let step = dev.link_step(&[dispatch(p, &ids, 2)]).unwrap();
         dev.submit(step).unwrap();
         let want: Vec<f32> = a.iter().map(|x| 2.0 * x).collect();
-        assert_eq!(
-            f32s(&read(&mut dev, ids[2], 4 * n as usize)),
-            want,
-            "{model:?}"
-        );
+        assert_eq!(f32s(&read(&mut dev, ids[2], 4 * n as usize)), want, "{model:?}");
     }
 }

@@ -58,6 +58,7 @@ impl AxisTable {
     pub(super) fn is_gather(&self) -> bool {
         self.taps == 1 && self.w.iter().all(|&w| w == 1.0)
     }
+    /// Reads every input position in order, unchanged: the axis needs no work.
     pub(super) fn is_identity(&self, in_len: usize) -> bool {
         self.out == in_len
             && self.is_gather()
@@ -82,9 +83,8 @@ pub(super) fn coeffs(s: &Spec, ratio: f64, scale: f64) -> Vec<f64> {
         Mode::Linear if s.antialias => {
             let scale = scale.min(1.0);
             let start = (-1.0 / scale).floor() as i64 + 1;
-            let c: Vec<f64> = (start..2 - start)
-                .map(|i| (1.0 - ((i as f64 - ratio) * scale).abs()).clamp(0.0, 1.0))
-                .collect();
+            let c: Vec<f64> =
+                (start..2 - start).map(|i| (1.0 - ((i as f64 - ratio) * scale).abs()).clamp(0.0, 1.0)).collect();
             let sum: f64 = c.iter().sum();
             c.into_iter().map(|v| v / sum).collect()
         }
@@ -103,9 +103,7 @@ pub(super) fn coeffs(s: &Spec, ratio: f64, scale: f64) -> Vec<f64> {
                 }
             };
             let start = (-2.0 / scale).floor() as i64 + 1;
-            let c: Vec<f64> = (start..2 - start)
-                .map(|i| f(scale * (i as f64 - ratio)))
-                .collect();
+            let c: Vec<f64> = (start..2 - start).map(|i| f(scale * (i as f64 - ratio))).collect();
             let sum: f64 = c.iter().sum();
             c.into_iter().map(|v| v / sum).collect()
         }
@@ -122,17 +120,10 @@ pub(super) fn coeffs(s: &Spec, ratio: f64, scale: f64) -> Vec<f64> {
     }
 }
 
-/// The source coordinate of output position `y`, and whether it lies outside the input (only
-/// tf_crop_and_resize extrapolates). `out_f` is `scale * in_len`, which the reference uses in place
-/// of the integer output length.
-pub(super) fn source_coord(
-    s: &Spec,
-    y: f64,
-    in_len: usize,
-    out: usize,
-    scale: f64,
-    roi: (f64, f64),
-) -> f64 {
+/// The (fractional) source coordinate of output position `y` among `out`. Like the reference,
+/// the align_corners, pytorch_half_pixel and tf_crop_and_resize formulas use `scale * in_len` in
+/// place of the integer output length.
+pub(super) fn source_coord(s: &Spec, y: f64, in_len: usize, out: usize, scale: f64, roi: (f64, f64)) -> f64 {
     let (inf, out_f) = (in_len as f64, scale * in_len as f64);
     match s.coord {
         Coord::AlignCorners if out_f == 1.0 => 0.0,
@@ -158,19 +149,12 @@ pub(super) fn source_coord(
 }
 
 /// The compile-time table resampling an axis of `in_len` to `out` positions.
-pub(super) fn axis_table(
-    s: &Spec,
-    in_len: usize,
-    out: usize,
-    scale: f64,
-    roi: (f64, f64),
-) -> AxisTable {
+pub(super) fn axis_table(s: &Spec, in_len: usize, out: usize, scale: f64, roi: (f64, f64)) -> AxisTable {
     let mut rows: Vec<Vec<(i64, f64)>> = Vec::with_capacity(out);
     let mut extrapolated = Vec::with_capacity(out);
     for o in 0..out {
         let x = source_coord(s, o as f64, in_len, out, scale, roi);
-        extrapolated
-            .push(s.coord == Coord::TfCropAndResize && (x < 0.0 || x > in_len as f64 - 1.0));
+        extrapolated.push(s.coord == Coord::TfCropAndResize && (x < 0.0 || x > in_len as f64 - 1.0));
         let ratio = if x == x.floor() { 1.0 } else { x - x.floor() };
         let mut c = coeffs(s, ratio, scale);
         let n = c.len() as i64;
@@ -222,13 +206,7 @@ pub(super) fn axis_table(
             w.push(wt);
         }
     }
-    AxisTable {
-        out,
-        taps,
-        idx,
-        w,
-        extrapolated,
-    }
+    AxisTable { out, taps, idx, w, extrapolated }
 }
 
 /// `(num, off, den)` with `idx[o] == (o*num + off) / den` for every `o`, if small ones exist.
@@ -237,11 +215,7 @@ pub(super) fn affine(idx: &[i64]) -> Option<(i64, i64, i64)> {
     for den in 1..=8i64 {
         for num in 0..=8i64 {
             for off in first * den..(first + 1) * den {
-                if idx
-                    .iter()
-                    .enumerate()
-                    .all(|(o, &i)| (o as i64 * num + off) / den == i)
-                {
+                if idx.iter().enumerate().all(|(o, &i)| (o as i64 * num + off) / den == i) {
                     return Some((num, off, den));
                 }
             }

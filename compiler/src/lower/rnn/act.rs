@@ -39,10 +39,7 @@ pub(super) fn apply(p: &mut Program, a: Act, x: &Lazy) -> Lazy {
         ActKind::LeakyRelu | ActKind::ThresholdedRelu | ActKind::Elu => {
             let zero = konst(p, x, 0.0);
             let (cond, neg) = match a.kind {
-                ActKind::LeakyRelu => (
-                    p.binary(BinOp::Lt, &zero, x),
-                    with(p, BinOp::Mul, x, a.alpha),
-                ),
+                ActKind::LeakyRelu => (p.binary(BinOp::Lt, &zero, x), with(p, BinOp::Mul, x, a.alpha)),
                 ActKind::ThresholdedRelu => {
                     let t = konst(p, x, a.alpha);
                     (p.binary(BinOp::Lt, &t, x), zero.clone())
@@ -50,10 +47,7 @@ pub(super) fn apply(p: &mut Program, a: Act, x: &Lazy) -> Lazy {
                 _ => {
                     let e = p.unary(UnOp::Exp, x);
                     let e1 = with(p, BinOp::Sub, &e, 1.0);
-                    (
-                        p.binary(BinOp::Lt, &zero, x),
-                        with(p, BinOp::Mul, &e1, a.alpha),
-                    )
+                    (p.binary(BinOp::Lt, &zero, x), with(p, BinOp::Mul, &e1, a.alpha))
                 }
             };
             p.where_(&cond, x, &neg)
@@ -88,38 +82,20 @@ pub(super) fn apply(p: &mut Program, a: Act, x: &Lazy) -> Lazy {
 
 /// The activations of each direction (`per_dir` functions each), from the `activations`,
 /// `activation_alpha` and `activation_beta` attributes or the defaults.
-pub(super) fn activations(
-    c: &NodeCtx<'_>,
-    defaults: &[&str],
-    dirs: usize,
-) -> Result<Vec<Vec<Act>>> {
+pub(super) fn activations(c: &NodeCtx<'_>, defaults: &[&str], dirs: usize) -> Result<Vec<Vec<Act>>> {
     let names: Vec<String> = match c.node.attr("activations") {
-        Some(crate::onnx::Attr::Strs(v)) => v
-            .iter()
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .collect(),
+        Some(crate::onnx::Attr::Strs(v)) => v.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect(),
         Some(_) => return Err(c.err("attribute `activations` is not a list of strings")),
-        None => (0..dirs)
-            .flat_map(|_| defaults.iter().map(|s| s.to_string()))
-            .collect(),
+        None => (0..dirs).flat_map(|_| defaults.iter().map(|s| s.to_string())).collect(),
     };
     let per = defaults.len();
     if names.len() != per * dirs {
-        return Err(c.err(format!(
-            "{} activations given, {per} per direction expected for {dirs} direction(s)",
-            names.len()
-        )));
+        return Err(
+            c.err(format!("{} activations given, {per} per direction expected for {dirs} direction(s)", names.len()))
+        );
     }
-    let alphas = c
-        .node
-        .attr_floats("activation_alpha")
-        .unwrap_or(&[])
-        .to_vec();
-    let betas = c
-        .node
-        .attr_floats("activation_beta")
-        .unwrap_or(&[])
-        .to_vec();
+    let alphas = c.node.attr_floats("activation_alpha").unwrap_or(&[]).to_vec();
+    let betas = c.node.attr_floats("activation_beta").unwrap_or(&[]).to_vec();
     let (mut ai, mut bi) = (alphas.iter(), betas.iter());
     let mut out = Vec::new();
     for name in &names {
@@ -138,16 +114,8 @@ pub(super) fn activations(
             "affine" => (ActKind::Affine, 1.0, 0.0, true, true),
             _ => return Err(c.err(format!("unsupported activation `{name}`"))),
         };
-        let alpha = if ua {
-            ai.next().map_or(da, |&v| v as f64)
-        } else {
-            da
-        };
-        let beta = if ub {
-            bi.next().map_or(db, |&v| v as f64)
-        } else {
-            db
-        };
+        let alpha = if ua { ai.next().map_or(da, |&v| v as f64) } else { da };
+        let beta = if ub { bi.next().map_or(db, |&v| v as f64) } else { db };
         out.push(Act { kind, alpha, beta });
     }
     Ok(out.chunks(per).map(<[Act]>::to_vec).collect())

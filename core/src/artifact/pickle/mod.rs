@@ -53,10 +53,9 @@ impl Value {
     /// Looks up a string key in a dict; `None` if this is not a dict or the key is absent.
     pub fn get(&self, key: &str) -> Option<&Value> {
         match self {
-            Value::Dict(entries) => entries
-                .iter()
-                .find(|(k, _)| matches!(k, Value::Str(s) if s == key))
-                .map(|(_, v)| v),
+            Value::Dict(entries) => {
+                entries.iter().find(|(k, _)| matches!(k, Value::Str(s) if s == key)).map(|(_, v)| v)
+            }
             _ => None,
         }
     }
@@ -102,12 +101,9 @@ impl Value {
             Value::Int(i) => Key::Int(*i),
             Value::Str(s) => Key::Str(s),
             Value::Bytes(b) => Key::Bytes(b),
-            Value::Tuple(items) if depth < MAX_DEPTH => Key::Tuple(
-                items
-                    .iter()
-                    .map(|v| v.key_at(depth + 1))
-                    .collect::<Result<_, _>>()?,
-            ),
+            Value::Tuple(items) if depth < MAX_DEPTH => {
+                Key::Tuple(items.iter().map(|v| v.key_at(depth + 1)).collect::<Result<_, _>>()?)
+            }
             other => return Err(other.type_name()),
         })
     }

@@ -59,10 +59,7 @@ pub fn read(bytes: &[u8]) -> std::result::Result<Pickle, PickleError> {
         bytes_left: (64usize << 20).max(bytes.len().saturating_mul(16)),
     };
     let value = b.build(root, 0)?;
-    Ok(Pickle {
-        value,
-        buffer_count: m.buffers,
-    })
+    Ok(Pickle { value, buffer_count: m.buffers })
 }
 
 enum Node {
@@ -117,10 +114,7 @@ type Result<T> = std::result::Result<T, PickleError>;
 
 impl<'a> Machine<'a> {
     fn err<T>(&self, reason: impl Into<String>) -> Result<T> {
-        Err(PickleError {
-            offset: self.op_start,
-            reason: reason.into(),
-        })
+        Err(PickleError { offset: self.op_start, reason: reason.into() })
     }
 
     /// Takes `n` bytes, checking them against the input and the current frame before anything else.
@@ -129,9 +123,7 @@ impl<'a> Machine<'a> {
             if self.pos >= end {
                 self.frame_end = None;
             } else if n > end - self.pos {
-                return self.err(format!(
-                    "opcode runs past the end of its FRAME at offset {end}"
-                ));
+                return self.err(format!("opcode runs past the end of its FRAME at offset {end}"));
             }
         }
         let rest = self.input.len() - self.pos;
@@ -162,10 +154,7 @@ impl<'a> Machine<'a> {
         let n = u64::from_le_bytes(self.array()?);
         match usize::try_from(n) {
             Ok(n) if n <= self.input.len() - self.pos => Ok(n),
-            _ => self.err(format!(
-                "length {n} exceeds the {} bytes left",
-                self.input.len() - self.pos
-            )),
+            _ => self.err(format!("length {n} exceeds the {} bytes left", self.input.len() - self.pos)),
         }
     }
 
@@ -306,8 +295,7 @@ impl<'a> Machine<'a> {
                         return self.err("PROTO after the start of the stream");
                     }
                     if !(2..=5).contains(&version) {
-                        return self
-                            .err(format!("unsupported protocol {version} (2 to 5 are read)"));
+                        return self.err(format!("unsupported protocol {version} (2 to 5 are read)"));
                     }
                 }
                 FRAME => {
@@ -459,16 +447,12 @@ impl<'a> Machine<'a> {
                     let top = self.top()?;
                     if !matches!(self.nodes[top], Node::Leaf(Value::Buffer(_))) {
                         let t = self.nodes[top].type_name();
-                        return self.err(format!(
-                            "READONLY_BUFFER on a {t}, not an out-of-band buffer"
-                        ));
+                        return self.err(format!("READONLY_BUFFER on a {t}, not an out-of-band buffer"));
                     }
                 }
                 other => {
-                    return self.err(format!(
-                        "opcode {} is not allowed: artifacts are plain data",
-                        opcodes::describe(other)
-                    ))
+                    return self
+                        .err(format!("opcode {} is not allowed: artifacts are plain data", opcodes::describe(other)))
                 }
             }
         }
@@ -487,18 +471,12 @@ struct Builder<'m> {
 
 impl Builder<'_> {
     fn err<T>(&self, id: usize, reason: impl Into<String>) -> Result<T> {
-        Err(PickleError {
-            offset: self.origin[id],
-            reason: reason.into(),
-        })
+        Err(PickleError { offset: self.origin[id], reason: reason.into() })
     }
 
     fn spend(&mut self, id: usize, bytes: usize) -> Result<()> {
         if self.values_left == 0 || self.bytes_left < bytes {
-            return self.err(
-                id,
-                "memo references expand the value past its budget (a memo bomb?)",
-            );
+            return self.err(id, "memo references expand the value past its budget (a memo bomb?)");
         }
         self.values_left -= 1;
         self.bytes_left -= bytes;

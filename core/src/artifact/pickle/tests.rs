@@ -17,10 +17,7 @@ fn same(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
         }
         (Value::Dict(x), Value::Dict(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y)
-                    .all(|((k1, v1), (k2, v2))| same(k1, k2) && same(v1, v2))
+            x.len() == y.len() && x.iter().zip(y).all(|((k1, v1), (k2, v2))| same(k1, k2) && same(v1, v2))
         }
         _ => a == b,
     }
@@ -49,11 +46,7 @@ fn assert_err(bytes: &[u8], offset: usize, needle: &str) {
     let e = err(bytes);
     assert_eq!(e.offset, offset, "{e}");
     assert!(e.to_string().contains(needle), "{e:?} lacks {needle:?}");
-    assert!(
-        e.to_string()
-            .starts_with(&format!("pickle offset {offset}: ")),
-        "{e}"
-    );
+    assert!(e.to_string().starts_with(&format!("pickle offset {offset}: ")), "{e}");
 }
 
 fn nested(depth: usize) -> Value {
@@ -84,59 +77,21 @@ fn round_trips_every_kind() {
         i64::MAX,
         i64::MIN,
     ];
-    let floats = [
-        0.0,
-        -0.0,
-        1.5,
-        -2.25e300,
-        f64::INFINITY,
-        f64::NEG_INFINITY,
-        f64::MAX,
-        f64::MIN_POSITIVE,
-        5e-324,
-    ];
+    let floats = [0.0, -0.0, 1.5, -2.25e300, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN_POSITIVE, 5e-324];
     let v = Value::Dict(vec![
         (s("none"), Value::None),
-        (
-            s("bools"),
-            Value::List(vec![Value::Bool(true), Value::Bool(false)]),
-        ),
-        (
-            s("ints"),
-            Value::List(ints.iter().map(|&i| Value::Int(i)).collect()),
-        ),
-        (
-            s("floats"),
-            Value::Tuple(floats.iter().map(|&f| Value::Float(f)).collect()),
-        ),
-        (
-            s("unicode ünïcødé 模型 🚗"),
-            s("\u{0}\u{7f}\u{80}\u{ffff}\u{10ffff}"),
-        ),
+        (s("bools"), Value::List(vec![Value::Bool(true), Value::Bool(false)])),
+        (s("ints"), Value::List(ints.iter().map(|&i| Value::Int(i)).collect())),
+        (s("floats"), Value::Tuple(floats.iter().map(|&f| Value::Float(f)).collect())),
+        (s("unicode ünïcødé 模型 🚗"), s("\u{0}\u{7f}\u{80}\u{ffff}\u{10ffff}")),
         (s(""), Value::Bytes(vec![])),
         (Value::Int(-5), Value::Bytes((0..=255).collect())),
         (Value::Bool(false), Value::Bytes(vec![0; 300])),
         (Value::None, Value::Tuple(vec![])),
-        (
-            Value::Tuple(vec![Value::Int(1), s("a"), Value::Tuple(vec![Value::None])]),
-            Value::List(vec![]),
-        ),
+        (Value::Tuple(vec![Value::Int(1), s("a"), Value::Tuple(vec![Value::None])]), Value::List(vec![])),
         (Value::Bytes(b"k".to_vec()), Value::Dict(vec![])),
-        (
-            s("tuples"),
-            Value::List(
-                (0..6)
-                    .map(|n| Value::Tuple((0..n).map(Value::Int).collect()))
-                    .collect(),
-            ),
-        ),
-        (
-            s("buffers"),
-            Value::List(vec![
-                Value::Buffer(0),
-                Value::Tuple(vec![Value::Buffer(1), Value::Buffer(2)]),
-            ]),
-        ),
+        (s("tuples"), Value::List((0..6).map(|n| Value::Tuple((0..n).map(Value::Int).collect())).collect())),
+        (s("buffers"), Value::List(vec![Value::Buffer(0), Value::Tuple(vec![Value::Buffer(1), Value::Buffer(2)])])),
         (s("nested"), nested(MAX_DEPTH - 1)),
     ]);
     let bytes = round_trip(&v);
@@ -162,31 +117,17 @@ fn batches_lists_and_dicts_like_cpython() {
 fn repeated_strings_use_the_memo() {
     let key = "a_rather_long_key_name";
     let v = Value::List(
-        (0..300)
-            .map(|i| {
-                Value::Dict(vec![
-                    (s(key), Value::Int(i)),
-                    (s(&format!("k{i}")), Value::None),
-                ])
-            })
-            .collect(),
+        (0..300).map(|i| Value::Dict(vec![(s(key), Value::Int(i)), (s(&format!("k{i}")), Value::None)])).collect(),
     );
     let bytes = round_trip(&v);
-    let occurrences = bytes
-        .windows(key.len())
-        .filter(|w| *w == key.as_bytes())
-        .count();
+    let occurrences = bytes.windows(key.len()).filter(|w| *w == key.as_bytes()).count();
     assert_eq!(occurrences, 1);
     assert!(bytes.contains(&BINGET) && bytes.contains(&LONG_BINGET));
 }
 
 #[test]
 fn frames_split_large_payloads() {
-    let many = Value::List(
-        (0..50_000)
-            .map(|i| s(&format!("item number {i}")))
-            .collect(),
-    );
+    let many = Value::List((0..50_000).map(|i| s(&format!("item number {i}"))).collect());
     let bytes = round_trip(&many);
     assert!(bytes.len() > 3 * 65536);
     let big = Value::Tuple(vec![
@@ -203,46 +144,22 @@ fn frames_split_large_payloads() {
 #[test]
 fn writer_refuses_bad_values() {
     let out_of_order = Value::List(vec![Value::Buffer(1), Value::Buffer(0)]);
-    assert_eq!(
-        write(&out_of_order),
-        Err(WriteError::BufferOrder {
-            expected: 0,
-            found: 1
-        })
-    );
+    assert_eq!(write(&out_of_order), Err(WriteError::BufferOrder { expected: 0, found: 1 }));
     let twice = Value::List(vec![Value::Buffer(0), Value::Buffer(0)]);
-    assert_eq!(
-        write(&twice),
-        Err(WriteError::BufferOrder {
-            expected: 1,
-            found: 0
-        })
-    );
+    assert_eq!(write(&twice), Err(WriteError::BufferOrder { expected: 1, found: 0 }));
     assert_eq!(write(&nested(MAX_DEPTH + 1)), Err(WriteError::TooDeep));
     assert!(write(&nested(MAX_DEPTH)).is_ok());
-    for key in [
-        Value::List(vec![]),
-        Value::Float(1.0),
-        Value::Tuple(vec![Value::Dict(vec![])]),
-        Value::Buffer(0),
-    ] {
+    for key in [Value::List(vec![]), Value::Float(1.0), Value::Tuple(vec![Value::Dict(vec![])]), Value::Buffer(0)] {
         let v = Value::Dict(vec![(key, Value::None)]);
         assert!(matches!(write(&v), Err(WriteError::Key(_))), "{v:?}");
     }
-    let dup = Value::Dict(vec![
-        (Value::Int(1), Value::None),
-        (Value::Bool(true), Value::None),
-    ]);
+    let dup = Value::Dict(vec![(Value::Int(1), Value::None), (Value::Bool(true), Value::None)]);
     assert!(matches!(write(&dup), Err(WriteError::Key(m)) if m.contains("duplicate")));
 }
 
 #[test]
 fn reader_refuses_code_opcodes_by_name() {
-    assert_err(
-        &pk(b"cbuiltins\nprint\n"),
-        2,
-        "opcode 0x63 'c' (GLOBAL) is not allowed: artifacts are plain data",
-    );
+    assert_err(&pk(b"cbuiltins\nprint\n"), 2, "opcode 0x63 'c' (GLOBAL) is not allowed: artifacts are plain data");
     let refused = [
         (STACK_GLOBAL_BYTE, "STACK_GLOBAL"),
         (b'R', "REDUCE"),
@@ -289,23 +206,10 @@ fn reader_is_strict_about_structure() {
     assert_err(&pk(&[SHORT_BINUNICODE, 2, 0xc3, 0x28]), 2, "UTF-8");
     assert_err(&pk(&[SHORT_BINUNICODE, 200, b'a']), 2, "truncated");
     assert_err(&pk(&[BINUNICODE, 0xff, 0xff, 0xff, 0xff]), 2, "truncated");
-    assert_err(
-        &pk(&[BINBYTES8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]),
-        2,
-        "exceeds",
-    );
+    assert_err(&pk(&[BINBYTES8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]), 2, "exceeds");
     assert_err(&pk(&[BINUNICODE8, 0, 0, 0, 0, 0, 0, 0, 0x80]), 2, "exceeds");
-    assert_err(
-        &pk(&[LONG1, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9]),
-        2,
-        "does not fit",
-    );
-    assert_eq!(
-        read(&pk(&[LONG1, 8, 0, 0, 0, 0, 0, 0, 0, 0x80]))
-            .unwrap()
-            .value,
-        Value::Int(i64::MIN)
-    );
+    assert_err(&pk(&[LONG1, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9]), 2, "does not fit");
+    assert_eq!(read(&pk(&[LONG1, 8, 0, 0, 0, 0, 0, 0, 0, 0x80])).unwrap().value, Value::Int(i64::MIN));
     assert_eq!(read(&pk(&[LONG1, 1, 0xfe])).unwrap().value, Value::Int(-2));
     assert_eq!(read(&pk(&[LONG1, 0])).unwrap().value, Value::Int(0));
     assert_err(&pk(&[BINGET, 0]), 2, "memo index 0 is not defined");
@@ -314,71 +218,25 @@ fn reader_is_strict_about_structure() {
     assert_err(&pk(&[MARK, NONE]), 4, "MARK still open");
     assert_err(&pk(&[NONE, NONE]), 4, "2 values");
     assert_err(&pk(&[]), 2, "0 values");
-    assert_err(
-        &pk(&[NONE, READONLY_BUFFER]),
-        3,
-        "READONLY_BUFFER on a None",
-    );
+    assert_err(&pk(&[NONE, READONLY_BUFFER]), 3, "READONLY_BUFFER on a None");
     assert_err(&pk(&[EMPTY_DICT, NONE, APPEND]), 4, "appends to a dict");
-    assert_err(
-        &pk(&[EMPTY_LIST, NONE, NONE, SETITEM]),
-        5,
-        "sets items on a list",
-    );
+    assert_err(&pk(&[EMPTY_LIST, NONE, NONE, SETITEM]), 5, "sets items on a list");
     assert_err(&pk(&[EMPTY_DICT, MARK, NONE, SETITEMS]), 5, "odd number");
     assert_err(&pk(&[APPENDS]), 2, "no MARK");
     assert_err(&pk(&[NONE, TUPLE2]), 3, "needs 2 values");
-    assert_err(
-        &pk(&[EMPTY_DICT, EMPTY_LIST, NONE, SETITEM]),
-        5,
-        "dict key of type list",
-    );
-    assert_err(
-        &pk(&[EMPTY_DICT, EMPTY_LIST, TUPLE1, NONE, SETITEM]),
-        6,
-        "dict key of type tuple",
-    );
-    assert_err(
-        &pk(&[EMPTY_DICT, NEXT_BUFFER, NONE, SETITEM]),
-        5,
-        "PickleBuffer",
-    );
-    let dup = [
-        &[EMPTY_DICT, MARK, NEWTRUE, NONE, BININT1, 1, NONE][..],
-        &[SETITEMS],
-    ]
-    .concat();
+    assert_err(&pk(&[EMPTY_DICT, EMPTY_LIST, NONE, SETITEM]), 5, "dict key of type list");
+    assert_err(&pk(&[EMPTY_DICT, EMPTY_LIST, TUPLE1, NONE, SETITEM]), 6, "dict key of type tuple");
+    assert_err(&pk(&[EMPTY_DICT, NEXT_BUFFER, NONE, SETITEM]), 5, "PickleBuffer");
+    let dup = [&[EMPTY_DICT, MARK, NEWTRUE, NONE, BININT1, 1, NONE][..], &[SETITEMS]].concat();
     assert_err(&pk(&dup), 2, "duplicate dict key");
-    let dup = [
-        &[EMPTY_DICT, MARK][..],
-        &short("k"),
-        &[NONE],
-        &short("k"),
-        &[NONE, SETITEMS],
-    ]
-    .concat();
+    let dup = [&[EMPTY_DICT, MARK][..], &short("k"), &[NONE], &short("k"), &[NONE, SETITEMS]].concat();
     assert_err(&pk(&dup), 2, "duplicate dict key");
-    assert_err(
-        &pk(&[EMPTY_LIST, MEMOIZE, BINGET, 0, APPEND]),
-        2,
-        "list contains itself",
-    );
+    assert_err(&pk(&[EMPTY_LIST, MEMOIZE, BINGET, 0, APPEND]), 2, "list contains itself");
     // Frames: lengths are checked, opcodes may not straddle them, and frames may not nest.
-    assert_err(
-        &[PROTO, 5, FRAME, 100, 0, 0, 0, 0, 0, 0, 0, NONE, STOP],
-        2,
-        "exceeds",
-    );
-    assert_err(
-        &[PROTO, 5, FRAME, 2, 0, 0, 0, 0, 0, 0, 0, BININT2, 7, 0, STOP],
-        11,
-        "past the end of its FRAME",
-    );
-    let nested_frame = [
-        &[PROTO, 5, FRAME, 10, 0, 0, 0, 0, 0, 0, 0, FRAME][..],
-        &[1, 0, 0, 0, 0, 0, 0, 0, NONE, STOP],
-    ]
-    .concat();
+    assert_err(&[PROTO, 5, FRAME, 100, 0, 0, 0, 0, 0, 0, 0, NONE, STOP], 2, "exceeds");
+    assert_err(&[PROTO, 5, FRAME, 2, 0, 0, 0, 0, 0, 0, 0, BININT2, 7, 0, STOP], 11, "past the end of its FRAME");
+    let nested_frame =
+        [&[PROTO, 5, FRAME, 10, 0, 0, 0, 0, 0, 0, 0, FRAME][..], &[1, 0, 0, 0, 0, 0, 0, 0, NONE, STOP]].concat();
     assert_err(&nested_frame, 11, "FRAME before the end");
     let ok = [PROTO, 5, FRAME, 3, 0, 0, 0, 0, 0, 0, 0, BININT1, 7, STOP];
     assert_eq!(read(&ok).unwrap().value, Value::Int(7));
@@ -394,30 +252,14 @@ fn reader_accepts_cpython_extras() {
         &[BINPUT, 7, NONE, POP],
         &[MARK, NONE, NONE, POP_MARK],
         &[LONG_BINPUT, 0, 1, 0, 0],
-        &[
-            NEXT_BUFFER,
-            READONLY_BUFFER,
-            BINGET,
-            7,
-            LONG_BINGET,
-            0,
-            1,
-            0,
-            0,
-            TUPLE,
-        ],
+        &[NEXT_BUFFER, READONLY_BUFFER, BINGET, 7, LONG_BINGET, 0, 1, 0, 0, TUPLE],
     ]
     .concat();
     let p = read(&[&[PROTO, 2][..], &body, &[STOP]].concat()).unwrap();
-    assert_eq!(
-        p.value,
-        Value::Tuple(vec![s("x"), Value::Buffer(0), s("x"), s("x")])
-    );
+    assert_eq!(p.value, Value::Tuple(vec![s("x"), Value::Buffer(0), s("x"), s("x")]));
     assert_eq!(p.buffer_count, 1);
     // Shared mutable containers: the memo holds the list itself, so later appends show through.
-    let body = [
-        EMPTY_LIST, MEMOIZE, POP, BINGET, 0, BININT1, 5, APPEND, POP, BINGET, 0, BINGET, 0, TUPLE2,
-    ];
+    let body = [EMPTY_LIST, MEMOIZE, POP, BINGET, 0, BININT1, 5, APPEND, POP, BINGET, 0, BINGET, 0, TUPLE2];
     let v = read(&pk(&body)).unwrap().value;
     let five = Value::List(vec![Value::Int(5)]);
     assert_eq!(v, Value::Tuple(vec![five.clone(), five]));
@@ -480,23 +322,13 @@ fn key_strategy() -> impl Strategy<Value = Value> {
         "[a-z_]{0,6}".prop_map(Value::Str),
         prop::collection::vec(any::<u8>(), 0..4).prop_map(Value::Bytes),
     ];
-    leaf.prop_recursive(2, 8, 3, |inner| {
-        prop::collection::vec(inner, 0..3).prop_map(Value::Tuple)
-    })
+    leaf.prop_recursive(2, 8, 3, |inner| prop::collection::vec(inner, 0..3).prop_map(Value::Tuple))
 }
 
 fn float_strategy() -> impl Strategy<Value = f64> {
     prop_oneof![
         any::<f64>().prop_filter("no NaN", |f| !f.is_nan()),
-        prop::sample::select(vec![
-            0.0,
-            -0.0,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::MAX,
-            f64::MIN,
-            5e-324
-        ]),
+        prop::sample::select(vec![0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN, 5e-324]),
     ]
 }
 
@@ -505,19 +337,8 @@ fn value_strategy() -> impl Strategy<Value = Value> {
         Just(Value::None),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::Int),
-        prop::sample::select(vec![
-            0i64,
-            255,
-            256,
-            65535,
-            65536,
-            -1,
-            i64::MIN,
-            i64::MAX,
-            1 << 31,
-            -(1 << 31) - 1
-        ])
-        .prop_map(Value::Int),
+        prop::sample::select(vec![0i64, 255, 256, 65535, 65536, -1, i64::MIN, i64::MAX, 1 << 31, -(1 << 31) - 1])
+            .prop_map(Value::Int),
         float_strategy().prop_map(Value::Float),
         "(?s).{0,8}".prop_map(Value::Str),
         prop::sample::select(vec!["shape", "dtype", "name", "buffer"]).prop_map(s),
@@ -530,18 +351,8 @@ fn value_strategy() -> impl Strategy<Value = Value> {
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Tuple),
             prop::collection::vec((key_strategy(), inner), 0..6).prop_map(|entries| {
                 let mut seen = std::collections::HashSet::new();
-                let keep: Vec<bool> = entries
-                    .iter()
-                    .map(|(k, _)| seen.insert(k.key().unwrap()))
-                    .collect();
-                Value::Dict(
-                    entries
-                        .into_iter()
-                        .zip(keep)
-                        .filter(|(_, keep)| *keep)
-                        .map(|(e, _)| e)
-                        .collect(),
-                )
+                let keep: Vec<bool> = entries.iter().map(|(k, _)| seen.insert(k.key().unwrap())).collect();
+                Value::Dict(entries.into_iter().zip(keep).filter(|(_, keep)| *keep).map(|(e, _)| e).collect())
             }),
         ]
     })
@@ -558,12 +369,8 @@ fn number_buffers(v: &mut Value, next: &mut u32) {
             *n = *next;
             *next += 1;
         }
-        Value::List(items) | Value::Tuple(items) => {
-            items.iter_mut().for_each(|i| number_buffers(i, next))
-        }
-        Value::Dict(entries) => entries
-            .iter_mut()
-            .for_each(|(_, v)| number_buffers(v, next)),
+        Value::List(items) | Value::Tuple(items) => items.iter_mut().for_each(|i| number_buffers(i, next)),
+        Value::Dict(entries) => entries.iter_mut().for_each(|(_, v)| number_buffers(v, next)),
         _ => {}
     }
 }

@@ -35,13 +35,7 @@ pub enum WriteError {
 /// allowed and unique (see the module docs), containers nest at most [`MAX_DEPTH`] deep.
 /// Buffers are not marked READONLY_BUFFER: Python would then load a memoryview, not a PickleBuffer.
 pub fn write(value: &Value) -> Result<Vec<u8>, WriteError> {
-    let mut w = Writer {
-        out: vec![PROTO, 5],
-        frame_start: None,
-        memo_len: 0,
-        strings: HashMap::new(),
-        next_buffer: 0,
-    };
+    let mut w = Writer { out: vec![PROTO, 5], frame_start: None, memo_len: 0, strings: HashMap::new(), next_buffer: 0 };
     w.start_frame();
     w.save(value, 0)?;
     w.out.push(STOP);
@@ -181,10 +175,7 @@ impl<'v> Writer<'v> {
             Value::Bytes(b) => self.sized(SHORT_BINBYTES, BINBYTES, BINBYTES8, b),
             Value::Buffer(n) => {
                 if *n != self.next_buffer {
-                    return Err(WriteError::BufferOrder {
-                        expected: self.next_buffer,
-                        found: *n,
-                    });
+                    return Err(WriteError::BufferOrder { expected: self.next_buffer, found: *n });
                 }
                 self.next_buffer += 1;
                 self.out.push(NEXT_BUFFER);
@@ -199,8 +190,7 @@ impl<'v> Writer<'v> {
                     for item in batch {
                         self.save(item, depth + 1)?;
                     }
-                    self.out
-                        .push(if batch.len() > 1 { APPENDS } else { APPEND });
+                    self.out.push(if batch.len() > 1 { APPENDS } else { APPEND });
                 }
             }
             Value::Tuple(items) => {
@@ -234,8 +224,7 @@ impl<'v> Writer<'v> {
                         self.save(k, depth + 1)?;
                         self.save(v, depth + 1)?;
                     }
-                    self.out
-                        .push(if batch.len() > 1 { SETITEMS } else { SETITEM });
+                    self.out.push(if batch.len() > 1 { SETITEMS } else { SETITEM });
                 }
             }
         }
