@@ -1,46 +1,39 @@
-//! Errors of code generation, native compilation and artifact emission. Display is one line.
+//! Compiler errors. Display is one line; node errors name the node, its op and the opset.
 
-use pilot_core::ArtifactError;
-
+/// Why a model could not be compiled.
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
-    /// No usable C compiler was found.
+    /// A problem with one node: unsupported op or attribute, inconsistent shapes, non-constant
+    /// shape input, ...
+    #[error("node `{node}` ({op}, opset {opset}): {reason}")]
+    Node { node: String, op: String, opset: i64, reason: String },
+    /// A problem with the graph as a whole (inputs, outputs, dynamic dimensions).
+    #[error("{0}")]
+    Graph(String),
+    /// The C compiler or another tool failed.
+    #[error("{0}")]
+    Tool(String),
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("writing the artifact: {0}")]
+    Artifact(#[from] pilot_core::ArtifactError),
+    #[error("{0}")]
+    Import(#[from] crate::onnx::ImportError),
+    /// The `ALLOWED_KERNEL_COUNT` gate.
+    #[error("the model compiles to {found} kernels, {expected} allowed")]
+    KernelCount { expected: usize, found: usize },
+    /// No usable C compiler was found (`tried` lists what was tried).
     #[error("no C compiler found (tried {tried}); install one with `apt-get install clang-19`, or pass --cc PATH / set PILOT_CC")]
     NoCompiler { tried: String },
-    /// The compiler cannot build for the requested target.
+    /// The C compiler cannot build for the requested target.
     #[error("{cc} cannot compile for {arch}: {reason}")]
-    Target {
-        cc: String,
-        arch: String,
-        reason: String,
-    },
-    /// The C compiler rejected a kernel (first lines of its diagnostics, joined with ` | `).
+    Target { cc: String, arch: String, reason: String },
+    /// The C compiler rejected a kernel: the first lines of its diagnostics, joined with ` | `.
     #[error("kernel `{kernel}`: {cc} failed: {stderr}")]
-    Cc {
-        kernel: String,
-        cc: String,
-        stderr: String,
-    },
-    /// A program the code generator cannot render (a bug upstream, or an unsupported op).
+    Cc { kernel: String, cc: String, stderr: String },
+    /// A kernel the C renderer cannot express (an IR invariant broken upstream, or an unsupported op).
     #[error("kernel `{kernel}`: {reason}")]
     Codegen { kernel: String, reason: String },
-    /// The program as a whole is inconsistent (buffers, inputs, outputs).
-    #[error("program: {0}")]
-    Program(String),
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("artifact: {0}")]
-    Artifact(#[from] ArtifactError),
 }
 
-impl CompileError {
-    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> CompileError {
-        CompileError::Io {
-            path: path.display().to_string(),
-            source,
-        }
-    }
-}
+pub type Result<T, E = CompileError> = std::result::Result<T, E>;

@@ -1,7 +1,9 @@
 //! pilot-compiler: ONNX import, graph passes, scheduling, code generation and the artifact writer.
 
 pub mod backend;
+pub mod codegen;
 mod driver;
+pub mod emit;
 pub mod error;
 pub mod exec;
 pub mod ir;

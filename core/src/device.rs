@@ -189,4 +189,10 @@ pub trait Device: Send {
 
     /// Blocks until all submitted work has completed.
     fn synchronize(&mut self) -> DeviceResult<()>;
+
+    /// Time spent in each op of `step`, summed over every submission so far, when the device was
+    /// created with profiling on; `None` otherwise.
+    fn profile(&self, _step: StepId) -> Option<Vec<std::time::Duration>> {
+        None
+    }
 }

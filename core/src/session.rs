@@ -199,6 +199,23 @@ impl Session {
         Ok(())
     }
 
+    /// Per-op times of the step summed over all steps so far, with the op names (program name or
+    /// `copy`), when the device profiles; `None` otherwise.
+    pub fn profile(&self) -> Option<Vec<(String, std::time::Duration)>> {
+        let times = self.device.profile(self.step)?;
+        let m = &self.artifact.manifest;
+        Some(
+            m.step
+                .iter()
+                .zip(times)
+                .map(|(op, t)| match op {
+                    StepOp::Dispatch { program, .. } => (m.programs[program.0 as usize].name.clone(), t),
+                    StepOp::Copy { .. } => ("copy".to_string(), t),
+                })
+                .collect(),
+        )
+    }
+
     /// Blocks until all submitted work is done.
     pub fn synchronize(&mut self) -> Result<(), SessionError> {
         self.device.synchronize().map_err(|source| SessionError::Device { phase: "synchronize", source })

@@ -11,6 +11,16 @@ pub const AVAILABLE: [&str; 2] = ["cpu", "null"];
 
 /// Opens `name`, or the artifact's own backend when `name` is `None`.
 pub fn open(name: Option<&str>, target: &Target, threads: Option<usize>) -> anyhow::Result<Box<dyn Device>> {
+    open_with(name, target, threads, false)
+}
+
+/// [`open`], with per-op profiling where the device supports it.
+pub fn open_with(
+    name: Option<&str>,
+    target: &Target,
+    threads: Option<usize>,
+    profile: bool,
+) -> anyhow::Result<Box<dyn Device>> {
     let name = name.unwrap_or(&target.backend);
     Ok(match name {
         "cpu" => {
@@ -19,7 +29,7 @@ pub fn open(name: Option<&str>, target: &Target, threads: Option<usize>) -> anyh
                 Some(n) => n,
                 None => std::thread::available_parallelism().map_or(1, usize::from),
             };
-            Box::new(CpuDevice::new(threads))
+            Box::new(CpuDevice::new(threads).with_profiling(profile))
         }
         "null" => Box::new(NullDevice::new(&target.arch)),
         "cl" | "qcom" | "fake-kgsl" | "usb+amd" => {

@@ -38,6 +38,9 @@ pub struct RunArgs {
     /// Fail (exit 1) unless the fastest step takes less than MS milliseconds.
     #[arg(long, env = "ASSERT_MIN_STEP_TIME", value_name = "MS")]
     pub assert_min_step_time: Option<f64>,
+    /// Print the time spent in each kernel over all steps.
+    #[arg(long)]
+    pub profile: bool,
 }
 
 #[derive(clap::Args)]
@@ -57,9 +60,9 @@ pub struct LoadArgs {
     pub assert_min_load_time: Option<f64>,
 }
 
-fn open_session(path: &Path, device: Option<&str>, threads: Option<usize>) -> anyhow::Result<Session> {
+fn open_session(path: &Path, device: Option<&str>, threads: Option<usize>, profile: bool) -> anyhow::Result<Session> {
     let artifact = Artifact::open(path)?;
-    let device = devices::open(device, &artifact.manifest.target, threads)?;
+    let device = devices::open_with(device, &artifact.manifest.target, threads, profile)?;
     Ok(Session::new(artifact, device)?)
 }
 
@@ -160,7 +163,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
     if args.steps == 0 {
         bail!("--steps must be at least 1");
     }
-    let mut session = open_session(&args.artifact, args.device.as_deref(), args.threads)?;
+    let mut session = open_session(&args.artifact, args.device.as_deref(), args.threads, args.profile)?;
     let inputs = build_inputs(&session, args)?;
     let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
     let mut log = match benchmark_log_path(args) {
@@ -188,6 +191,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
     if let Some(mut log) = log {
         log.flush()?;
     }
+    if args.profile {
+        print_profile(&session, args.steps)?;
+    }
     if let Some(dir) = &args.save_outputs {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for (spec, data) in session.output_specs().iter().zip(session.outputs()) {
@@ -204,6 +210,18 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
         println!("fastest step {best:.3} ms < {limit} ms");
     }
     Ok(true)
+}
+
+fn print_profile(session: &Session, steps: usize) -> anyhow::Result<()> {
+    let Some(mut ops) = session.profile() else { bail!("--profile: this device does not profile") };
+    let total: f64 = ops.iter().map(|(_, t)| t.as_secs_f64()).sum();
+    ops.sort_by(|a, b| b.1.cmp(&a.1));
+    println!("{:>10} {:>7}  kernel", "ms/step", "share");
+    for (name, t) in ops {
+        let ms = t.as_secs_f64() * 1e3 / steps as f64;
+        println!("{ms:>10.4} {:>6.1}%  {name}", 100.0 * t.as_secs_f64() / total.max(f64::MIN_POSITIVE));
+    }
+    Ok(())
 }
 
 /// `pilot load`. Returns false when a gate failed.

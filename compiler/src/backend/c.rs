@@ -220,7 +220,12 @@ impl Renderer<'_> {
                 debug_assert!(self.args.contains(&buf));
                 let idx = self.value(index);
                 match valid {
-                    Some(v) => format!("{} ? b{buf}[{idx}] : ({t})0", self.value(v)),
+                    // The index is made safe instead of the load conditional, so the load can be
+                    // vectorized: element 0 is read where the guard fails, then discarded.
+                    Some(v) => {
+                        let v = self.value(v);
+                        format!("{v} ? b{buf}[{v} ? {idx} : 0] : ({t})0")
+                    }
                     None => format!("b{buf}[{idx}]"),
                 }
             }

@@ -512,9 +512,8 @@ static inline f64 pl_fmodd(f64 x, f64 y) {
 ];
 
 /// Names of the sections that can be requested (besides `base`, which is always emitted).
-pub const NAMES: &[&str] = &[
-    "fabs", "round", "f2i", "half", "exp", "log", "tanh", "erf", "trig", "atan", "pow", "fmod",
-];
+pub const NAMES: &[&str] =
+    &["fabs", "round", "f2i", "half", "exp", "log", "tanh", "erf", "trig", "atan", "pow", "fmod"];
 
 /// The prelude for the sections in `used` (and everything they depend on): typedefs `i8`..`u64`,
 /// `f32`, `f64`, bit casts `pl_fbits`/`pl_bitsf`/`pl_dbits`/`pl_bitsd`, then the functions.
@@ -530,11 +529,7 @@ pub fn prelude<'a>(used: impl IntoIterator<Item = &'a str>) -> String {
             stack.extend(sec.deps.iter().copied());
         }
     }
-    SECTIONS
-        .iter()
-        .filter(|s| want.contains(&s.name))
-        .map(|s| s.source)
-        .collect()
+    SECTIONS.iter().filter(|s| want.contains(&s.name)).map(|s| s.source).collect()
 }
 
 #[cfg(test)]

@@ -326,6 +326,14 @@ impl Ctx {
         if a == b {
             return a;
         }
+        // A load guarded by `c` already reads as zero where `c` fails.
+        if self.const_value(b).is_some_and(|k| k.as_f64() == 0.0) {
+            if let Op::Load { valid: Some(v), .. } = self.op(a) {
+                if *v == c {
+                    return a;
+                }
+            }
+        }
         self.intern(Op::Where(c, a, b), self.dtype(a))
     }
 

@@ -94,6 +94,18 @@ pub fn binary(ctx: &mut Ctx, op: BinOp, a: N, b: N) -> Option<N> {
     let int = ctx.dtype(a) == INDEX;
     let kb = ctx.const_value(b).map(|c| c.as_i64());
     let ka = ctx.const_value(a).map(|c| c.as_i64());
+    if matches!(op, BinOp::And | BinOp::Or) && ctx.dtype(a) == pilot_core::DType::Bool {
+        // x & true = x, x & false = false, x | false = x, x | true = true, x & x = x.
+        let truth = |k: Option<i64>| k.map(|v| v != 0);
+        return match (op, truth(ka), truth(kb)) {
+            (BinOp::And, _, Some(true)) | (BinOp::Or, _, Some(false)) => Some(a),
+            (BinOp::And, Some(true), _) | (BinOp::Or, Some(false), _) => Some(b),
+            (BinOp::And, _, Some(false)) | (BinOp::Or, _, Some(true)) => Some(b),
+            (BinOp::And, Some(false), _) | (BinOp::Or, Some(true), _) => Some(a),
+            _ if a == b => Some(a),
+            _ => None,
+        };
+    }
     if !int {
         // Float identities that are exact: x+0 is not (-0.0), x*1 and x/1 are.
         return match (op, ctx.const_value(b).map(Const::as_f64)) {

@@ -77,6 +77,8 @@ struct LinkedStep {
     ops: Vec<LinkedOp>,
     /// Every dispatch's argument pointers, back to back.
     args: Vec<*mut u8>,
+    /// Accumulated time per op while profiling is on (allocated at link time).
+    times: Vec<std::time::Duration>,
 }
 
 // SAFETY: the raw pointers point into buffers and images owned by the same `CpuDevice` (which keeps
@@ -94,6 +96,7 @@ pub struct CpuDevice {
     steps: Vec<LinkedStep>,
     /// Last timeline value handed out by `submit` (and, submission being synchronous, completed).
     timeline: u64,
+    profiling: bool,
 }
 
 impl CpuDevice {
@@ -110,7 +113,13 @@ impl CpuDevice {
     pub fn try_new(threads: usize) -> DeviceResult<CpuDevice> {
         let pool =
             Pool::new(threads).map_err(|e| DeviceError::Failed { op: "start thread pool", reason: e.to_string() })?;
-        Ok(CpuDevice { pool, buffers: Vec::new(), programs: Vec::new(), steps: Vec::new(), timeline: 0 })
+        Ok(CpuDevice { pool, buffers: Vec::new(), programs: Vec::new(), steps: Vec::new(), timeline: 0, profiling: false })
+    }
+
+    /// Times every op of every submitted step (see [`Device::profile`]); off by default.
+    pub fn with_profiling(mut self, on: bool) -> CpuDevice {
+        self.profiling = on;
+        self
     }
 
     /// Threads used per dispatch, the caller included.
@@ -280,14 +289,17 @@ impl Device for CpuDevice {
                 }
             }
         }
-        self.steps.push(LinkedStep { ops: linked, args });
+        let times = vec![std::time::Duration::ZERO; linked.len()];
+        self.steps.push(LinkedStep { ops: linked, args, times });
         Ok(StepId(id))
     }
 
     /// Runs the step to completion on the pool (no heap allocation) and returns its timeline value.
     fn submit(&mut self, step: StepId) -> DeviceResult<u64> {
-        let linked = self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
-        for op in &linked.ops {
+        let profiling = self.profiling;
+        let linked = self.steps.get_mut(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
+        for (i, op) in linked.ops.iter().enumerate() {
+            let st = profiling.then(std::time::Instant::now);
             match *op {
                 LinkedOp::Dispatch { kernel, args, nparts } => {
                     let args = linked.args[args..].as_ptr();
@@ -304,6 +316,9 @@ impl Device for CpuDevice {
                     // within one buffer, such as shifting a queue).
                     unsafe { std::ptr::copy(src, dst, len) };
                 }
+            }
+            if let Some(st) = st {
+                linked.times[i] += st.elapsed();
             }
         }
         self.timeline += 1;
@@ -322,6 +337,11 @@ impl Device for CpuDevice {
 
     fn synchronize(&mut self) -> DeviceResult<()> {
         Ok(())
+    }
+
+    fn profile(&self, step: StepId) -> Option<Vec<std::time::Duration>> {
+        let linked = self.steps.get(step.0 as usize)?;
+        self.profiling.then(|| linked.times.clone())
     }
 }
 
