@@ -9,9 +9,9 @@
 //!
 //! The innermost loop runs over the last output dimension, so loads along it are contiguous (or a
 //! fixed stride) and values that do not depend on it — a convolution's weight, a matrix's row — are
-//! loaded once per reduction step: the loop clang vectorizes. Applies when the kernel holds exactly
-//! one top-level reduction, a perfectly nested chain of one operator (Σ_ci Σ_ky Σ_kx ...), and the
-//! last output dimension with extent > 1 has at most [`MAX_INNER`] points.
+//! loaded once per reduction step: the loop clang vectorizes. Applies when every top-level reduction
+//! of the kernel is a perfectly nested chain of one operator (Σ_ci Σ_ky Σ_kx ...), each with its own
+//! accumulator array, and the last output dimension with extent > 1 has at most [`MAX_INNER`] points.
 
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -20,14 +20,22 @@ use super::c::{ctype, flat_index, free_vars, header, CKernel, Renderer};
 use crate::ir::{Op, RedOp, N};
 use crate::program::{Kernel, Program};
 
+/// One top-level reduction: a perfectly nested chain of one operator down to its body.
+struct Chain {
+    top: N,
+    op: RedOp,
+    links: Vec<N>,
+    body: N,
+}
+
 /// Largest inner extent kept in an accumulator array on the stack.
 pub const MAX_INNER: usize = 2048;
 
 pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
     let ctx = &p.ctx;
     let order = ctx.toposort(&[k.expr]);
-    // Exactly one reduction reachable from the root outside of reduction bodies.
-    let mut top: Option<N> = None;
+    // Every reduction reachable from the root outside of reduction bodies, each a perfect chain.
+    let mut tops: Vec<N> = Vec::new();
     let mut stack = vec![k.expr];
     let mut seen = HashSet::new();
     while let Some(n) = stack.pop() {
@@ -35,30 +43,33 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
             continue;
         }
         if matches!(ctx.op(n), Op::Reduce { .. }) {
-            if top.is_some_and(|t| t != n) {
-                return None;
-            }
-            top = Some(n);
+            tops.push(n);
             continue;
         }
         stack.extend(ctx.children(n));
     }
-    let top = top?;
-    // The perfectly nested chain.
-    let Op::Reduce { op, .. } = *ctx.op(top) else { return None };
-    let mut chain = vec![top];
-    let mut body = top;
-    while let Op::Reduce { op: o, body: b, .. } = *ctx.op(body) {
-        if o != op {
+    if tops.is_empty() {
+        return None;
+    }
+    tops.sort_unstable();
+    let mut chains = Vec::new();
+    for &top in &tops {
+        let Op::Reduce { op, .. } = *ctx.op(top) else { return None };
+        let mut chain = vec![top];
+        let mut body = top;
+        while let Op::Reduce { op: o, body: b, .. } = *ctx.op(body) {
+            if o != op {
+                return None;
+            }
+            body = b;
+            if matches!(ctx.op(b), Op::Reduce { .. }) {
+                chain.push(b);
+            }
+        }
+        if ctx.has_reduce(body) {
             return None;
         }
-        body = b;
-        if matches!(ctx.op(b), Op::Reduce { .. }) {
-            chain.push(b);
-        }
-    }
-    if ctx.has_reduce(body) {
-        return None;
+        chains.push(Chain { top, op, links: chain, body });
     }
     let inner_pos = k.shape.iter().rposition(|&d| d > 1)?;
     let inner_extent = k.shape[inner_pos];
@@ -66,29 +77,27 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
         return None;
     }
     let vl = k.vars[inner_pos];
-    let rvars: Vec<(u32, u64)> = chain
+    let all_links: HashSet<N> = chains.iter().flat_map(|c| c.links.iter().copied()).collect();
+    let rset: HashSet<u32> = chains
         .iter()
+        .flat_map(|c| c.links.iter())
         .map(|&r| match *ctx.op(r) {
-            Op::Reduce { var, extent, .. } => (var, extent),
-            _ => unreachable!("the chain holds reductions"),
+            Op::Reduce { var, .. } => var,
+            _ => unreachable!("chains hold reductions"),
         })
         .collect();
-    let rset: HashSet<u32> = rvars.iter().map(|r| r.0).collect();
     let free = free_vars(ctx, &order);
-    // Nodes needed inside phase 1 (under the innermost body) and in phase 2 (above the reduction).
-    let p1: HashSet<N> = ctx.toposort(&[body]).into_iter().collect();
+    // Nodes needed in the epilogue: reachable from the root without entering a reduction.
     let mut p2 = HashSet::new();
     let mut stack = vec![k.expr];
     while let Some(n) = stack.pop() {
-        if n == top || !p2.insert(n) {
+        if tops.contains(&n) || !p2.insert(n) {
             continue;
         }
         stack.extend(ctx.children(n));
     }
     let outer: Vec<u32> = k.vars.iter().copied().filter(|&v| v != vl).collect();
     let depth_outer = |v: u32| outer.iter().position(|&o| o == v);
-    let dtype = ctx.dtype(top);
-    let t = ctype(dtype);
 
     let args = {
         let mut a = vec![k.out];
@@ -98,7 +107,7 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
     let mut r =
         Renderer { ctx, names: Default::default(), out: String::new(), by_scope: Default::default(), args: &args };
     header(p, &k.name, &args, &mut r.out);
-    let skip = |n: N| matches!(ctx.op(n), Op::Var(_) | Op::Const(_)) || chain.contains(&n);
+    let skip = |n: N| matches!(ctx.op(n), Op::Var(_) | Op::Const(_)) || all_links.contains(&n);
     let emit_where = |r: &mut Renderer<'_>, pred: &dyn Fn(N) -> bool, indent: usize| {
         for &n in &order {
             if !skip(n) && pred(n) {
@@ -139,44 +148,59 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
     } else {
         ("0".to_string(), format!("{inner_extent}"))
     };
-    let pad = "  ".repeat(indent);
-    let init = super::c::literal(ctx.reduce_identity_const(op, dtype)?, dtype);
-    let _ = writeln!(r.out, "{pad}{t} acc[{inner_extent}];");
-    let _ = writeln!(r.out, "{pad}for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) acc[v{vl}] = {init};");
-    // Phase 1: the reduction loops, the inner loop innermost.
-    let mut ind = indent;
-    for (j, &(rv, extent)) in rvars.iter().enumerate() {
+    for (ci, chain) in chains.iter().enumerate() {
+        let dtype = ctx.dtype(chain.top);
+        let t = ctype(dtype);
+        let acc = format!("acc{ci}");
+        let pad = "  ".repeat(indent);
+        let init = super::c::literal(ctx.reduce_identity_const(chain.op, dtype)?, dtype);
+        let _ = writeln!(r.out, "{pad}{t} {acc}[{inner_extent}];");
+        let _ = writeln!(r.out, "{pad}for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {acc}[v{vl}] = {init};");
+        // Phase 1: the reduction loops, the inner loop innermost.
+        let p1: HashSet<N> = ctx.toposort(&[chain.body]).into_iter().collect();
+        let rvars: Vec<(u32, u64)> = chain
+            .links
+            .iter()
+            .map(|&l| match *ctx.op(l) {
+                Op::Reduce { var, extent, .. } => (var, extent),
+                _ => unreachable!("chains hold reductions"),
+            })
+            .collect();
+        let mut ind = indent;
+        for (j, &(rv, extent)) in rvars.iter().enumerate() {
+            let pad = "  ".repeat(ind);
+            let _ = writeln!(r.out, "{pad}for (i64 v{rv} = 0; v{rv} < {extent}; v{rv}++) {{");
+            ind += 1;
+            let deeper: Vec<u32> = rvars[j + 1..].iter().map(|x| x.0).collect();
+            emit_where(
+                &mut r,
+                &|n| p1.contains(&n) && uses(n, rv) && !uses(n, vl) && !deeper.iter().any(|&d| uses(n, d)),
+                ind,
+            );
+        }
         let pad = "  ".repeat(ind);
-        let _ = writeln!(r.out, "{pad}for (i64 v{rv} = 0; v{rv} < {extent}; v{rv}++) {{");
-        ind += 1;
-        let deeper: Vec<u32> = rvars[j + 1..].iter().map(|x| x.0).collect();
-        emit_where(
-            &mut r,
-            &|n| p1.contains(&n) && uses(n, rv) && !uses(n, vl) && !deeper.iter().any(|&d| uses(n, d)),
-            ind,
-        );
-    }
-    let pad = "  ".repeat(ind);
-    let _ = writeln!(r.out, "{pad}for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {{");
-    emit_where(&mut r, &|n| p1.contains(&n) && uses(n, vl), ind + 1);
-    let b = r.value(body);
-    let step = match (op, dtype.is_float()) {
-        (RedOp::Sum, _) => format!("acc[v{vl}] += {b};"),
-        (RedOp::Prod, _) => format!("acc[v{vl}] *= {b};"),
-        (RedOp::Max, true) => format!("acc[v{vl}] = pl_fmax(acc[v{vl}], {b});"),
-        (RedOp::Min, true) => format!("acc[v{vl}] = pl_fmin(acc[v{vl}], {b});"),
-        (RedOp::Max, false) => format!("acc[v{vl}] = {b} > acc[v{vl}] ? {b} : acc[v{vl}];"),
-        (RedOp::Min, false) => format!("acc[v{vl}] = {b} < acc[v{vl}] ? {b} : acc[v{vl}];"),
-    };
-    let _ = writeln!(r.out, "{pad}  {step}");
-    let _ = writeln!(r.out, "{pad}}}");
-    for i in (indent..ind).rev() {
-        let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
+        let _ = writeln!(r.out, "{pad}for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {{");
+        emit_where(&mut r, &|n| p1.contains(&n) && uses(n, vl), ind + 1);
+        let b = r.value(chain.body);
+        let a = format!("{acc}[v{vl}]");
+        let step = match (chain.op, dtype.is_float()) {
+            (RedOp::Sum, _) => format!("{a} += {b};"),
+            (RedOp::Prod, _) => format!("{a} *= {b};"),
+            (RedOp::Max, true) => format!("{a} = pl_fmax({a}, {b});"),
+            (RedOp::Min, true) => format!("{a} = pl_fmin({a}, {b});"),
+            (RedOp::Max, false) => format!("{a} = {b} > {a} ? {b} : {a};"),
+            (RedOp::Min, false) => format!("{a} = {b} < {a} ? {b} : {a};"),
+        };
+        let _ = writeln!(r.out, "{pad}  {step}");
+        let _ = writeln!(r.out, "{pad}}}");
+        for i in (indent..ind).rev() {
+            let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
+        }
+        r.names.insert(chain.top, a);
     }
     // Phase 2: the epilogue over the inner dimension.
     let pad = "  ".repeat(indent);
     let _ = writeln!(r.out, "{pad}for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {{");
-    r.names.insert(top, format!("acc[v{vl}]"));
     emit_where(&mut r, &|n| p2.contains(&n) && uses(n, vl), indent + 1);
     let root = r.value(k.expr);
     let _ = writeln!(r.out, "{pad}  b{}[{}] = {root};", k.out, flat_index(k));
