@@ -22,18 +22,6 @@ pub enum CompileError {
     /// The `ALLOWED_KERNEL_COUNT` gate.
     #[error("the model compiles to {found} kernels, {expected} allowed")]
     KernelCount { expected: usize, found: usize },
-    /// No usable C compiler was found (`tried` lists what was tried).
-    #[error("no C compiler found (tried {tried}); install one with `apt-get install clang-19`, or pass --cc PATH / set PILOT_CC")]
-    NoCompiler { tried: String },
-    /// The C compiler cannot build for the requested target.
-    #[error("{cc} cannot compile for {arch}: {reason}")]
-    Target { cc: String, arch: String, reason: String },
-    /// The C compiler rejected a kernel: the first lines of its diagnostics, joined with ` | `.
-    #[error("kernel `{kernel}`: {cc} failed: {stderr}")]
-    Cc { kernel: String, cc: String, stderr: String },
-    /// A kernel the C renderer cannot express (an IR invariant broken upstream, or an unsupported op).
-    #[error("kernel `{kernel}`: {reason}")]
-    Codegen { kernel: String, reason: String },
 }
 
 pub type Result<T, E = CompileError> = std::result::Result<T, E>;

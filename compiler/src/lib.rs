@@ -1,9 +1,7 @@
 //! pilot-compiler: ONNX import, graph passes, scheduling, code generation and the artifact writer.
 
 pub mod backend;
-pub mod codegen;
 mod driver;
-pub mod emit;
 pub mod error;
 pub mod exec;
 pub mod ir;

@@ -215,7 +215,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
 fn print_profile(session: &Session, steps: usize) -> anyhow::Result<()> {
     let Some(mut ops) = session.profile() else { bail!("--profile: this device does not profile") };
     let total: f64 = ops.iter().map(|(_, t)| t.as_secs_f64()).sum();
-    ops.sort_by(|a, b| b.1.cmp(&a.1));
+    ops.sort_by_key(|op| std::cmp::Reverse(op.1));
     println!("{:>10} {:>7}  kernel", "ms/step", "share");
     for (name, t) in ops {
         let ms = t.as_secs_f64() * 1e3 / steps as f64;

@@ -179,7 +179,7 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
             );
         }
         let pad = "  ".repeat(ind);
-        let _ = writeln!(r.out, "{pad}for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {{");
+        let _ = writeln!(r.out, "{pad}PL_SIMD for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {{");
         emit_where(&mut r, &|n| p1.contains(&n) && uses(n, vl), ind + 1);
         let b = r.value(chain.body);
         let a = format!("{acc}[v{vl}]");
@@ -200,7 +200,7 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
     }
     // Phase 2: the epilogue over the inner dimension.
     let pad = "  ".repeat(indent);
-    let _ = writeln!(r.out, "{pad}for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {{");
+    let _ = writeln!(r.out, "{pad}PL_SIMD for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {{");
     emit_where(&mut r, &|n| p2.contains(&n) && uses(n, vl), indent + 1);
     let root = r.value(k.expr);
     let _ = writeln!(r.out, "{pad}  b{}[{}] = {root};", k.out, flat_index(k));

@@ -233,7 +233,13 @@ impl Ctx {
 
     /// A constant of `dtype` with value `v` (converted as a C cast would).
     pub fn constant(&mut self, dtype: DType, v: f64) -> N {
-        let c = if dtype.is_float() { Const::float(v) } else { Const::Int(cast_int(dtype, v)) };
+        // Floats are rounded to their type, so folding sees the value compiled code uses.
+        let c = match dtype {
+            DType::F32 => Const::float(v as f32 as f64),
+            DType::F16 => Const::float(half::f16::from_f64(v).to_f64()),
+            DType::F64 => Const::float(v),
+            _ => Const::Int(cast_int(dtype, v)),
+        };
         self.intern(Op::Const(c), dtype)
     }
 

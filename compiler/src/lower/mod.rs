@@ -191,6 +191,25 @@ impl NodeCtx<'_> {
         x.clone()
     }
 
+    /// The input of a windowed reduction (convolution, pooling), padded spatially with `fill`.
+    /// Padding is materialized: the window loop then reads plain memory with no bounds guards, which
+    /// is what lets it vectorize. The producer is realized first when it is expensive (a reduction:
+    /// guarding its loads would slow its own loop), so the padding is a cheap copy.
+    pub fn windowed_input(&mut self, x: &Lazy, pad_lo: &[i64], pad_hi: &[i64], fill: f64, reuse: f64) -> Lazy {
+        let x = self.reduce_input(x, reuse);
+        if pad_lo.iter().chain(pad_hi).all(|&v| v == 0) {
+            return x;
+        }
+        let lo = [&[0, 0][..], pad_lo].concat();
+        let hi = [&[0, 0][..], pad_hi].concat();
+        let xp = self.l.p.pad(&x, &lo, &hi, fill);
+        if self.l.p.is_constant(&xp) {
+            return xp;
+        }
+        let name = format!("{}_pad", self.node.name);
+        self.l.p.realize(&xp, BufKind::Scratch, &name)
+    }
+
     /// Broadcasts all inputs to a common shape, or errors naming the shapes.
     pub fn broadcast(&mut self, xs: &[&Lazy]) -> Result<Vec<Lazy>> {
         let shapes: Vec<Vec<usize>> = xs.iter().map(|x| x.shape.clone()).collect();

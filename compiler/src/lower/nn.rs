@@ -131,9 +131,8 @@ fn conv(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let w = window(c, &x.shape[2..], kernel, false)?;
     let reuse =
         (cout / groups * w.kernel.iter().product::<usize>()) as f64 / w.strides.iter().product::<usize>() as f64;
-    let x = c.reduce_input(&x, reuse);
+    let xp = c.windowed_input(&x, &w.pad_lo, &w.pad_hi, 0.0, reuse);
     let p = c.p();
-    let xp = p.pad(&x, &[&[0, 0][..], &w.pad_lo].concat(), &[&[0, 0][..], &w.pad_hi].concat(), 0.0);
     let mut shape = vec![n, cout];
     shape.extend_from_slice(&w.out);
     let vars = p.ctx.fresh_vars(&shape);
@@ -433,12 +432,12 @@ fn pool(c: &mut NodeCtx<'_>, op: RedOp) -> Result<Vec<Lazy>> {
     let kernel: Vec<usize> =
         c.attr_ints("kernel_shape").ok_or_else(|| c.err("missing kernel_shape"))?.iter().map(|&k| k as usize).collect();
     let w = window(c, &x.shape[2..], kernel, c.attr_int("ceil_mode", 0) != 0)?;
-    let x = c.reduce_input(&x, w.kernel.iter().product::<usize>() as f64 / w.strides.iter().product::<usize>() as f64);
-    let p = c.p();
+    let reuse = w.kernel.iter().product::<usize>() as f64 / w.strides.iter().product::<usize>() as f64;
     let fill = if op == RedOp::Max { f64::NEG_INFINITY } else { 0.0 };
     let lo = [&[0, 0][..], &w.pad_lo].concat();
     let hi = [&[0, 0][..], &w.pad_hi].concat();
-    let xp = p.pad(&x, &lo, &hi, fill);
+    let xp = c.windowed_input(&x, &w.pad_lo, &w.pad_hi, fill, reuse);
+    let p = c.p();
     let mut shape = x.shape[..2].to_vec();
     shape.extend_from_slice(&w.out);
     let vars = p.ctx.fresh_vars(&shape);

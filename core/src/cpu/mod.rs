@@ -113,7 +113,14 @@ impl CpuDevice {
     pub fn try_new(threads: usize) -> DeviceResult<CpuDevice> {
         let pool =
             Pool::new(threads).map_err(|e| DeviceError::Failed { op: "start thread pool", reason: e.to_string() })?;
-        Ok(CpuDevice { pool, buffers: Vec::new(), programs: Vec::new(), steps: Vec::new(), timeline: 0, profiling: false })
+        Ok(CpuDevice {
+            pool,
+            buffers: Vec::new(),
+            programs: Vec::new(),
+            steps: Vec::new(),
+            timeline: 0,
+            profiling: false,
+        })
     }
 
     /// Times every op of every submitted step (see [`Device::profile`]); off by default.
@@ -297,7 +304,8 @@ impl Device for CpuDevice {
     /// Runs the step to completion on the pool (no heap allocation) and returns its timeline value.
     fn submit(&mut self, step: StepId) -> DeviceResult<u64> {
         let profiling = self.profiling;
-        let linked = self.steps.get_mut(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
+        let linked =
+            self.steps.get_mut(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
         for (i, op) in linked.ops.iter().enumerate() {
             let st = profiling.then(std::time::Instant::now);
             match *op {
