@@ -192,22 +192,52 @@ impl NodeCtx<'_> {
     }
 
     /// The input of a windowed reduction (convolution, pooling), padded spatially with `fill`.
+    ///
     /// Padding is materialized: the window loop then reads plain memory with no bounds guards, which
     /// is what lets it vectorize. The producer is realized first when it is expensive (a reduction:
-    /// guarding its loads would slow its own loop), so the padding is a cheap copy.
-    pub fn windowed_input(&mut self, x: &Lazy, pad_lo: &[i64], pad_hi: &[i64], fill: f64, reuse: f64) -> Lazy {
+    /// guarding its loads would slow its own loop), so the padding is a cheap copy. With a stride
+    /// `s > 1` along the last axis, the copy also splits that axis into its `s` phases
+    /// (`x[.., j*s + p]` stored at `[.., p, j]`), so the window loop reads contiguous memory.
+    pub fn windowed_input(
+        &mut self,
+        x: &Lazy,
+        pad_lo: &[i64],
+        pad_hi: &[i64],
+        fill: f64,
+        reuse: f64,
+        stride: usize,
+    ) -> Lazy {
         let x = self.reduce_input(x, reuse);
-        if pad_lo.iter().chain(pad_hi).all(|&v| v == 0) {
+        let padded = pad_lo.iter().chain(pad_hi).any(|&v| v != 0);
+        if !padded && stride <= 1 {
             return x;
         }
+        let r = x.rank();
+        let width = (x.shape[r - 1] as i64 + pad_lo[pad_lo.len() - 1] + pad_hi[pad_hi.len() - 1]).max(0) as usize;
+        let extra = (width.div_ceil(stride.max(1)) * stride.max(1) - width) as i64;
         let lo = [&[0, 0][..], pad_lo].concat();
-        let hi = [&[0, 0][..], pad_hi].concat();
-        let xp = self.l.p.pad(&x, &lo, &hi, fill);
-        if self.l.p.is_constant(&xp) {
+        let mut hi = [&[0, 0][..], pad_hi].concat();
+        hi[r - 1] += extra;
+        let p = &mut self.l.p;
+        let xp = p.pad(&x, &lo, &hi, fill);
+        if p.is_constant(&xp) {
             return xp;
         }
         let name = format!("{}_pad", self.node.name);
-        self.l.p.realize(&xp, BufKind::Scratch, &name)
+        if stride <= 1 {
+            return p.realize(&xp, BufKind::Scratch, &name);
+        }
+        let w = xp.shape[r - 1];
+        let mut split = xp.shape.clone();
+        split[r - 1] = w / stride;
+        split.push(stride);
+        let mut perm: Vec<usize> = (0..=r).collect();
+        perm.swap(r - 1, r);
+        let phases = p.reshape(&xp, &split);
+        let phases = p.permute(&phases, &perm);
+        let stored = p.realize(&phases, BufKind::Scratch, &name);
+        let back = p.permute(&stored, &perm);
+        p.reshape(&back, &xp.shape)
     }
 
     /// Broadcasts all inputs to a common shape, or errors naming the shapes.

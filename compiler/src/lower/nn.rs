@@ -131,7 +131,7 @@ fn conv(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let w = window(c, &x.shape[2..], kernel, false)?;
     let reuse =
         (cout / groups * w.kernel.iter().product::<usize>()) as f64 / w.strides.iter().product::<usize>() as f64;
-    let xp = c.windowed_input(&x, &w.pad_lo, &w.pad_hi, 0.0, reuse);
+    let xp = c.windowed_input(&x, &w.pad_lo, &w.pad_hi, 0.0, reuse, *w.strides.last().unwrap_or(&1));
     let p = c.p();
     let mut shape = vec![n, cout];
     shape.extend_from_slice(&w.out);
@@ -436,7 +436,7 @@ fn pool(c: &mut NodeCtx<'_>, op: RedOp) -> Result<Vec<Lazy>> {
     let fill = if op == RedOp::Max { f64::NEG_INFINITY } else { 0.0 };
     let lo = [&[0, 0][..], &w.pad_lo].concat();
     let hi = [&[0, 0][..], &w.pad_hi].concat();
-    let xp = c.windowed_input(&x, &w.pad_lo, &w.pad_hi, fill, reuse);
+    let xp = c.windowed_input(&x, &w.pad_lo, &w.pad_hi, fill, reuse, *w.strides.last().unwrap_or(&1));
     let p = c.p();
     let mut shape = x.shape[..2].to_vec();
     shape.extend_from_slice(&w.out);
