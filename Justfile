@@ -13,9 +13,10 @@ demo:
 test:
     scripts/test.sh
 
-# Criterion benchmarks (results in BENCHMARKS.md).
+# Criterion benchmarks of the runtime, then pilot against tinygrad and onnxruntime (results in BENCHMARKS.md).
 bench:
     cargo bench -p pilot-tests --bench load --bench step
+    scripts/bench.sh
 
 fmt:
     cargo fmt --all

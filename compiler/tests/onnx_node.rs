@@ -86,6 +86,48 @@ fn run_case(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Runs one case through the real pipeline: compile (C via clang), load, and step on the CPU runtime.
+fn run_case_cpu(dir: &Path) -> Result<(), String> {
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let art = tmp.path().join("case.pkl");
+    let opts = pilot_compiler::CompileOptions {
+        backend: "cpu".into(),
+        arch: std::env::consts::ARCH.into(),
+        shapes: Default::default(),
+        cc: None,
+        allowed_kernel_count: None,
+    };
+    pilot_compiler::compile(&dir.join("model.onnx"), &art, &opts, &|_| {}).map_err(|e| e.to_string())?;
+    let artifact = pilot_core::Artifact::open(&art).map_err(|e| e.to_string())?;
+    let mut session =
+        pilot_core::Session::new(artifact, Box::new(pilot_core::cpu::CpuDevice::new(1))).map_err(|e| e.to_string())?;
+    let mut sets: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    sets.sort();
+    for set in sets {
+        let specs = session.inputs().to_vec();
+        let inputs: Vec<Tensor> = (0..specs.len()).map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
+        for (spec, t) in specs.iter().zip(&inputs) {
+            if spec.dtype != t.dtype || spec.nbytes() != t.data.len() {
+                return Err(format!(
+                    "input `{}`: {} {:?} given, {} {:?} compiled",
+                    spec.name, t.dtype, t.shape, spec.dtype, spec.shape
+                ));
+            }
+        }
+        let refs: Vec<&[u8]> = inputs.iter().map(|t| t.data.as_slice()).collect();
+        session.step(&refs).map_err(|e| e.to_string())?;
+        for (k, (spec, got)) in session.output_specs().iter().zip(session.outputs()).enumerate() {
+            let got = Tensor { dtype: spec.dtype, shape: spec.shape.clone(), data: got.clone() };
+            close(&got, &read_pb(&set.join(format!("output_{k}.pb")))).map_err(|e| format!("output {k}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
 fn listed(file: &str) -> Vec<String> {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(file))
         .unwrap()
@@ -111,6 +153,26 @@ fn manifest_cases_pass() {
     );
 }
 
+/// Every `CPU_SAMPLE`-th manifest case also runs through the C code generator and the CPU runtime
+/// (`PILOT_CONFORMANCE_CPU_ALL=1`: every case).
+const CPU_SAMPLE: usize = 5;
+
+#[test]
+fn manifest_sample_passes_on_the_cpu_backend() {
+    let dir = node_dir();
+    let every = if std::env::var_os("PILOT_CONFORMANCE_CPU_ALL").is_some() { 1 } else { CPU_SAMPLE };
+    let cases: Vec<String> = listed("onnx_node_passing.txt").into_iter().step_by(every).collect();
+    let failures: Vec<String> =
+        cases.iter().filter_map(|c| run_case_cpu(&dir.join(c)).err().map(|e| format!("{c}: {e}"))).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} sampled cases failed on the CPU backend:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
 #[test]
 fn skipped_cases_have_reasons() {
     let text =
@@ -127,6 +189,7 @@ fn skipped_cases_have_reasons() {
 fn one() {
     let case = std::env::var("PILOT_ONNX_CASE").expect("set PILOT_ONNX_CASE");
     run_case(&node_dir().join(&case)).unwrap();
+    run_case_cpu(&node_dir().join(&case)).unwrap();
 }
 
 #[test]

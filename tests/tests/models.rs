@@ -154,3 +154,29 @@ fn exporter_without_pinned_dims_is_a_clear_error() {
     assert!(err.contains("dynamic dimension `batch`") && err.contains("--shape x="), "{err}");
     assert!(!out.exists(), "nothing is written on error");
 }
+
+#[test]
+fn aarch64_cross_compile_for_the_comma_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("vision-a64.pkl");
+    let opts = pilot_compiler::CompileOptions {
+        backend: "cpu".into(),
+        arch: "aarch64".into(),
+        shapes: HashMap::new(),
+        cc: None,
+        allowed_kernel_count: None,
+    };
+    pilot_compiler::compile(&models().join("vision.onnx"), &out, &opts, &|_| {}).unwrap();
+    let art = Artifact::open(&out).unwrap();
+    assert_eq!(art.manifest.target.arch, "aarch64");
+    // Every program is an aarch64 ELF object (e_machine 183 at offset 18).
+    for p in &art.manifest.programs {
+        let code = art.blob(p.blob);
+        assert_eq!(&code[..4], b"\x7fELF");
+        assert_eq!(u16::from_le_bytes([code[18], code[19]]), 183, "{}", p.name);
+    }
+    if std::env::consts::ARCH != "aarch64" {
+        let err = Session::new(art, Box::new(CpuDevice::new(1))).err().expect("cannot run here").to_string();
+        assert!(err.contains("aarch64"), "{err}");
+    }
+}

@@ -321,3 +321,27 @@ fn malformed_artifacts_are_refused_with_one_line() {
         assert_eq!(code(&pilot(&["inspect", p], &[])), 2);
     }
 }
+
+#[test]
+fn compile_refuses_bad_models_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.pkl");
+    let valid_prefix = b"\x08\x07\x12\x0cpilot-tests\x3a\x40\x0a\x10";
+    for (name, bytes) in [
+        ("empty.onnx", &b""[..]),
+        ("random.onnx", &b"\x9c\xff\x01garbage that is not protobuf\x00\x00"[..]),
+        ("truncated.onnx", &valid_prefix[..]),
+    ] {
+        let model = dir.path().join(name);
+        std::fs::write(&model, bytes).unwrap();
+        let o = pilot(&["compile", model.to_str().unwrap(), "-o", out.to_str().unwrap()], &[]);
+        assert_eq!(code(&o), 2, "{name}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{name}: {}", stderr(&o));
+        assert!(!out.exists(), "{name}: nothing is written on error");
+    }
+    let o = pilot(&["compile", "/nonexistent/model.onnx"], &[]);
+    assert_eq!(code(&o), 2);
+    let o = pilot(&["compile", "x.onnx", "--target", "qcom"], &[]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("not available"), "{}", stderr(&o));
+}

@@ -44,8 +44,6 @@ fn flags(cc: &Path, arch: &str) -> Vec<String> {
         "-fno-math-errno",
         "-fno-trapping-math",
         "-ffp-contract=fast",
-        "-fassociative-math",
-        "-fno-signed-zeros",
         "-fPIC",
         "-std=gnu11",
         "-w",

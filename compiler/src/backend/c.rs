@@ -239,6 +239,9 @@ impl Renderer<'_> {
                     format!("({v}) != 0")
                 } else if is_f(from) && !is_f(d) {
                     format!("({t})pl_f2i((double)({v}))")
+                } else if d == DType::F16 && from == DType::F64 {
+                    // Through float: double→half needs a libgcc helper the loader does not provide.
+                    format!("({t})(float)({v})")
                 } else {
                     format!("({t})({v})")
                 }
@@ -255,6 +258,7 @@ impl Renderer<'_> {
                 };
                 let _ = writeln!(self.out, "{pad}{t} {name} = {init};");
                 let _ = writeln!(self.out, "{pad}for (i64 v{var} = 0; v{var} < {extent}; v{var}++) {{");
+                let _ = writeln!(self.out, "{pad}  PL_REASSOC");
                 self.emit_scope(Some(var), indent + 1);
                 let b = self.value(body);
                 let step = match (op, is_f(d)) {
@@ -336,8 +340,9 @@ impl Renderer<'_> {
             BinOp::And => format!("({t})({x} & {y})"),
             BinOp::Or => format!("({t})({x} | {y})"),
             BinOp::Xor => format!("({t})({x} ^ {y})"),
-            BinOp::Shl => format!("({t})({x} << ({y} & {}))", d.size() * 8 - 1),
-            BinOp::Shr => format!("({t})({x} >> ({y} & {}))", d.size() * 8 - 1),
+            // Shifting by the width or more gives 0 (ONNX), not C's undefined behaviour.
+            BinOp::Shl => format!("({t})((u64){y} >= {} ? 0 : {x} << {y})", d.size() * 8),
+            BinOp::Shr => format!("({t})((u64){y} >= {} ? 0 : {x} >> {y})", d.size() * 8),
         }
     }
 }

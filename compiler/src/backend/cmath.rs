@@ -22,6 +22,13 @@ typedef _Float16 f16;
 #define PL_INF __builtin_inf()
 /* Iterations of the loop that follows are independent (no runtime alias checks needed), and it
    must stay a loop: fully unrolled short loops do not get vectorized. */
+/* Reassociation only inside scalar reduction loops (so they vectorize); elsewhere float expressions
+   keep their order: `(x - max) - log(sum)` must not become `x - (max + log(sum))`. */
+#ifdef __clang__
+#define PL_REASSOC _Pragma("clang fp reassociate(on)")
+#else
+#define PL_REASSOC
+#endif
 #ifdef __clang__
 #define PL_SIMD _Pragma("clang loop vectorize(assume_safety) interleave(assume_safety) unroll(disable)")
 #else

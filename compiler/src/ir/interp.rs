@@ -183,12 +183,13 @@ pub fn binary(op: BinOp, dtype: DType, a: Const, b: Const) -> Option<Const> {
         BinOp::And => x & y,
         BinOp::Or => x | y,
         BinOp::Xor => x ^ y,
+        BinOp::Shl | BinOp::Shr if y as u64 >= (dtype.size() * 8) as u64 => 0,
         BinOp::Shl => x.wrapping_shl(y as u32),
         BinOp::Shr => {
             if unsigned {
-                ((x as u64) >> (y as u32 & 63)) as i64
+                ((x as u64) >> y as u32) as i64
             } else {
-                x >> (y as u32 & 63)
+                x >> y as u32
             }
         }
         BinOp::Atan2 => (x as f64).atan2(y as f64) as i64,
