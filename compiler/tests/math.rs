@@ -4,6 +4,7 @@
 
 use pilot_compiler::backend::emit::{emit, EmitOptions};
 use pilot_compiler::ir::{BinOp, UnOp};
+use pilot_compiler::lazy::Lazy;
 use pilot_compiler::lower::Port;
 use pilot_compiler::program::{BufKind, Program};
 use pilot_core::cpu::CpuDevice;
@@ -12,16 +13,10 @@ use pilot_core::{Artifact, DType, Session};
 const N: usize = 200_000;
 
 /// Runs `f(x)` (one output per function) over `xs` and returns each output as f64.
-fn run(
-    dtype: DType,
-    xs: &[f64],
-    ys: &[f64],
-    fs: &[&dyn Fn(
-        &mut Program,
-        &pilot_compiler::lazy::Lazy,
-        &pilot_compiler::lazy::Lazy,
-    ) -> pilot_compiler::lazy::Lazy],
-) -> Vec<Vec<f64>> {
+/// One function under test: builds its output from the inputs `x` and `y`.
+type MathFn<'a> = &'a dyn Fn(&mut Program, &Lazy, &Lazy) -> Lazy;
+
+fn run(dtype: DType, xs: &[f64], ys: &[f64], fs: &[MathFn<'_>]) -> Vec<Vec<f64>> {
     let mut p = Program::new();
     let x = p.input(0, dtype, &[xs.len()]);
     let y = p.input(1, dtype, &[ys.len()]);

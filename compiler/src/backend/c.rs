@@ -342,7 +342,7 @@ impl Renderer<'_> {
             BinOp::Xor => format!("({t})({x} ^ {y})"),
             // Shifting by the width or more gives 0 (ONNX), not C's undefined behaviour.
             BinOp::Shl => format!("({t})((u64){y} >= {} ? 0 : {x} << {y})", d.size() * 8),
-            BinOp::Shr => format!("({t})((u64){y} >= {} ? 0 : {x} >> {y})", d.size() * 8),
+            BinOp::Shr => format!("({t})((u64){y} >= {} ? ({x} < 0 ? -1 : 0) : {x} >> {y})", d.size() * 8),
         }
     }
 }

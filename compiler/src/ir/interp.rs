@@ -183,7 +183,14 @@ pub fn binary(op: BinOp, dtype: DType, a: Const, b: Const) -> Option<Const> {
         BinOp::And => x & y,
         BinOp::Or => x | y,
         BinOp::Xor => x ^ y,
-        BinOp::Shl | BinOp::Shr if y as u64 >= (dtype.size() * 8) as u64 => 0,
+        BinOp::Shl if y as u64 >= (dtype.size() * 8) as u64 => 0,
+        BinOp::Shr if y as u64 >= (dtype.size() * 8) as u64 => {
+            if !unsigned && x < 0 {
+                -1
+            } else {
+                0
+            }
+        }
         BinOp::Shl => x.wrapping_shl(y as u32),
         BinOp::Shr => {
             if unsigned {
