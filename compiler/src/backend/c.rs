@@ -148,7 +148,7 @@ fn render_generic(p: &Program, k: &Kernel) -> CKernel {
         by_scope.entry(scope_of(n)).or_default().push(n);
     }
 
-    let mut r = Renderer { ctx, names: HashMap::new(), out: String::new(), by_scope, args: &args };
+    let mut r = Renderer::new(ctx, &args, by_scope);
     let name = &k.name;
     header(p, name, &args, &mut r.out);
     let split = k.shape.iter().position(|&d| d > 1);
@@ -182,10 +182,31 @@ fn render_generic(p: &Program, k: &Kernel) -> CKernel {
 
 pub(super) struct Renderer<'a> {
     pub ctx: &'a Ctx,
+    /// C name of each emitted node; `@` stands for the current replica's suffix.
     pub names: HashMap<N, String>,
     pub out: String,
     pub by_scope: HashMap<Option<u32>, Vec<N>>,
     pub args: &'a [u32],
+    /// Nodes emitted once per replica of a blocked loop (see `upcast`), named with `suffix`.
+    pub blocked: std::collections::HashSet<N>,
+    pub suffix: String,
+    /// A variable rendered as an expression (the blocked variable plus the replica's offset).
+    pub var_override: Option<(u32, String)>,
+}
+
+impl<'a> Renderer<'a> {
+    pub fn new(ctx: &'a Ctx, args: &'a [u32], by_scope: HashMap<Option<u32>, Vec<N>>) -> Renderer<'a> {
+        Renderer {
+            ctx,
+            names: HashMap::new(),
+            out: String::new(),
+            by_scope,
+            args,
+            blocked: Default::default(),
+            suffix: String::new(),
+            var_override: None,
+        }
+    }
 }
 
 fn is_f(d: DType) -> bool {
@@ -196,9 +217,12 @@ impl Renderer<'_> {
     /// The C expression for an already emitted (or inline) node.
     pub fn value(&self, n: N) -> String {
         match self.ctx.op(n) {
-            Op::Var(v) => format!("v{v}"),
+            Op::Var(v) => match &self.var_override {
+                Some((o, e)) if o == v => e.clone(),
+                _ => format!("v{v}"),
+            },
             Op::Const(c) => literal(*c, self.ctx.dtype(n)),
-            _ => self.names[&n].clone(),
+            _ => self.names[&n].replace('@', &self.suffix),
         }
     }
 
@@ -213,7 +237,8 @@ impl Renderer<'_> {
         let pad = "  ".repeat(indent);
         let d = self.ctx.dtype(n);
         let t = ctype(d);
-        let name = format!("t{}", n.0);
+        let stored = if self.blocked.contains(&n) { format!("t{}@", n.0) } else { format!("t{}", n.0) };
+        let name = stored.replace('@', &self.suffix);
         let expr = match self.ctx.op(n).clone() {
             Op::Var(_) | Op::Const(_) => return,
             Op::Load { buf, index, valid } => {
@@ -271,12 +296,12 @@ impl Renderer<'_> {
                 };
                 let _ = writeln!(self.out, "{pad}  {step}");
                 let _ = writeln!(self.out, "{pad}}}");
-                self.names.insert(n, name);
+                self.names.insert(n, stored);
                 return;
             }
         };
         let _ = writeln!(self.out, "{pad}const {t} {name} = {expr};");
-        self.names.insert(n, name);
+        self.names.insert(n, stored);
     }
 
     fn unary(&self, op: UnOp, x: N, d: DType) -> String {

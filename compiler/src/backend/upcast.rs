@@ -12,11 +12,16 @@
 //! loaded once per reduction step: the loop clang vectorizes. Applies when every top-level reduction
 //! of the kernel is a perfectly nested chain of one operator (Σ_ci Σ_ky Σ_kx ...), each with its own
 //! accumulator array, and the last output dimension with extent > 1 has at most [`MAX_INNER`] points.
+//!
+//! Register blocking: when [`BLOCK`] consecutive values of an outer variable share the inner loop's
+//! loads (a convolution's output channels all read the same input row), that variable steps by
+//! `BLOCK` and the body is replicated, one accumulator array per replica — each input load then
+//! feeds `BLOCK` multiply-adds.
 
 use std::collections::HashSet;
 use std::fmt::Write;
 
-use super::c::{ctype, flat_index, free_vars, header, CKernel, Renderer};
+use super::c::{ctype, free_vars, header, CKernel, Renderer};
 use crate::ir::{Op, RedOp, N};
 use crate::program::{Kernel, Program};
 
@@ -30,6 +35,9 @@ struct Chain {
 
 /// Largest inner extent kept in an accumulator array on the stack.
 pub const MAX_INNER: usize = 2048;
+
+/// Replicas of the blocked outer variable (accumulator arrays live at once).
+pub const BLOCK: usize = 4;
 
 pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
     let ctx = &p.ctx;
@@ -98,29 +106,60 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
     }
     let outer: Vec<u32> = k.vars.iter().copied().filter(|&v| v != vl).collect();
     let depth_outer = |v: u32| outer.iter().position(|&o| o == v);
+    let uses = |n: N, v: u32| free[&n].contains(&v);
+    let uses_r = |n: N| free[&n].iter().any(|v| rset.contains(v));
+    let outer_only = |n: N| !uses(n, vl) && !uses_r(n);
+    let split = k.shape.iter().position(|&d| d > 1).expect("inner_pos exists");
+
+    // Register blocking: an outer variable whose BLOCK consecutive values share the inner loop's loads
+    // (a convolution's output channels share its input row) is stepped by BLOCK, the body replicated.
+    let bodies: Vec<N> = ctx.toposort(&chains.iter().map(|c| c.body).collect::<Vec<_>>());
+    let shares = |v: u32| {
+        bodies.iter().any(|&n| matches!(ctx.op(n), Op::Load { .. }) && uses(n, vl) && !uses(n, v))
+            && bodies.iter().any(|&n| uses(n, v))
+    };
+    let blocked_var = k
+        .vars
+        .iter()
+        .zip(&k.shape)
+        .find(|&(&v, &e)| v != vl && e >= BLOCK && e % BLOCK == 0 && shares(v))
+        .map(|(&v, _)| v);
+    let reps: Vec<usize> = (0..if blocked_var.is_some() { BLOCK } else { 1 }).collect();
 
     let args = {
         let mut a = vec![k.out];
         a.extend(p.kernel_inputs(k));
         a
     };
-    let mut r =
-        Renderer { ctx, names: Default::default(), out: String::new(), by_scope: Default::default(), args: &args };
+    let mut r = Renderer::new(ctx, &args, Default::default());
+    if let Some(vb) = blocked_var {
+        r.blocked = order.iter().copied().filter(|&n| uses(n, vb)).collect();
+    }
     header(p, &k.name, &args, &mut r.out);
     let skip = |n: N| matches!(ctx.op(n), Op::Var(_) | Op::Const(_)) || all_links.contains(&n);
+    let set_rep = |r: &mut Renderer<'_>, u: usize| {
+        if let Some(vb) = blocked_var {
+            r.suffix = format!("_u{u}");
+            r.var_override = Some((vb, format!("(v{vb} + {u})")));
+        }
+    };
     let emit_where = |r: &mut Renderer<'_>, pred: &dyn Fn(N) -> bool, indent: usize| {
         for &n in &order {
-            if !skip(n) && pred(n) {
+            if skip(n) || !pred(n) {
+                continue;
+            }
+            if r.blocked.contains(&n) {
+                for &u in &reps {
+                    set_rep(r, u);
+                    r.emit(n, indent);
+                }
+            } else {
                 r.emit(n, indent);
             }
         }
     };
-    let uses = |n: N, v: u32| free[&n].contains(&v);
-    let uses_r = |n: N| free[&n].iter().any(|v| rset.contains(v));
-    let outer_only = |n: N| !uses(n, vl) && !uses_r(n);
 
     // Outer loops (all output vars but the inner one), values hoisted to the loop they depend on.
-    let split = k.shape.iter().position(|&d| d > 1).expect("inner_pos exists");
     emit_where(&mut r, &|n| outer_only(n) && free[&n].is_empty(), 1);
     let mut indent = 1;
     for (i, (&v, &extent)) in k.vars.iter().zip(&k.shape).enumerate() {
@@ -128,12 +167,17 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
             continue;
         }
         let pad = "  ".repeat(indent);
+        let step = if Some(v) == blocked_var { BLOCK } else { 1 };
+        let groups = extent / step;
         if extent == 1 {
             let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
         } else if i == split {
-            let _ = writeln!(r.out, "{pad}for (i64 v{v} = (i64){extent}LL * part / nparts; v{v} < (i64){extent}LL * (part + 1) / nparts; v{v}++) {{");
+            let _ = writeln!(
+                r.out,
+                "{pad}for (i64 v{v} = (i64){groups}LL * part / nparts * {step}; v{v} < (i64){groups}LL * (part + 1) / nparts * {step}; v{v} += {step}) {{"
+            );
         } else {
-            let _ = writeln!(r.out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v}++) {{");
+            let _ = writeln!(r.out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v} += {step}) {{");
         }
         indent += 1;
         let here = depth_outer(v);
@@ -151,11 +195,17 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
     for (ci, chain) in chains.iter().enumerate() {
         let dtype = ctx.dtype(chain.top);
         let t = ctype(dtype);
-        let acc = format!("acc{ci}");
+        let blocked_chain = r.blocked.contains(&chain.top);
+        let acc = if blocked_chain { format!("acc{ci}@") } else { format!("acc{ci}") };
         let pad = "  ".repeat(indent);
         let init = super::c::literal(ctx.reduce_identity_const(chain.op, dtype)?, dtype);
-        let _ = writeln!(r.out, "{pad}{t} {acc}[{inner_extent}];");
-        let _ = writeln!(r.out, "{pad}for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {acc}[v{vl}] = {init};");
+        let chain_reps: &[usize] = if blocked_chain { &reps } else { &[0] };
+        for &u in chain_reps {
+            set_rep(&mut r, u);
+            let a = acc.replace('@', &r.suffix);
+            let _ = writeln!(r.out, "{pad}{t} {a}[{inner_extent}];");
+            let _ = writeln!(r.out, "{pad}for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {a}[v{vl}] = {init};");
+        }
         // Phase 1: the reduction loops, the inner loop innermost.
         let p1: HashSet<N> = ctx.toposort(&[chain.body]).into_iter().collect();
         let rvars: Vec<(u32, u64)> = chain
@@ -181,34 +231,57 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
         let pad = "  ".repeat(ind);
         let _ = writeln!(r.out, "{pad}PL_SIMD for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {{");
         emit_where(&mut r, &|n| p1.contains(&n) && uses(n, vl), ind + 1);
-        let b = r.value(chain.body);
-        let a = format!("{acc}[v{vl}]");
-        let step = match (chain.op, dtype.is_float()) {
-            (RedOp::Sum, _) => format!("{a} += {b};"),
-            (RedOp::Prod, _) => format!("{a} *= {b};"),
-            (RedOp::Max, true) => format!("{a} = pl_fmax({a}, {b});"),
-            (RedOp::Min, true) => format!("{a} = pl_fmin({a}, {b});"),
-            (RedOp::Max, false) => format!("{a} = {b} > {a} ? {b} : {a};"),
-            (RedOp::Min, false) => format!("{a} = {b} < {a} ? {b} : {a};"),
-        };
-        let _ = writeln!(r.out, "{pad}  {step}");
+        for &u in chain_reps {
+            set_rep(&mut r, u);
+            let b = r.value(chain.body);
+            let a = format!("{}[v{vl}]", acc.replace('@', &r.suffix));
+            let step = match (chain.op, dtype.is_float()) {
+                (RedOp::Sum, _) => format!("{a} += {b};"),
+                (RedOp::Prod, _) => format!("{a} *= {b};"),
+                (RedOp::Max, true) => format!("{a} = pl_fmax({a}, {b});"),
+                (RedOp::Min, true) => format!("{a} = pl_fmin({a}, {b});"),
+                (RedOp::Max, false) => format!("{a} = {b} > {a} ? {b} : {a};"),
+                (RedOp::Min, false) => format!("{a} = {b} < {a} ? {b} : {a};"),
+            };
+            let _ = writeln!(r.out, "{pad}  {step}");
+        }
         let _ = writeln!(r.out, "{pad}}}");
         for i in (indent..ind).rev() {
             let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
         }
-        r.names.insert(chain.top, a);
+        r.names.insert(chain.top, format!("{acc}[v{vl}]"));
     }
-    // Phase 2: the epilogue over the inner dimension.
+    // Phase 2: the epilogue over the inner dimension, one store per replica.
     let pad = "  ".repeat(indent);
     let _ = writeln!(r.out, "{pad}PL_SIMD for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {{");
     emit_where(&mut r, &|n| p2.contains(&n) && uses(n, vl), indent + 1);
-    let root = r.value(k.expr);
-    let _ = writeln!(r.out, "{pad}  b{}[{}] = {root};", k.out, flat_index(k));
+    let st = crate::lazy::strides(&k.shape);
+    for &u in &reps {
+        set_rep(&mut r, u);
+        let root = r.value(k.expr);
+        let flat: Vec<String> = k
+            .vars
+            .iter()
+            .zip(&st)
+            .zip(&k.shape)
+            .filter(|(_, &d)| d > 1)
+            .map(
+                |((&v, s), _)| {
+                    if Some(v) == blocked_var {
+                        format!("(v{v} + {u}) * {s}")
+                    } else {
+                        format!("v{v} * {s}")
+                    }
+                },
+            )
+            .collect();
+        let _ = writeln!(r.out, "{pad}  b{}[{}] = {root};", k.out, flat.join(" + "));
+    }
     let _ = writeln!(r.out, "{pad}}}");
     for i in (1..indent).rev() {
         let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
     }
     r.out.push_str("}\n");
-    let parts = k.shape[split] as u32;
+    let parts = (k.shape[split] / if Some(k.vars[split]) == blocked_var { BLOCK } else { 1 }) as u32;
     Some(CKernel { name: k.name.clone(), source: r.out, args, parts })
 }
