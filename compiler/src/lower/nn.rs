@@ -267,6 +267,16 @@ pub(super) fn matmul_lazy(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy) -> Result<Laz
     }
     let a = c.reduce_input(&a, nn as f64);
     let b = c.reduce_input(&b, m as f64);
+    // A constant right operand that is not plain row-major (Gemm's transB, a transposed weight) is
+    // folded now, so the product's inner loop reads it contiguously.
+    let p = c.p();
+    let b = match (p.is_constant(&b) && b.numel() <= super::FOLD_LIMIT && p.is_buffer_view(&b).is_none())
+        .then(|| p.fold(&b))
+        .flatten()
+    {
+        Some(t) => p.constant(t),
+        None => b,
+    };
     let p = c.p();
     // a[..., m, 1, k] * b^T[..., 1, n, k] summed over k.
     let mut ashape = a.shape.clone();

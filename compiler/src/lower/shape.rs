@@ -212,6 +212,20 @@ fn tile(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
 
 /// Joins `parts` along `axis` (all other dimensions equal).
 pub(super) fn concat_lazy(c: &mut NodeCtx<'_>, parts: &[Lazy], axis: usize) -> Result<Lazy> {
+    // A part holding a reduction is computed on its own first: fused into the concatenation, its
+    // reduction loop would run (guarded) over every position of the joined axis.
+    let parts: Vec<Lazy> = parts
+        .iter()
+        .map(|x| {
+            let p = c.p();
+            if p.ctx.has_reduce(x.expr) {
+                p.realize(x, crate::program::BufKind::Scratch, "concat_part")
+            } else {
+                x.clone()
+            }
+        })
+        .collect();
+    let parts = &parts[..];
     let total: usize = parts.iter().map(|x| x.shape[axis]).sum();
     let mut offset = 0i64;
     let mut acc: Option<Lazy> = None;
