@@ -10,13 +10,6 @@ use crate::lazy::strides;
 use crate::program::{BufKind, Program};
 use crate::tensor::Tensor;
 
-fn element(t: &Tensor, i: usize) -> Option<Const> {
-    let sz = t.dtype.size();
-    let bytes = t.data.get(i * sz..(i + 1) * sz)?;
-    let one = Tensor { dtype: t.dtype, shape: vec![1], data: bytes.to_vec() };
-    Some(if t.dtype.is_float() { Const::float(one.to_f64()[0]) } else { Const::Int(one.to_i64()[0]) })
-}
-
 fn store(t: &mut Tensor, i: usize, v: Const) {
     let sz = t.dtype.size();
     let bytes = match v {
@@ -43,7 +36,7 @@ pub fn run(program: &Program, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> 
         let n: usize = k.shape.iter().product();
         let mut out = bufs[k.out as usize].clone();
         {
-            let loader = |buf: u32, i: i64| usize::try_from(i).ok().and_then(|i| element(&bufs[buf as usize], i));
+            let loader = |buf: u32, i: i64| usize::try_from(i).ok().and_then(|i| bufs[buf as usize].element(i));
             let mut env = HashMap::new();
             for flat in 0..n {
                 for (i, &v) in k.vars.iter().enumerate() {

@@ -343,19 +343,33 @@ impl Program {
             return None;
         }
         let n = x.numel();
+        let st = strides(&x.shape);
+        let mut env = HashMap::new();
+        // Fast path for pure movement (a transposed or sliced weight): only the index is
+        // interpreted, element bytes are copied.
+        if let Op::Load { buf, index, valid: None } = *self.ctx.op(x.expr) {
+            if let BufKind::Weight(t) = &self.bufs[buf as usize].kind {
+                let sz = t.dtype.size();
+                let mut data = Vec::with_capacity(n * sz);
+                let no_loads = |_: u32, _: i64| -> Option<Const> { None };
+                for flat in 0..n {
+                    for (i, &v) in x.vars.iter().enumerate() {
+                        env.insert(v, (flat as i64 / st[i]) % x.shape[i] as i64);
+                    }
+                    let i = interp::eval(&self.ctx, index, &mut env, &no_loads)?.as_i64();
+                    let i = usize::try_from(i).ok().filter(|&i| i < t.numel())?;
+                    data.extend_from_slice(&t.data[i * sz..(i + 1) * sz]);
+                }
+                return Some(Tensor { dtype: t.dtype, shape: x.shape.clone(), data });
+            }
+        }
         let loader = |buf: u32, i: i64| -> Option<Const> {
             let BufKind::Weight(t) = &self.bufs[buf as usize].kind else {
                 return None;
             };
-            let i = usize::try_from(i).ok().filter(|&i| i < t.numel())?;
-            let sz = t.dtype.size();
-            let one = Tensor { dtype: t.dtype, shape: vec![1], data: t.data[i * sz..(i + 1) * sz].to_vec() };
-            let v = one.to_f64()[0];
-            Some(if t.dtype.is_float() { Const::float(v) } else { Const::Int(one.to_i64()[0]) })
+            t.element(usize::try_from(i).ok()?)
         };
-        let mut env = HashMap::new();
         let mut values = Vec::with_capacity(n);
-        let st = strides(&x.shape);
         for flat in 0..n {
             for (i, &v) in x.vars.iter().enumerate() {
                 env.insert(v, (flat as i64 / st[i]) % x.shape[i] as i64);

@@ -30,6 +30,19 @@ impl Tensor {
         Tensor { dtype: DType::I64, shape, data: values.iter().flat_map(|v| v.to_le_bytes()).collect() }
     }
 
+    /// Element `i` as an IR constant (exact for every dtype, int64 included); `None` out of range.
+    pub fn element(&self, i: usize) -> Option<crate::ir::Const> {
+        let sz = self.dtype.size();
+        let b = self.data.get(i.checked_mul(sz)?..(i + 1).checked_mul(sz)?)?;
+        let mut w = [0u8; 8];
+        w[..sz].copy_from_slice(b);
+        Some(match self.dtype {
+            DType::I64 | DType::U64 => crate::ir::Const::Int(i64::from_le_bytes(w)),
+            d if d.is_float() => crate::ir::Const::float(pilot_core::dtype::to_f64(d, b)[0]),
+            d => crate::ir::Const::Int(pilot_core::dtype::to_f64(d, b)[0] as i64),
+        })
+    }
+
     /// Every element converted to f64 (exact for all integer types up to 2^53 and all floats).
     pub fn to_f64(&self) -> Vec<f64> {
         pilot_core::dtype::to_f64(self.dtype, &self.data)
