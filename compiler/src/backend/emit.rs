@@ -35,15 +35,26 @@ pub struct EmitReport {
     pub artifact_bytes: u64,
 }
 
-/// Renders every kernel with the math prelude; `(name, source, args, parts)`.
+/// Renders every kernel (without the prelude).
 pub fn render_all(p: &Program) -> Vec<c::CKernel> {
-    p.kernels
-        .iter()
-        .map(|k| {
-            let mut ck = c::render(p, k);
-            ck.source = format!("{}\n{}", cmath::PRELUDE, ck.source);
-            ck
+    p.kernels.iter().map(|k| c::render(p, k)).collect()
+}
+
+/// Kernels grouped into translation units, one per core: each unit is the prelude plus its kernels,
+/// compiled into one object that every kernel of the unit loads by its own entry symbol.
+fn units(rendered: &[c::CKernel]) -> Vec<(String, String, Vec<usize>)> {
+    let n = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, rendered.len().max(1));
+    (0..n)
+        .map(|u| {
+            let members: Vec<usize> = (u..rendered.len()).step_by(n).collect();
+            let mut source = cmath::PRELUDE.to_string();
+            for &i in &members {
+                source.push('\n');
+                source.push_str(&rendered[i].source);
+            }
+            (format!("unit{u}"), source, members)
         })
+        .filter(|(_, _, m)| !m.is_empty())
         .collect()
 }
 
@@ -54,18 +65,18 @@ fn buffer(size: usize, dtype: DType, kind: BufferUse) -> BufferSpec {
 /// Writes `p` as an artifact at `path`.
 pub fn emit(p: &Program, opts: &EmitOptions, path: &Path) -> Result<EmitReport> {
     let rendered = render_all(p);
+    let cc = build::find_cc(opts.cc.as_deref(), &opts.arch)?;
+    let units = units(&rendered);
     if let Some(dir) = std::env::var_os("PILOT_DUMP_C") {
-        // Debugging aid: the C of every kernel, as compiled.
+        // Debugging aid: every translation unit's C, as compiled.
         let dir = PathBuf::from(dir);
         std::fs::create_dir_all(&dir).map_err(|source| CompileError::Io { path: dir.display().to_string(), source })?;
-        for k in &rendered {
-            let f = dir.join(format!("{}.c", k.name));
-            std::fs::write(&f, &k.source)
-                .map_err(|source| CompileError::Io { path: f.display().to_string(), source })?;
+        for (name, source, _) in &units {
+            let f = dir.join(format!("{name}.c"));
+            std::fs::write(&f, source).map_err(|source| CompileError::Io { path: f.display().to_string(), source })?;
         }
     }
-    let cc = build::find_cc(opts.cc.as_deref(), &opts.arch)?;
-    let sources: Vec<(String, String)> = rendered.iter().map(|k| (k.name.clone(), k.source.clone())).collect();
+    let sources: Vec<(String, String)> = units.iter().map(|(n, src, _)| (n.clone(), src.clone())).collect();
     let objects = build::compile_all(&sources, &cc, &opts.arch)?;
     let plan = plan::plan(p);
 
@@ -131,11 +142,22 @@ pub fn emit(p: &Program, opts: &EmitOptions, path: &Path) -> Result<EmitReport> 
         let (i, off) = slot[&b];
         Arg { buffer: BufferId(i as u32), offset: off }
     };
+    let mut unit_blob = vec![0usize; rendered.len()];
+    for ((_, _, members), obj) in units.iter().zip(&objects) {
+        let blob = writer.add_blob(obj);
+        for &i in members {
+            unit_blob[i] = blob;
+        }
+    }
     let mut programs = Vec::new();
     let mut step = Vec::new();
-    for (i, (k, obj)) in rendered.iter().zip(&objects).enumerate() {
-        let blob = writer.add_blob(obj);
-        programs.push(ProgramEntry { name: k.name.clone(), format: ProgramFormat::Elf, blob, args: k.args.len() });
+    for (i, k) in rendered.iter().enumerate() {
+        programs.push(ProgramEntry {
+            name: k.name.clone(),
+            format: ProgramFormat::Elf,
+            blob: unit_blob[i],
+            args: k.args.len(),
+        });
         step.push(StepOp::Dispatch {
             program: ProgramId(i as u32),
             args: k.args.iter().map(|&b| arg(b)).collect(),

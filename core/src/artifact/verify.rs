@@ -3,7 +3,8 @@
 //! Checks: a known target; unique input and output names; every index in range; sizes consistent with
 //! dtype × shape; weights carry contents of exactly their size; dispatch argument counts match their
 //! programs; every argument offset and copy range lies inside its buffer; every out-of-band record is
-//! referenced exactly once (by a buffer, a program or `_pad`).
+//! referenced exactly once (by a buffer or `_pad`), or by one or more programs (a code object that
+//! exports several kernels).
 
 use super::schema::{err, kind_name, Manifest, SchemaError, BACKENDS};
 use crate::device::{Arg, BufferUse, StepOp};
@@ -67,7 +68,13 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
         if p.name.is_empty() {
             return Err(err(format!("{path}.name"), "empty name"));
         }
-        claim(p.blob, format!("{path}.blob"))?;
+        // A code object may export several kernels: programs may share a record with each other.
+        let shared = m.programs[..i].iter().position(|q| q.blob == p.blob);
+        if shared.is_none() {
+            claim(p.blob, format!("{path}.blob"))?;
+        } else if m.programs[..i].iter().any(|q| q.blob == p.blob && q.format != p.format) {
+            return Err(err(format!("{path}.blob"), "programs sharing a record must have the same format"));
+        }
     }
     for (k, &r) in m.pads.iter().enumerate() {
         claim(r, format!("_pad[{k}]"))?;
