@@ -37,7 +37,7 @@ struct Chain {
 pub const MAX_INNER: usize = 2048;
 
 /// Replicas of the blocked outer variable (accumulator arrays live at once).
-pub const BLOCK: usize = 8;
+pub const BLOCK: usize = 4;
 
 pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
     let ctx = &p.ctx;
