@@ -5,7 +5,7 @@
 setup:
     scripts/setup.sh
 
-# Build a demo artifact and inspect, load, run and gate it.
+# Compile a model, check it against onnxruntime, inspect, load, run and gate it.
 demo:
     scripts/demo.sh
 
