@@ -61,17 +61,22 @@ fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs one case through import, lowering and the reference executor.
-fn run_case(dir: &Path) -> Result<(), String> {
-    let model = onnx::load(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
-    let lowered = pilot_compiler::lower::lower(&model, &Default::default()).map_err(|e| e.to_string())?;
+/// The case's `test_data_set_N` directories, in order.
+fn data_sets(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut sets: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| e.to_string())?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_dir())
         .collect();
     sets.sort();
-    for set in sets {
+    Ok(sets)
+}
+
+/// Runs one case through import, lowering and the reference executor.
+fn run_case(dir: &Path) -> Result<(), String> {
+    let model = onnx::load(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
+    let lowered = pilot_compiler::lower::lower(&model, &Default::default()).map_err(|e| e.to_string())?;
+    for set in data_sets(dir)? {
         let inputs: Vec<Tensor> =
             (0..lowered.inputs.len()).map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
         let outs = pilot_compiler::exec::run(&lowered.program, &inputs)?;
@@ -101,13 +106,7 @@ fn run_case_cpu(dir: &Path) -> Result<(), String> {
     let artifact = pilot_core::Artifact::open(&art).map_err(|e| e.to_string())?;
     let mut session =
         pilot_core::Session::new(artifact, Box::new(pilot_core::cpu::CpuDevice::new(1))).map_err(|e| e.to_string())?;
-    let mut sets: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| e.to_string())?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
-    sets.sort();
-    for set in sets {
+    for set in data_sets(dir)? {
         let specs = session.inputs().to_vec();
         let inputs: Vec<Tensor> = (0..specs.len()).map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
         for (spec, t) in specs.iter().zip(&inputs) {

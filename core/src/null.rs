@@ -104,13 +104,7 @@ impl Device for NullDevice {
     }
 
     fn wait(&mut self, value: u64) -> DeviceResult<()> {
-        if value > self.timeline {
-            return Err(DeviceError::Failed {
-                op: "wait",
-                reason: format!("timeline value {value} was never submitted (at {})", self.timeline),
-            });
-        }
-        Ok(())
+        crate::device::check_submitted(value, self.timeline)
     }
 
     fn synchronize(&mut self) -> DeviceResult<()> {
