@@ -10,12 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+
+use common::{close, data_sets, read_pb, root};
 use pilot_compiler::onnx;
 use pilot_compiler::tensor::Tensor;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
 
 fn node_dir() -> Option<PathBuf> {
     let dir =
@@ -23,42 +22,9 @@ fn node_dir() -> Option<PathBuf> {
     dir.join("test_abs").exists().then_some(dir)
 }
 
-fn read_pb(path: &Path) -> Tensor {
-    onnx::load_tensor(&std::fs::read(path).unwrap(), None).unwrap().1
-}
-
-/// Compares at `|a - b| <= 1e-4 · max(|b|, 1)` (exact for integers and booleans).
-fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
-    if got.dtype != want.dtype {
-        return Err(format!("dtype {} vs expected {}", got.dtype, want.dtype));
-    }
-    if got.numel() != want.numel() {
-        return Err(format!("{} elements vs expected {:?}", got.numel(), want.shape));
-    }
-    let (g, w) = (got.to_f64(), want.to_f64());
-    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
-        let ok = if want.dtype.is_float() {
-            (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-4 * b.abs().max(1.0)
-        } else {
-            a == b
-        };
-        if !ok {
-            return Err(format!("element {i}: {a} vs expected {b}"));
-        }
-    }
-    Ok(())
-}
-
-/// Runs a node case with its graph inputs named in `fold` turned into initializers holding the
-/// case's values, one lowering per data set.
 fn run_folded(dir: &Path, fold: &[&str]) -> Result<(), String> {
     let model = onnx::load(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
-    let mut sets: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| e.to_string())?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
-    sets.sort();
+    let sets = data_sets(dir)?;
     let names: Vec<String> = model.graph.real_inputs().map(|v| v.name.clone()).collect();
     for set in sets {
         let mut m = model.clone();
