@@ -58,6 +58,49 @@ pub enum ProgramFormat {
     AmdCodeObject,
 }
 
+/// The channel type of an RGBA image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ImageChannel {
+    /// 32-bit float per channel (`CL_FLOAT`, a6xx `FMT6_32_32_32_32_FLOAT`).
+    F32,
+    /// 16-bit float per channel (`CL_HALF_FLOAT`, a6xx `FMT6_16_16_16_16_FLOAT`); kernels read it as float.
+    F16,
+}
+
+impl ImageChannel {
+    /// Bytes per channel.
+    pub fn size(self) -> usize {
+        match self {
+            ImageChannel::F32 => 4,
+            ImageChannel::F16 => 2,
+        }
+    }
+}
+
+/// A 2-D RGBA image in linear memory: `height` rows `pitch` bytes apart, each row `width` pixels of four
+/// channels. Its bytes, as [`Device::copy_in`] and [`Device::copy_out`] see them, are exactly that
+/// pitched layout (`pitch * height` bytes); a kernel addresses it by pixel, never by byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ImageDesc {
+    pub width: u32,
+    pub height: u32,
+    /// Row pitch in bytes: at least `width * 4 * channel.size()`.
+    pub pitch: u32,
+    pub channel: ImageChannel,
+}
+
+impl ImageDesc {
+    /// Bytes the image occupies.
+    pub fn bytes(&self) -> usize {
+        self.pitch as usize * self.height as usize
+    }
+
+    /// Bytes of one row's pixels (without the pitch padding).
+    pub fn row_bytes(&self) -> usize {
+        self.width as usize * 4 * self.channel.size()
+    }
+}
+
 /// A program to load: the artifact's entry plus its code bytes (a slice of the artifact's map).
 #[derive(Clone, Copy, Debug)]
 pub struct ProgramSpec<'a> {
@@ -178,6 +221,12 @@ pub trait Device: Send {
         let id = self.alloc(bytes.len(), usage)?;
         self.copy_in(id, 0, bytes.as_slice())?;
         Ok(id)
+    }
+
+    /// Allocates a zero-filled 2-D image (see [`ImageDesc`]). Dispatch arguments refer to it with
+    /// offset 0; `copy_in`/`copy_out` move its whole pitched contents. Devices without images refuse.
+    fn alloc_image(&mut self, _desc: ImageDesc, _usage: BufferUse) -> DeviceResult<BufferId> {
+        Err(DeviceError::Unsupported("images"))
     }
 
     fn free(&mut self, buffer: BufferId) -> DeviceResult<()>;

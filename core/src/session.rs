@@ -65,6 +65,13 @@ impl Session {
         let mut buffers = Vec::with_capacity(m.buffers.len());
         for b in &m.buffers {
             let id = match (b.kind, b.blob) {
+                _ if b.image.is_some() => {
+                    let desc = b.image.expect("checked");
+                    device.alloc_image(desc, b.kind).and_then(|id| match b.blob {
+                        Some(r) => device.copy_in(id, 0, artifact.blob(r)).map(|()| id),
+                        None => Ok(id),
+                    })
+                }
                 (BufferUse::Weight, Some(r)) => device.import(artifact.blob_host_bytes(r), b.kind),
                 (_, Some(r)) => {
                     device.alloc(b.size, b.kind).and_then(|id| device.copy_in(id, 0, artifact.blob(r)).map(|()| id))

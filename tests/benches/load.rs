@@ -27,6 +27,7 @@ fn write_big(path: &Path) {
             placement: Placement::Device,
             blob: None,
             checksum: None,
+            image: None,
         },
         BufferSpec {
             size: 4,
@@ -35,6 +36,7 @@ fn write_big(path: &Path) {
             placement: Placement::Device,
             blob: None,
             checksum: None,
+            image: None,
         },
     ];
     for data in &weights {
@@ -46,6 +48,7 @@ fn write_big(path: &Path) {
             placement: Placement::Device,
             blob: Some(blob),
             checksum: Some(pilot_core::artifact::checksum(data)),
+            image: None,
         });
     }
     let code_blob = w.add_blob(&code);

@@ -82,6 +82,7 @@ pub fn write(path: &Path, object: &[u8], backend: &str) -> Result<Manifest, Arti
         placement: Placement::Device,
         blob,
         checksum: checksum.map(pilot_core::artifact::checksum),
+        image: None,
     };
     let buffers = vec![
         f(WIDTH, BufferUse::Input, None, None),                          // 0 desire

@@ -59,7 +59,7 @@ fn units(rendered: &[c::CKernel]) -> Vec<(String, String, Vec<usize>)> {
 }
 
 fn buffer(size: usize, dtype: DType, kind: BufferUse) -> BufferSpec {
-    BufferSpec { size, dtype, kind, placement: Placement::Device, blob: None, checksum: None }
+    BufferSpec { size, dtype, kind, placement: Placement::Device, blob: None, checksum: None, image: None }
 }
 
 /// Writes `p` as an artifact at `path`.

@@ -6,7 +6,8 @@
 //!  "inputs":   [{"name", "shape": [..], "dtype": "uint8", "buffer": i}],
 //!  "outputs":  [{"name", "shape", "dtype", "buffer": i, "slices": {name: (start, end)} | None}],
 //!  "buffers":  [{"size", "dtype", "kind": "weight|input|output|state|scratch",
-//!                "placement": "device|host", "blob": record | None, "checksum": "xxh3:<16 hex>" | None}],
+//!                "placement": "device|host", "blob": record | None, "checksum": "xxh3:<16 hex>" | None,
+//!                "image": {"width", "height", "pitch", "channel": "float|half"} | None}],
 //!  "programs": [{"name", "format": "elf|opencl|adreno|amdgpu", "blob": record, "args": n}],
 //!  "step":     [{"op": "dispatch", "program": p, "args": [(buffer, offset)..], "global": [x,y,z], "local": [x,y,z]}
 //!              | {"op": "copy", "src": (buffer, offset), "dst": (buffer, offset), "size": n}],
@@ -18,7 +19,7 @@
 //! types and bounds only; [`super::verify`] checks meaning.
 
 use super::pickle::Value;
-use crate::device::{BufferUse, ProgramFormat, StepOp};
+use crate::device::{BufferUse, ImageChannel, ImageDesc, ProgramFormat, StepOp};
 use crate::dtype::DType;
 
 /// The only payload version this build reads and writes.
@@ -86,6 +87,8 @@ pub struct BufferSpec {
     pub blob: Option<usize>,
     /// xxh3-64 of the contents, checked by `pilot load --verify`.
     pub checksum: Option<u64>,
+    /// Set when the buffer is a 2-D RGBA image; its contents (and `size`) are then the pitched rows.
+    pub image: Option<ImageDesc>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -322,7 +325,33 @@ fn buffer(path: &str, v: &Value) -> Result<BufferSpec, SchemaError> {
         placement,
         blob: o.opt_uint("blob")?,
         checksum,
+        image: match o.opt("image") {
+            None | Some(Value::None) => None,
+            Some(v) => Some(image(&o.at("image"), v)?),
+        },
     })
+}
+
+fn image(path: &str, v: &Value) -> Result<ImageDesc, SchemaError> {
+    let o = Obj::new(path, v)?;
+    let dim = |key: &str| -> Result<u32, SchemaError> {
+        let n = o.uint(key)?;
+        u32::try_from(n).ok().filter(|&n| n > 0).ok_or_else(|| err(o.at(key), format!("{n} is out of range")))
+    };
+    let channel = match o.str("channel")? {
+        "float" => ImageChannel::F32,
+        "half" => ImageChannel::F16,
+        other => return Err(err(o.at("channel"), format!("unknown channel type `{other}`"))),
+    };
+    Ok(ImageDesc { width: dim("width")?, height: dim("height")?, pitch: dim("pitch")?, channel })
+}
+
+/// The payload name of an image channel type.
+pub fn channel_name(c: ImageChannel) -> &'static str {
+    match c {
+        ImageChannel::F32 => "float",
+        ImageChannel::F16 => "half",
+    }
 }
 
 fn parse_checksum(path: &str, s: &str) -> Result<u64, SchemaError> {

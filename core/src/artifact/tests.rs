@@ -9,7 +9,7 @@ use crate::device::{Arg, BufferId, BufferUse, ProgramFormat, ProgramId, StepOp};
 use crate::DType;
 
 fn buf(size: usize, kind: BufferUse, blob: Option<usize>) -> BufferSpec {
-    BufferSpec { size, dtype: DType::F32, kind, placement: Placement::Device, blob, checksum: None }
+    BufferSpec { size, dtype: DType::F32, kind, placement: Placement::Device, blob, checksum: None, image: None }
 }
 
 fn arg(buffer: u32, offset: u64) -> Arg {

@@ -7,7 +7,8 @@
 //! exports several kernels).
 
 use super::schema::{err, kind_name, Manifest, SchemaError, BACKENDS};
-use crate::device::{Arg, BufferUse, StepOp};
+use crate::device::{Arg, BufferUse, ImageChannel, StepOp};
+use crate::dtype::DType;
 
 /// Verifies `m` against the sizes of the container's records.
 pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
@@ -58,6 +59,28 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
                 ))
             }
             (_, None) => {}
+        }
+        if let Some(im) = b.image {
+            if (im.pitch as usize) < im.row_bytes() || b.size != im.bytes() {
+                return Err(err(
+                    format!("{path}.image"),
+                    format!(
+                        "{}x{} image with pitch {} does not fit: rows need {} bytes, size must be {}",
+                        im.width,
+                        im.height,
+                        im.pitch,
+                        im.row_bytes(),
+                        im.pitch as u64 * im.height as u64
+                    ),
+                ));
+            }
+            let want = match im.channel {
+                ImageChannel::F32 => DType::F32,
+                ImageChannel::F16 => DType::F16,
+            };
+            if b.dtype != want {
+                return Err(err(format!("{path}.dtype"), format!("an image of {:?} channels holds {want}", im.channel)));
+            }
         }
         if b.checksum.is_some() && b.blob.is_none() {
             return Err(err(format!("{path}.checksum"), "checksum without contents"));
@@ -158,6 +181,9 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
                 }
                 for (k, a) in args.iter().enumerate() {
                     arg_in_range(&format!("{path}.args[{k}]"), a, 0)?;
+                    if a.offset != 0 && m.buffers[a.buffer.0 as usize].image.is_some() {
+                        return Err(err(format!("{path}.args[{k}]"), "an image is bound whole (offset must be 0)"));
+                    }
                 }
             }
             StepOp::Copy { src, dst, len } => {
@@ -165,6 +191,9 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
                 arg_in_range(&format!("{path}.dst"), dst, *len)?;
                 if src.buffer == dst.buffer && src.offset < dst.offset + len && dst.offset < src.offset + len {
                     return Err(err(&path, "source and destination overlap"));
+                }
+                if m.buffers[src.buffer.0 as usize].image.is_some() || m.buffers[dst.buffer.0 as usize].image.is_some() {
+                    return Err(err(&path, "images are not copied by byte range"));
                 }
                 if m.buffers[dst.buffer.0 as usize].kind == BufferUse::Weight {
                     return Err(err(format!("{path}.dst"), "copy into a weight buffer"));

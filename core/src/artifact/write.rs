@@ -103,6 +103,17 @@ pub fn encode(m: &Manifest) -> Value {
             ),
             ("blob", opt(b.blob)),
             ("checksum", b.checksum.map_or(Value::None, |c| s(&format!("xxh3:{c:016x}")))),
+            (
+                "image",
+                b.image.map_or(Value::None, |im| {
+                    dict(vec![
+                        ("width", int(im.width as usize)),
+                        ("height", int(im.height as usize)),
+                        ("pitch", int(im.pitch as usize)),
+                        ("channel", s(super::schema::channel_name(im.channel))),
+                    ])
+                }),
+            ),
         ])
     });
     let programs = m.programs.iter().map(|p| {
