@@ -5,23 +5,50 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::backend::emit::{emit, EmitOptions};
+use crate::backend::cl::{self, ClOptions};
+use crate::backend::emit::{self, EmitOptions};
 use crate::error::{CompileError, Result};
-use crate::lower::{lower, Port};
+use crate::lower::image::ImageMode;
+use crate::lower::{lower_with, Port};
 
 /// What to compile for.
 #[derive(Clone, Debug)]
 pub struct CompileOptions {
-    /// `cpu` or `null` (compile everything, run nothing).
+    /// `cpu`, `null` (compile everything, run nothing) or `cl`.
     pub backend: String,
-    /// `x86_64` or `aarch64`.
+    /// `x86_64` or `aarch64` for `cpu`; the GPU whose constraints `cl` code follows (`a630`).
     pub arch: String,
+    /// Modes of the OpenCL target (`--image`, `--float16`, `--nolocals`, pitch alignment).
+    pub cl: ClOptions,
     /// Pinned shapes of dynamic inputs.
     pub shapes: HashMap<String, Vec<usize>>,
     /// C compiler override.
     pub cc: Option<PathBuf>,
     /// The `ALLOWED_KERNEL_COUNT` gate (exact), checked before anything is written.
     pub allowed_kernel_count: Option<usize>,
+    /// The `ALLOWED_READ_IMAGE` and `ALLOWED_GATED_READ_IMAGE` gates (exact, OpenCL targets).
+    pub allowed_read_image: Option<usize>,
+    pub allowed_gated_read_image: Option<usize>,
+}
+
+impl CompileOptions {
+    /// Options for `backend` on its default architecture, everything else default.
+    pub fn new(backend: &str) -> CompileOptions {
+        let arch = match backend {
+            "cl" | "qcom" => "a630".to_string(),
+            _ => std::env::consts::ARCH.to_string(),
+        };
+        CompileOptions {
+            backend: backend.to_string(),
+            arch: arch.clone(),
+            cl: ClOptions { backend: backend.to_string(), arch, ..ClOptions::default() },
+            shapes: HashMap::new(),
+            cc: None,
+            allowed_kernel_count: None,
+            allowed_read_image: None,
+            allowed_gated_read_image: None,
+        }
+    }
 }
 
 /// The summary `pilot compile` prints.
@@ -30,6 +57,9 @@ pub struct CompileReport {
     pub inputs: Vec<Port>,
     pub outputs: Vec<Port>,
     pub kernels: usize,
+    /// `read_image` occurrences in the kernel sources, and the gated ones (OpenCL targets).
+    pub read_images: usize,
+    pub gated_read_images: usize,
     pub flops: u64,
     /// Peak scratch memory after planning, and what it would be without reuse.
     pub arena_bytes: usize,
@@ -51,6 +81,9 @@ impl fmt::Display for CompileReport {
             }
         }
         writeln!(f, "kernels  {}", self.kernels)?;
+        if self.read_images > 0 {
+            writeln!(f, "images   {} read_image, {} gated", self.read_images, self.gated_read_images)?;
+        }
         writeln!(f, "flops    {:.3} GFLOP per step", self.flops as f64 / 1e9)?;
         writeln!(
             f,
@@ -68,11 +101,22 @@ impl fmt::Display for CompileReport {
 /// Nothing is written unless every step and gate succeeds.
 pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn Fn(&str)) -> Result<CompileReport> {
     let st = Instant::now();
-    if !["cpu", "null"].contains(&opts.backend.as_str()) {
-        return Err(CompileError::Graph(format!("target `{}` is not available yet", opts.backend)));
+    let gpu = opts.backend == "cl";
+    match opts.backend.as_str() {
+        "cpu" | "null" if !["x86_64", "aarch64"].contains(&opts.arch.as_str()) => {
+            return Err(CompileError::Graph(format!("unknown CPU architecture `{}` (x86_64, aarch64)", opts.arch)));
+        }
+        "cpu" | "null" if opts.cl.image || opts.cl.float16 || opts.cl.nolocals => {
+            return Err(CompileError::Graph("--image, --float16 and --nolocals apply to the OpenCL target".into()));
+        }
+        "cl" if opts.arch != "a630" => {
+            return Err(CompileError::Graph(format!("unknown OpenCL architecture `{}` (a630)", opts.arch)));
+        }
+        "cpu" | "null" | "cl" => {}
+        other => return Err(CompileError::Graph(format!("target `{other}` is not available yet (cpu, null, cl)"))),
     }
-    if !["x86_64", "aarch64"].contains(&opts.arch.as_str()) {
-        return Err(CompileError::Graph(format!("unknown CPU architecture `{}` (x86_64, aarch64)", opts.arch)));
+    if opts.cl.float16 && !opts.cl.image {
+        return Err(CompileError::Graph("--float16 stores images as half: it needs --image".into()));
     }
     progress("import");
     let bytes =
@@ -80,7 +124,9 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
     let base = model.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let m = crate::onnx::load_bytes(&bytes, Some(base))?;
     progress("lower");
-    let lowered = lower(&m, &opts.shapes)?;
+    let images =
+        (gpu && opts.cl.image).then_some(ImageMode { float16: opts.cl.float16, max_width: opts.cl.max_image_width });
+    let mut lowered = lower_with(&m, &opts.shapes, images)?;
     let kernels = lowered.program.kernels.len();
     if let Some(expected) = opts.allowed_kernel_count {
         if expected != kernels {
@@ -97,12 +143,36 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
         inputs: lowered.inputs.clone(),
         outputs: lowered.outputs.clone(),
     };
-    let r = emit(&lowered.program, &emit_opts, out)?;
+    let built = if gpu {
+        let built = cl::build(&mut lowered.program, &opts.cl)?;
+        let source = std::str::from_utf8(&built.codes[0]).unwrap_or_default();
+        let (reads, gated) = cl::count_read_images(source);
+        for (gate, allowed, found) in [
+            ("ALLOWED_READ_IMAGE", opts.allowed_read_image, reads),
+            ("ALLOWED_GATED_READ_IMAGE", opts.allowed_gated_read_image, gated),
+        ] {
+            if let Some(expected) = allowed.filter(|&e| e != found) {
+                return Err(CompileError::Gate { gate, expected, found });
+            }
+        }
+        built
+    } else {
+        emit::build_cpu(&lowered.program, &emit_opts)?
+    };
+    let (read_images, gated_read_images) = match built.format {
+        pilot_core::device::ProgramFormat::OpenClSource => {
+            cl::count_read_images(std::str::from_utf8(&built.codes[0]).unwrap_or_default())
+        }
+        _ => (0, 0),
+    };
+    let r = emit::write(&lowered.program, &emit_opts, built, out)?;
     progress("done");
     Ok(CompileReport {
         inputs: lowered.inputs,
         outputs: lowered.outputs,
         kernels: r.kernels,
+        read_images,
+        gated_read_images,
         flops: r.flops,
         arena_bytes: r.arena_bytes,
         naive_scratch_bytes: r.naive_scratch_bytes,

@@ -22,6 +22,9 @@ pub enum CompileError {
     /// The `ALLOWED_KERNEL_COUNT` gate.
     #[error("the model compiles to {found} kernels, {expected} allowed")]
     KernelCount { expected: usize, found: usize },
+    /// `ALLOWED_READ_IMAGE` or `ALLOWED_GATED_READ_IMAGE`.
+    #[error("{gate}: the kernels have {found}, {expected} allowed")]
+    Gate { gate: &'static str, expected: usize, found: usize },
 }
 
 pub type Result<T, E = CompileError> = std::result::Result<T, E>;

@@ -321,6 +321,25 @@ impl Program {
         self.view_buf(buf, &x.shape)
     }
 
+    /// Computes `x` into an image of `height` rows of `width` RGBA pixels (`x.numel()` must be
+    /// `height * width * 4`, in the image's linear order) and returns a view of it shaped
+    /// `[height, width, 4]`. A constant `x` is folded into an image weight.
+    pub fn realize_image(&mut self, x: &Lazy, height: usize, width: usize, name: &str) -> Lazy {
+        debug_assert_eq!(x.numel(), height * width * 4, "an image holds its pixels exactly");
+        let shape = [height, width, 4];
+        let x = self.reshape(x, &shape);
+        let image = Some(crate::program::Image { width, height });
+        if let Some(t) = self.fold(&x) {
+            let buf = self.add_buf(x.dtype, x.numel(), BufKind::Weight(t));
+            self.bufs[buf as usize].image = image;
+            return self.view_buf(buf, &shape);
+        }
+        let view = self.realize(&x, BufKind::Scratch, name);
+        let buf = self.kernels.last().expect("just realized").out;
+        self.bufs[buf as usize].image = image;
+        view
+    }
+
     /// The buffer `x` is a plain C-order view of, if it is one (realizing it again would only copy).
     pub fn is_buffer_view(&mut self, x: &Lazy) -> Option<u32> {
         let Op::Load { buf, index, valid: None } = *self.ctx.op(x.expr) else {

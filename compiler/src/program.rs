@@ -18,11 +18,21 @@ pub enum BufKind {
     Output(usize),
 }
 
+/// A buffer stored as a 2-D RGBA image of `height` rows of `width` pixels (OpenCL targets with
+/// `--image`). Its elements are addressed linearly as `(y * width + x) * 4 + channel`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Image {
+    pub width: usize,
+    pub height: usize,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Buf {
     pub dtype: DType,
     pub numel: usize,
     pub kind: BufKind,
+    /// Set for image buffers; then `numel == width * height * 4`.
+    pub image: Option<Image>,
 }
 
 impl Buf {
@@ -54,7 +64,7 @@ impl Program {
     }
 
     pub fn add_buf(&mut self, dtype: DType, numel: usize, kind: BufKind) -> u32 {
-        self.bufs.push(Buf { dtype, numel, kind });
+        self.bufs.push(Buf { dtype, numel, kind, image: None });
         self.bufs.len() as u32 - 1
     }
 

@@ -56,13 +56,7 @@ fn run_case(dir: &Path) -> Result<(), String> {
 fn run_case_cpu(dir: &Path) -> Result<(), String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let art = tmp.path().join("case.pkl");
-    let opts = pilot_compiler::CompileOptions {
-        backend: "cpu".into(),
-        arch: std::env::consts::ARCH.into(),
-        shapes: Default::default(),
-        cc: None,
-        allowed_kernel_count: None,
-    };
+    let opts = pilot_compiler::CompileOptions::new("cpu");
     pilot_compiler::compile(&dir.join("model.onnx"), &art, &opts, &|_| {}).map_err(|e| e.to_string())?;
     let artifact = pilot_core::Artifact::open(&art).map_err(|e| e.to_string())?;
     let mut session =

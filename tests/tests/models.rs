@@ -61,11 +61,8 @@ fn compile_run_compare(name: &str, shapes: &[(&str, &[usize])]) -> Checked {
     let model = models().join(format!("{name}.onnx"));
     let art = dir.path().join(format!("{name}.pkl"));
     let opts = pilot_compiler::CompileOptions {
-        backend: "cpu".into(),
-        arch: std::env::consts::ARCH.into(),
         shapes: shapes.iter().map(|(n, s)| (n.to_string(), s.to_vec())).collect::<HashMap<_, _>>(),
-        cc: None,
-        allowed_kernel_count: None,
+        ..pilot_compiler::CompileOptions::new("cpu")
     };
     let report = pilot_compiler::compile(&model, &art, &opts, &|_| {}).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut session = Session::new(Artifact::open(&art).unwrap(), Box::new(CpuDevice::new(2))).unwrap();
@@ -143,13 +140,7 @@ fn exporter_shape_subgraphs_with_pinned_dynamic_dims() {
 fn exporter_without_pinned_dims_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.pkl");
-    let opts = pilot_compiler::CompileOptions {
-        backend: "cpu".into(),
-        arch: std::env::consts::ARCH.into(),
-        shapes: HashMap::new(),
-        cc: None,
-        allowed_kernel_count: None,
-    };
+    let opts = pilot_compiler::CompileOptions::new("cpu");
     let err = pilot_compiler::compile(&models().join("exporter.onnx"), &out, &opts, &|_| {}).unwrap_err().to_string();
     assert!(err.contains("dynamic dimension `batch`") && err.contains("--shape x="), "{err}");
     assert!(!out.exists(), "nothing is written on error");
@@ -159,13 +150,7 @@ fn exporter_without_pinned_dims_is_a_clear_error() {
 fn aarch64_cross_compile_for_the_comma_device() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("vision-a64.pkl");
-    let opts = pilot_compiler::CompileOptions {
-        backend: "cpu".into(),
-        arch: "aarch64".into(),
-        shapes: HashMap::new(),
-        cc: None,
-        allowed_kernel_count: None,
-    };
+    let opts = pilot_compiler::CompileOptions { arch: "aarch64".into(), ..pilot_compiler::CompileOptions::new("cpu") };
     pilot_compiler::compile(&models().join("vision.onnx"), &out, &opts, &|_| {}).unwrap();
     let art = Artifact::open(&out).unwrap();
     assert_eq!(art.manifest.target.arch, "aarch64");

@@ -13,24 +13,28 @@ pub struct CompileArgs {
     /// Output artifact (default: MODEL with the extension .pkl).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
-    /// cpu or null (compile everything, run nothing).
+    /// cpu, null (compile everything, run nothing) or cl (OpenCL C; the exact kernels of the Adreno path).
     #[arg(long, default_value = "cpu")]
     pub target: String,
-    /// CPU architecture of the artifact: x86_64 or aarch64 (default: this machine's).
+    /// Architecture of the artifact: x86_64 or aarch64 for cpu (default: this machine's); a630 for cl.
     #[arg(long)]
     pub arch: Option<String>,
     /// Pin a dynamic input shape, e.g. --shape input_imgs=1x12x128x256.
     #[arg(long = "shape", value_name = "NAME=DIMS")]
     pub shapes: Vec<String>,
-    /// Half-precision storage (OpenCL/QCOM targets).
-    #[arg(long)]
+    /// Store images as half; all math stays float32 (needs --image; FLOAT16=1 too).
+    #[arg(long, env = "FLOAT16", value_parser = clap::builder::FalseyValueParser::new())]
     pub float16: bool,
-    /// 2-D image layout (OpenCL/QCOM targets).
-    #[arg(long)]
+    /// Convolutions and matmuls read activations and weights as 2-D RGBA images (IMAGE=1 too).
+    #[arg(long, env = "IMAGE", value_parser = clap::builder::FalseyValueParser::new())]
     pub image: bool,
-    /// No local memory (OpenCL/QCOM targets).
-    #[arg(long)]
+    /// No local memory or work-group structure; local sizes timed on this machine's OpenCL device
+    /// (NOLOCALS=1 too).
+    #[arg(long, env = "NOLOCALS", value_parser = clap::builder::FalseyValueParser::new())]
     pub nolocals: bool,
+    /// Image row pitch alignment in bytes (IMAGE_PITCH_ALIGNMENT; 64 matches the Adreno 630).
+    #[arg(long, env = "IMAGE_PITCH_ALIGNMENT", default_value_t = 64)]
+    pub image_pitch_alignment: usize,
     /// C compiler to use (default: clang-19, clang, then cc; or $PILOT_CC).
     #[arg(long)]
     pub cc: Option<PathBuf>,
@@ -40,6 +44,12 @@ pub struct CompileArgs {
     /// Exact number of kernels the compiled step must have (ALLOWED_KERNEL_COUNT).
     #[arg(long, env = "ALLOWED_KERNEL_COUNT", allow_negative_numbers = true)]
     pub allowed_kernel_count: Option<i64>,
+    /// Exact number of `read_image` in the kernel sources (ALLOWED_READ_IMAGE; OpenCL targets).
+    #[arg(long, env = "ALLOWED_READ_IMAGE", allow_negative_numbers = true)]
+    pub allowed_read_image: Option<i64>,
+    /// Exact number of gated `read_image` (ALLOWED_GATED_READ_IMAGE; OpenCL targets).
+    #[arg(long, env = "ALLOWED_GATED_READ_IMAGE", allow_negative_numbers = true)]
+    pub allowed_gated_read_image: Option<i64>,
 }
 
 /// Parses `NAME=1x3x256x512`.
@@ -68,22 +78,33 @@ fn progress(on_terminal: bool) -> impl Fn(&str) {
 
 /// `pilot compile`. Returns false when a gate or the selftest failed.
 pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
-    if args.float16 || args.image || args.nolocals {
-        bail!("--float16, --image and --nolocals apply to the OpenCL and QCOM targets, which are not available yet");
+    if !["cpu", "null", "cl"].contains(&args.target.as_str()) {
+        bail!("target `{}` is not available yet (available: cpu, null, cl)", args.target);
     }
-    if !["cpu", "null"].contains(&args.target.as_str()) {
-        bail!("target `{}` is not available yet (available: cpu, null)", args.target);
+    if !args.image_pitch_alignment.is_power_of_two() || args.image_pitch_alignment < 16 {
+        bail!(
+            "--image-pitch-alignment must be a power of two of at least 16 bytes, got {}",
+            args.image_pitch_alignment
+        );
     }
     let shapes: HashMap<String, Vec<usize>> =
         args.shapes.iter().map(|s| parse_shape(s)).collect::<anyhow::Result<_>>()?;
     let output = args.output.clone().unwrap_or_else(|| args.model.with_extension("pkl"));
-    let opts = pilot_compiler::CompileOptions {
-        backend: args.target.clone(),
-        arch: args.arch.clone().unwrap_or_else(|| std::env::consts::ARCH.to_string()),
-        shapes,
-        cc: args.cc.clone(),
-        allowed_kernel_count: args.allowed_kernel_count.filter(|&n| n >= 0).map(|n| n as usize),
-    };
+    let gate = |n: Option<i64>| n.filter(|&n| n >= 0).map(|n| n as usize);
+    let mut opts = pilot_compiler::CompileOptions::new(&args.target);
+    if let Some(arch) = &args.arch {
+        opts.arch = arch.clone();
+        opts.cl.arch = arch.clone();
+    }
+    opts.shapes = shapes;
+    opts.cc = args.cc.clone();
+    opts.cl.image = args.image;
+    opts.cl.float16 = args.float16;
+    opts.cl.nolocals = args.nolocals;
+    opts.cl.pitch_align = args.image_pitch_alignment;
+    opts.allowed_kernel_count = gate(args.allowed_kernel_count);
+    opts.allowed_read_image = gate(args.allowed_read_image);
+    opts.allowed_gated_read_image = gate(args.allowed_gated_read_image);
     let st = Instant::now();
     let report = match pilot_compiler::compile(&args.model, &output, &opts, &progress(std::io::stderr().is_terminal()))
     {
@@ -91,6 +112,10 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
             eprintln!(
                 "ALLOWED_KERNEL_COUNT: the model compiles to {found} kernels, {expected} allowed; nothing written"
             );
+            return Ok(false);
+        }
+        Err(e @ pilot_compiler::CompileError::Gate { .. }) => {
+            eprintln!("{e}; nothing written");
             return Ok(false);
         }
         r => r?,

@@ -1,4 +1,5 @@
-//! From a [`Program`] to an artifact: memory planning, C rendering, building, the manifest.
+//! From a [`Program`] to an artifact: memory planning, the manifest, and building for the CPU (C
+//! rendering, one object per core). Other targets build their code elsewhere and share [`write`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -6,7 +7,7 @@ use std::path::{Path, PathBuf};
 use pilot_core::artifact::{
     checksum, ArtifactWriter, BufferSpec, Manifest, Metadata, Placement, ProgramEntry, Target, TensorSpec,
 };
-use pilot_core::device::{Arg, BufferId, BufferUse, ProgramFormat, ProgramId, StepOp};
+use pilot_core::device::{Arg, BufferId, BufferUse, ImageChannel, ImageDesc, ProgramFormat, ProgramId, StepOp};
 use pilot_core::DType;
 
 use super::{build, c, cmath, plan};
@@ -62,8 +63,31 @@ fn buffer(size: usize, dtype: DType, kind: BufferUse) -> BufferSpec {
     BufferSpec { size, dtype, kind, placement: Placement::Device, blob: None, checksum: None, image: None }
 }
 
-/// Writes `p` as an artifact at `path`.
-pub fn emit(p: &Program, opts: &EmitOptions, path: &Path) -> Result<EmitReport> {
+/// Code built for a target: the code records and, per kernel, its entry, arguments and launch.
+pub struct Built {
+    pub format: ProgramFormat,
+    /// Code records; several kernels may share one (a code object or a source with many kernels).
+    pub codes: Vec<Vec<u8>>,
+    pub kernels: Vec<BuiltKernel>,
+    /// Byte alignment of buffers in the scratch arena (the device's base-address alignment).
+    pub align: usize,
+    /// Image pitch alignment in bytes (images only).
+    pub pitch_align: usize,
+    pub target: Target,
+}
+
+pub struct BuiltKernel {
+    pub name: String,
+    /// Buffers in argument order (output first).
+    pub args: Vec<u32>,
+    /// Index into [`Built::codes`].
+    pub code: usize,
+    pub global: [u32; 3],
+    pub local: [u32; 3],
+}
+
+/// Builds `p` for the CPU: C rendered per kernel, one object per core, compiled in parallel.
+pub fn build_cpu(p: &Program, opts: &EmitOptions) -> Result<Built> {
     let rendered = render_all(p);
     let cc = build::find_cc(opts.cc.as_deref(), &opts.arch)?;
     let units = units(&rendered);
@@ -77,10 +101,67 @@ pub fn emit(p: &Program, opts: &EmitOptions, path: &Path) -> Result<EmitReport> 
         }
     }
     let sources: Vec<(String, String)> = units.iter().map(|(n, src, _)| (n.clone(), src.clone())).collect();
-    let objects = build::compile_all(&sources, &cc, &opts.arch)?;
-    let plan = plan::plan(p);
+    let codes = build::compile_all(&sources, &cc, &opts.arch)?;
+    let mut unit_of = vec![0usize; rendered.len()];
+    for (u, (_, _, members)) in units.iter().enumerate() {
+        for &i in members {
+            unit_of[i] = u;
+        }
+    }
+    let kernels = rendered
+        .iter()
+        .enumerate()
+        .map(|(i, k)| BuiltKernel {
+            name: k.name.clone(),
+            args: k.args.clone(),
+            code: unit_of[i],
+            global: [k.parts, 1, 1],
+            local: [1, 1, 1],
+        })
+        .collect();
+    Ok(Built {
+        format: ProgramFormat::Elf,
+        codes,
+        kernels,
+        align: plan::ALIGN,
+        pitch_align: 1,
+        target: Target {
+            backend: opts.backend.clone(),
+            arch: opts.arch.clone(),
+            image: false,
+            float16: false,
+            nolocals: false,
+        },
+    })
+}
 
-    // Artifact buffers: inputs, outputs, used weights, then the scratch arena.
+/// Writes `p` for the CPU as an artifact at `path`.
+pub fn emit(p: &Program, opts: &EmitOptions, path: &Path) -> Result<EmitReport> {
+    let built = build_cpu(p, opts)?;
+    write(p, opts, built, path)
+}
+
+/// The pitch of an image row: the pixels' bytes rounded up to `align`.
+pub fn image_pitch(width: usize, elem: usize, align: usize) -> usize {
+    (width * 4 * elem).div_ceil(align) * align
+}
+
+fn image_desc(b: &crate::program::Buf, pitch_align: usize) -> Option<ImageDesc> {
+    let im = b.image?;
+    let channel = if b.dtype == DType::F16 { ImageChannel::F16 } else { ImageChannel::F32 };
+    Some(ImageDesc {
+        width: im.width as u32,
+        height: im.height as u32,
+        pitch: image_pitch(im.width, b.dtype.size(), pitch_align) as u32,
+        channel,
+    })
+}
+
+/// Writes an artifact of `p` with the code in `built` at `path`.
+pub fn write(p: &Program, opts: &EmitOptions, built: Built, path: &Path) -> Result<EmitReport> {
+    let plan = plan::plan(p, built.align);
+
+    // Artifact buffers: inputs, outputs, used weights, images, then the scratch arena.
     let mut buffers = Vec::new();
     let mut slot: HashMap<u32, (usize, u64)> = HashMap::new();
     let mut inputs = Vec::new();
@@ -115,20 +196,49 @@ pub fn emit(p: &Program, opts: &EmitOptions, path: &Path) -> Result<EmitReport> 
             slices: vec![],
         });
     }
-    let mut writer = ArtifactWriter::new();
-    let mut weight_bytes = 0;
-    let mut used: Vec<u32> = rendered.iter().flat_map(|k| k.args.iter().copied()).collect();
+    let mut used: Vec<u32> = built.kernels.iter().flat_map(|k| k.args.iter().copied()).collect();
     used.sort_unstable();
     used.dedup();
+    // Weight contents, pitched where the weight is an image (kept alive for the writer).
+    let contents: Vec<(u32, std::borrow::Cow<[u8]>)> = used
+        .iter()
+        .filter_map(|&b| {
+            let buf = &p.bufs[b as usize];
+            let BufKind::Weight(t) = &buf.kind else { return None };
+            Some(match (image_desc(buf, built.pitch_align), buf.image) {
+                (Some(d), Some(im)) => {
+                    (b, std::borrow::Cow::Owned(pitched(&t.data, im.width * 4 * buf.dtype.size(), d.pitch as usize)))
+                }
+                _ => (b, std::borrow::Cow::Borrowed(&t.data[..])),
+            })
+        })
+        .collect();
+    let mut writer = ArtifactWriter::new();
+    let mut weight_bytes = 0;
+    for (b, data) in &contents {
+        let buf = &p.bufs[*b as usize];
+        let blob = writer.add_blob(data);
+        let mut spec = buffer(data.len(), buf.dtype, BufferUse::Weight);
+        spec.blob = Some(blob);
+        spec.checksum = Some(checksum(data));
+        spec.image = image_desc(buf, built.pitch_align);
+        weight_bytes += data.len();
+        buffers.push(spec);
+        slot.insert(*b, (buffers.len() - 1, 0));
+    }
     for &b in &used {
-        if let BufKind::Weight(t) = &p.bufs[b as usize].kind {
-            let blob = writer.add_blob(&t.data);
-            let mut spec = buffer(t.data.len(), t.dtype, BufferUse::Weight);
-            spec.blob = Some(blob);
-            spec.checksum = Some(checksum(&t.data));
-            weight_bytes += t.data.len();
-            buffers.push(spec);
-            slot.insert(b, (buffers.len() - 1, 0));
+        let buf = &p.bufs[b as usize];
+        match (&buf.kind, image_desc(buf, built.pitch_align)) {
+            (BufKind::Scratch, Some(d)) => {
+                let mut spec = buffer(d.bytes(), buf.dtype, BufferUse::Scratch);
+                spec.image = Some(d);
+                buffers.push(spec);
+                slot.insert(b, (buffers.len() - 1, 0));
+            }
+            (BufKind::Input(_) | BufKind::Output(_), Some(_)) => {
+                return Err(CompileError::Graph(format!("buffer {b}: model inputs and outputs are never images")))
+            }
+            _ => {}
         }
     }
     if plan.arena_bytes > 0 {
@@ -142,37 +252,25 @@ pub fn emit(p: &Program, opts: &EmitOptions, path: &Path) -> Result<EmitReport> 
         let (i, off) = slot[&b];
         Arg { buffer: BufferId(i as u32), offset: off }
     };
-    let mut unit_blob = vec![0usize; rendered.len()];
-    for ((_, _, members), obj) in units.iter().zip(&objects) {
-        let blob = writer.add_blob(obj);
-        for &i in members {
-            unit_blob[i] = blob;
-        }
-    }
+    let code_blobs: Vec<usize> = built.codes.iter().map(|c| writer.add_blob(c)).collect();
     let mut programs = Vec::new();
     let mut step = Vec::new();
-    for (i, k) in rendered.iter().enumerate() {
+    for (i, k) in built.kernels.iter().enumerate() {
         programs.push(ProgramEntry {
             name: k.name.clone(),
-            format: ProgramFormat::Elf,
-            blob: unit_blob[i],
+            format: built.format,
+            blob: code_blobs[k.code],
             args: k.args.len(),
         });
         step.push(StepOp::Dispatch {
             program: ProgramId(i as u32),
             args: k.args.iter().map(|&b| arg(b)).collect(),
-            global: [k.parts, 1, 1],
-            local: [1, 1, 1],
+            global: k.global,
+            local: k.local,
         });
     }
     let mut manifest = Manifest {
-        target: Target {
-            backend: opts.backend.clone(),
-            arch: opts.arch.clone(),
-            image: false,
-            float16: false,
-            nolocals: false,
-        },
+        target: built.target.clone(),
         inputs,
         outputs,
         buffers,
@@ -196,4 +294,16 @@ pub fn emit(p: &Program, opts: &EmitOptions, path: &Path) -> Result<EmitReport> 
         weight_bytes,
         artifact_bytes,
     })
+}
+
+/// Rows of `row` bytes laid out `pitch` bytes apart, the padding zeroed.
+fn pitched(data: &[u8], row: usize, pitch: usize) -> Vec<u8> {
+    if row == pitch {
+        return data.to_vec();
+    }
+    let mut out = vec![0u8; data.len() / row * pitch];
+    for (src, dst) in data.chunks(row).zip(out.chunks_mut(pitch)) {
+        dst[..row].copy_from_slice(src);
+    }
+    out
 }

@@ -3,6 +3,7 @@
 
 pub mod build;
 pub mod c;
+pub mod cl;
 pub mod cmath;
 pub mod emit;
 pub mod plan;

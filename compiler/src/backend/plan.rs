@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use crate::program::{BufKind, Program};
 
-/// Byte alignment of every buffer in the arena.
+/// Byte alignment of every buffer in the arena on the CPU.
 pub const ALIGN: usize = 64;
 
 #[derive(Debug, Default)]
@@ -18,7 +18,8 @@ pub struct Plan {
 
 /// First-fit placement. A buffer is live from the kernel that writes it through the last kernel that
 /// reads it, inclusive: the output of a kernel never shares memory with that kernel's inputs.
-pub fn plan(p: &Program) -> Plan {
+/// Every offset is a multiple of `align`. Image buffers are not placed: each is its own allocation.
+pub fn plan(p: &Program, align: usize) -> Plan {
     let mut last_read: HashMap<u32, usize> = HashMap::new();
     for (i, k) in p.kernels.iter().enumerate() {
         for b in p.kernel_inputs(k) {
@@ -30,8 +31,8 @@ pub fn plan(p: &Program) -> Plan {
     let mut live: Vec<(u32, usize, usize, usize)> = Vec::new(); // (buf, offset, size, last use)
     for (i, k) in p.kernels.iter().enumerate() {
         let b = k.out;
-        if p.bufs[b as usize].kind == BufKind::Scratch {
-            let size = p.bufs[b as usize].nbytes().div_ceil(ALIGN) * ALIGN;
+        if p.bufs[b as usize].kind == BufKind::Scratch && p.bufs[b as usize].image.is_none() {
+            let size = p.bufs[b as usize].nbytes().div_ceil(align) * align;
             plan.naive_bytes += size;
             let mut taken: Vec<(usize, usize)> = live.iter().map(|&(_, o, s, _)| (o, s)).collect();
             taken.sort_unstable();

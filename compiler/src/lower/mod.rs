@@ -11,6 +11,7 @@
 
 mod einsum;
 mod elementwise;
+pub mod image;
 mod more;
 mod nn;
 mod norm;
@@ -75,6 +76,8 @@ struct Lowerer {
     consts: HashMap<String, Tensor>,
     uses: HashMap<String, usize>,
     opset: i64,
+    /// Set when convolutions and matmuls read their operands as images (`--image`).
+    images: Option<image::ImageMode>,
 }
 
 /// What an op implementation sees: its node, its inputs, and the program being built.
@@ -90,6 +93,11 @@ impl NodeCtx<'_> {
 
     pub fn opset(&self) -> i64 {
         self.l.opset
+    }
+
+    /// The image mode, when convolutions and matmuls read images.
+    pub fn images(&self) -> Option<image::ImageMode> {
+        self.l.images
     }
 
     pub fn err(&self, reason: impl Into<String>) -> CompileError {
@@ -287,10 +295,25 @@ fn resolve_dims(name: &str, dims: &Option<Vec<Dim>>, pinned: Option<&Vec<usize>>
 
 /// Lowers `model`, with dynamic input dimensions pinned by `shapes`.
 pub fn lower(model: &Model, shapes: &HashMap<String, Vec<usize>>) -> Result<Lowered> {
+    lower_with(model, shapes, None)
+}
+
+/// Lowers `model`; with `images`, convolutions and matmuls read activations and weights as images.
+pub fn lower_with(
+    model: &Model,
+    shapes: &HashMap<String, Vec<usize>>,
+    images: Option<image::ImageMode>,
+) -> Result<Lowered> {
     let g = &model.graph;
     let opset = model.opsets.iter().find(|(d, _)| d.is_empty() || d == "ai.onnx").map(|(_, v)| *v).unwrap_or(1);
-    let mut l =
-        Lowerer { p: Program::new(), values: HashMap::new(), consts: HashMap::new(), uses: HashMap::new(), opset };
+    let mut l = Lowerer {
+        p: Program::new(),
+        values: HashMap::new(),
+        consts: HashMap::new(),
+        uses: HashMap::new(),
+        opset,
+        images,
+    };
     for name in shapes.keys() {
         if !g.real_inputs().any(|i| &i.name == name) {
             return Err(CompileError::Graph(format!("--shape names `{name}`, which is not a model input")));

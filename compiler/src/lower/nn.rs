@@ -28,15 +28,15 @@ pub(super) fn lookup(op: &str) -> Option<OpFn> {
 }
 
 /// Spatial geometry of a windowed op (conv or pool) over `spatial` input dims.
-struct Window {
-    kernel: Vec<usize>,
-    strides: Vec<usize>,
-    dilations: Vec<usize>,
-    pad_lo: Vec<i64>,
-    pad_hi: Vec<i64>,
+pub(super) struct Window {
+    pub kernel: Vec<usize>,
+    pub strides: Vec<usize>,
+    pub dilations: Vec<usize>,
+    pub pad_lo: Vec<i64>,
+    pub pad_hi: Vec<i64>,
     /// `pad_hi` as the model declared it, before the ceil_mode overhang.
-    declared_hi: Vec<i64>,
-    out: Vec<usize>,
+    pub declared_hi: Vec<i64>,
+    pub out: Vec<usize>,
 }
 
 fn window(c: &NodeCtx<'_>, spatial: &[usize], kernel: Vec<usize>, ceil_mode: bool) -> Result<Window> {
@@ -99,7 +99,7 @@ fn window(c: &NodeCtx<'_>, spatial: &[usize], kernel: Vec<usize>, ceil_mode: boo
 
 /// The padded input read at window positions: maps `x`'s vars (batch, channel, spatial...) to
 /// `(n, ch, out*stride + k*dilation)`.
-fn window_read(p: &mut Program, xp: &Lazy, n: N, ch: N, out_vars: &[u32], kvars: &[u32], w: &Window) -> N {
+pub(super) fn window_read(p: &mut Program, xp: &Lazy, n: N, ch: N, out_vars: &[u32], kvars: &[u32], w: &Window) -> N {
     let mut map = HashMap::new();
     map.insert(xp.vars[0], n);
     map.insert(xp.vars[1], ch);
@@ -129,6 +129,9 @@ fn conv(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let kernel =
         c.attr_ints("kernel_shape").map_or(wt.shape[2..].to_vec(), |k| k.iter().map(|&v| v as usize).collect());
     let w = window(c, &x.shape[2..], kernel, false)?;
+    if let Some(y) = super::image::conv(c, &x, &wt, bias.as_ref(), &w, groups) {
+        return Ok(vec![y]);
+    }
     let reuse =
         (cout / groups * w.kernel.iter().product::<usize>()) as f64 / w.strides.iter().product::<usize>() as f64;
     let xp = c.windowed_input(&x, &w.pad_lo, &w.pad_hi, 0.0, reuse, *w.strides.last().unwrap_or(&1));

@@ -132,6 +132,16 @@ impl BlobSource for [u8] {
     }
 }
 
+impl BlobSource for std::borrow::Cow<'_, [u8]> {
+    fn len(&self) -> u64 {
+        <[u8]>::len(self) as u64
+    }
+
+    fn write_to(&self, w: &mut dyn Write) -> io::Result<()> {
+        w.write_all(self)
+    }
+}
+
 impl BlobSource for Vec<u8> {
     fn len(&self) -> u64 {
         Vec::len(self) as u64

@@ -79,7 +79,10 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
                 ImageChannel::F16 => DType::F16,
             };
             if b.dtype != want {
-                return Err(err(format!("{path}.dtype"), format!("an image of {:?} channels holds {want}", im.channel)));
+                return Err(err(
+                    format!("{path}.dtype"),
+                    format!("an image of {:?} channels holds {want}", im.channel),
+                ));
             }
         }
         if b.checksum.is_some() && b.blob.is_none() {
@@ -192,7 +195,8 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
                 if src.buffer == dst.buffer && src.offset < dst.offset + len && dst.offset < src.offset + len {
                     return Err(err(&path, "source and destination overlap"));
                 }
-                if m.buffers[src.buffer.0 as usize].image.is_some() || m.buffers[dst.buffer.0 as usize].image.is_some() {
+                if m.buffers[src.buffer.0 as usize].image.is_some() || m.buffers[dst.buffer.0 as usize].image.is_some()
+                {
                     return Err(err(&path, "images are not copied by byte range"));
                 }
                 if m.buffers[dst.buffer.0 as usize].kind == BufferUse::Weight {

@@ -1,0 +1,132 @@
+//! The OpenCL back end: OpenCL C for desktop OpenCL (`cl`) and, through Qualcomm's compiler, the
+//! Adreno 630 (`qcom`). One source holds every kernel of a model, after a small prelude.
+
+pub mod prepare;
+pub mod render;
+
+use pilot_core::artifact::Target;
+use pilot_core::device::ProgramFormat;
+
+use super::emit::{Built, BuiltKernel};
+use crate::error::Result;
+use crate::program::Program;
+
+/// Helpers every kernel may call. Half is storage only (no `cl_khr_fp16`): conversions go through
+/// `vload_half`/`vstore_half`, which round to nearest even.
+pub const PRELUDE: &str = r#"__constant sampler_t smp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
+float pl_fmax(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b); }
+float pl_fmin(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b); }
+float pl_bits_half(ushort b) { return vload_half(0, (const half *)&b); }
+ushort pl_half_bits(float x) { ushort b; vstore_half(x, 0, (half *)&b); return b; }
+float pl_round_half(float x) { return pl_bits_half(pl_half_bits(x)); }
+float pl_channel(float4 p, long c) { return c == 0 ? p.s0 : c == 1 ? p.s1 : c == 2 ? p.s2 : p.s3; }
+"#;
+
+/// Target options of the OpenCL back end.
+#[derive(Clone, Debug)]
+pub struct ClOptions {
+    /// `cl` or `qcom`.
+    pub backend: String,
+    /// The architecture constraints compiled for (`a630`).
+    pub arch: String,
+    pub image: bool,
+    pub float16: bool,
+    pub nolocals: bool,
+    /// Image row pitch alignment in bytes (`IMAGE_PITCH_ALIGNMENT`; 64 on the a630).
+    pub pitch_align: usize,
+    /// Widest image in pixels (16384 on the a630).
+    pub max_image_width: usize,
+}
+
+impl Default for ClOptions {
+    fn default() -> ClOptions {
+        ClOptions {
+            backend: "cl".into(),
+            arch: "a630".into(),
+            image: false,
+            float16: false,
+            nolocals: false,
+            pitch_align: 64,
+            max_image_width: 16384,
+        }
+    }
+}
+
+/// Base-address alignment of arena buffers: sub-buffers must start on it (128 B on PoCL and the a630;
+/// 512 B covers desktop GPUs too).
+pub const ARENA_ALIGN: usize = 512;
+
+/// Renders every kernel of `p` into one OpenCL source.
+pub fn build(p: &mut Program, opts: &ClOptions) -> Result<Built> {
+    let mut source = PRELUDE.to_string();
+    let mut kernels = Vec::new();
+    for i in 0..p.kernels.len() {
+        let k = p.kernels[i].clone();
+        let prep = prepare::prepare(p, &k);
+        let ck = render::render(p, &k, &prep)?;
+        source.push('\n');
+        source.push_str(&ck.source);
+        kernels.push(BuiltKernel { name: ck.name, args: ck.args, code: 0, global: ck.global, local: [0; 3] });
+    }
+    for k in &mut kernels {
+        k.local = default_local(k.global);
+    }
+    if let Some(path) = std::env::var_os("PILOT_DUMP_CL") {
+        // Debugging aid: the whole OpenCL source, as built.
+        std::fs::write(&path, &source).map_err(|e| crate::error::CompileError::Io {
+            path: std::path::Path::new(&path).display().to_string(),
+            source: e,
+        })?;
+    }
+    Ok(Built {
+        format: ProgramFormat::OpenClSource,
+        codes: vec![source.into_bytes()],
+        kernels,
+        align: ARENA_ALIGN,
+        pitch_align: opts.pitch_align,
+        target: Target {
+            backend: opts.backend.clone(),
+            arch: opts.arch.clone(),
+            image: opts.image,
+            float16: opts.float16,
+            nolocals: opts.nolocals,
+        },
+    })
+}
+
+/// A work-group of at most 64 work-items that divides the NDRange, widest along dimension 0.
+pub fn default_local(global: [u32; 3]) -> [u32; 3] {
+    let mut local = [1u32; 3];
+    let mut room = 64u32;
+    for d in 0..3 {
+        let l = (1..=room.min(global[d])).rev().find(|l| global[d] % l == 0).unwrap_or(1);
+        local[d] = l;
+        room /= l;
+    }
+    local
+}
+
+/// What the seed's compile3 gates count over kernel sources: `read_image` occurrences, and gated
+/// ones (`?read_image`, plus every `valN = read_imagef(` whose channel is used right after `?`/`:`).
+pub fn count_read_images(source: &str) -> (usize, usize) {
+    let reads = source.matches("read_image").count();
+    let mut gated = source.matches("?read_image").count();
+    for line in source.lines() {
+        let Some((lhs, rhs)) = line.split_once(" = ") else { continue };
+        if !rhs.trim_start().starts_with("read_imagef(") {
+            continue;
+        }
+        let Some(val) = lhs.split_whitespace().last() else { continue };
+        let used_gated = [".x", ".y", ".z", ".w"].iter().any(|c| {
+            let v = format!("{val}{c}");
+            source.contains(&format!("?{v}"))
+                || source.contains(&format!("? {v}"))
+                || source.contains(&format!(": {v}"))
+                || source.contains(&format!(":{v}"))
+        });
+        if used_gated {
+            gated += 1;
+        }
+    }
+    (reads, gated)
+}

@@ -1,0 +1,179 @@
+//! Kernel rewrites that shape the IR for OpenCL before rendering; they need `&mut Ctx`.
+//!
+//! - A kernel writing an image computes the four channels of a pixel in one work-item: its channel
+//!   variable is unrolled into four roots.
+//! - Innermost reductions of extent 4 that read images (the 4 channels of a pixel) are unrolled, so
+//!   the four channel loads share one `read_imagef`.
+//! - Reductions at the same place in the unrolled roots are given one variable (lockstep fusion),
+//!   so the renderer runs them as one loop with several accumulators.
+//! - Every image load gets its pixel coordinates and channel as IR nodes, simplified.
+
+use std::collections::HashMap;
+
+use crate::ir::{subst::substitute, BinOp, Ctx, Op, RedOp, N};
+use crate::program::{Image, Kernel, Program};
+
+/// Where an image load reads: pixel `(x, y)` and channel `c` (0..4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Texel {
+    pub x: N,
+    pub y: N,
+    pub c: N,
+}
+
+/// A kernel ready to render.
+pub struct Prepared {
+    /// One root per output element a work-item writes (four for an image pixel).
+    pub roots: Vec<N>,
+    /// The variable the roots were unrolled over (the image channel), if any.
+    pub unrolled: Option<u32>,
+    pub texels: HashMap<N, Texel>,
+}
+
+/// Rewrites `k` for rendering; `p.ctx` gains the new nodes.
+pub fn prepare(p: &mut Program, k: &Kernel) -> Prepared {
+    let images: HashMap<u32, Image> =
+        p.bufs.iter().enumerate().filter_map(|(i, b)| b.image.map(|im| (i as u32, im))).collect();
+    let ctx = &mut p.ctx;
+    let out_image = images.contains_key(&k.out);
+    let (mut roots, unrolled) = match (out_image, k.vars.last()) {
+        (true, Some(&c)) => {
+            debug_assert_eq!(k.shape.last(), Some(&4), "an image kernel iterates (y, x, channel)");
+            let roots = (0..4)
+                .map(|j| {
+                    let jn = ctx.int(j);
+                    substitute(ctx, k.expr, &HashMap::from([(c, jn)]), None)
+                })
+                .collect();
+            (roots, Some(c))
+        }
+        _ => (vec![k.expr], None),
+    };
+    if !images.is_empty() {
+        let mut memo = HashMap::new();
+        roots = roots.iter().map(|&r| unroll_small(ctx, r, &images, &mut memo)).collect();
+    }
+    if roots.len() > 1 {
+        let mut memo = HashMap::new();
+        roots = fuse(ctx, &roots, &mut memo);
+    }
+    let mut texels = HashMap::new();
+    for n in ctx.toposort(&roots) {
+        if let Op::Load { buf, index, .. } = *ctx.op(n) {
+            if let Some(im) = images.get(&buf) {
+                let px = ctx.div_i(index, 4);
+                let x = ctx.rem_i(px, im.width as i64);
+                let y = ctx.div_i(px, im.width as i64);
+                let c = ctx.rem_i(index, 4);
+                texels.insert(n, Texel { x, y, c });
+            }
+        }
+    }
+    Prepared { roots, unrolled, texels }
+}
+
+/// `n` rebuilt over new children (no simplification: the structure is kept as is).
+fn with_children(ctx: &mut Ctx, n: N, ch: &[N]) -> N {
+    let node = ctx.node(n).clone();
+    let op = match node.op {
+        Op::Var(_) | Op::Const(_) => return n,
+        Op::Load { buf, valid, .. } => Op::Load { buf, index: ch[0], valid: valid.map(|_| ch[1]) },
+        Op::Unary(op, _) => Op::Unary(op, ch[0]),
+        Op::Binary(op, _, _) => Op::Binary(op, ch[0], ch[1]),
+        Op::Where(..) => Op::Where(ch[0], ch[1], ch[2]),
+        Op::Cast(_) => Op::Cast(ch[0]),
+        Op::Bitcast(_) => Op::Bitcast(ch[0]),
+        Op::Reduce { op, var, extent, .. } => Op::Reduce { op, var, extent, body: ch[0] },
+    };
+    ctx.intern(op, node.dtype)
+}
+
+fn reads_image(ctx: &Ctx, root: N, images: &HashMap<u32, Image>) -> bool {
+    ctx.loads(root).iter().any(|b| images.contains_key(b))
+}
+
+/// Unrolls innermost reductions of extent 4 whose body reads an image (the channels of a pixel).
+fn unroll_small(ctx: &mut Ctx, root: N, images: &HashMap<u32, Image>, memo: &mut HashMap<N, N>) -> N {
+    for n in ctx.toposort(&[root]) {
+        if memo.contains_key(&n) {
+            continue;
+        }
+        let ch: Vec<N> = ctx.children(n).iter().map(|c| memo[c]).collect();
+        let mut r = if ch == ctx.children(n) { n } else { with_children(ctx, n, &ch) };
+        if let Op::Reduce { op, var, extent, body } = *ctx.op(r) {
+            if extent == 4 && !ctx.has_reduce(body) && reads_image(ctx, body, images) {
+                let terms: Vec<N> = (0..extent as i64)
+                    .map(|j| {
+                        let jn = ctx.int(j);
+                        substitute(ctx, body, &HashMap::from([(var, jn)]), None)
+                    })
+                    .collect();
+                let combine = match op {
+                    RedOp::Sum => BinOp::Add,
+                    RedOp::Prod => BinOp::Mul,
+                    RedOp::Max => BinOp::Max,
+                    RedOp::Min => BinOp::Min,
+                };
+                let d = ctx.dtype(r);
+                r = terms[1..].iter().fold(terms[0], |acc, &t| ctx.intern(Op::Binary(combine, acc, t), d));
+            }
+        }
+        memo.insert(n, r);
+    }
+    memo[&root]
+}
+
+/// Gives reductions at the same position of structurally equal roots one shared variable.
+fn fuse(ctx: &mut Ctx, roots: &[N], memo: &mut HashMap<Vec<N>, Vec<N>>) -> Vec<N> {
+    if let Some(r) = memo.get(roots) {
+        return r.clone();
+    }
+    let first = ctx.node(roots[0]).clone();
+    let same_shape = roots.iter().all(|&r| {
+        let n = ctx.node(r);
+        n.dtype == first.dtype
+            && std::mem::discriminant(&n.op) == std::mem::discriminant(&first.op)
+            && ctx.children(r).len() == ctx.children(roots[0]).len()
+    });
+    let all_equal = roots.iter().all(|&r| r == roots[0]);
+    let out = if all_equal || !same_shape {
+        roots.to_vec()
+    } else if let Op::Reduce { op, var, extent, .. } = first.op {
+        let same =
+            roots.iter().all(|&r| matches!(ctx.op(r), Op::Reduce { op: o, extent: e, .. } if *o == op && *e == extent));
+        if !same {
+            roots.to_vec()
+        } else {
+            let v0 = ctx.var(var);
+            let bodies: Vec<N> = roots
+                .iter()
+                .map(|&r| {
+                    let Op::Reduce { var: v, body, .. } = *ctx.op(r) else { unreachable!() };
+                    if v == var {
+                        body
+                    } else {
+                        substitute(ctx, body, &HashMap::from([(v, v0)]), None)
+                    }
+                })
+                .collect();
+            let bodies = fuse(ctx, &bodies, memo);
+            bodies.iter().map(|&b| ctx.intern(Op::Reduce { op, var, extent, body: b }, first.dtype)).collect()
+        }
+    } else {
+        let arity = ctx.children(roots[0]).len();
+        let mut cols: Vec<Vec<N>> = vec![Vec::new(); roots.len()];
+        for i in 0..arity {
+            let column: Vec<N> = roots.iter().map(|&r| ctx.children(r)[i]).collect();
+            for (j, n) in fuse(ctx, &column, memo).into_iter().enumerate() {
+                cols[j].push(n);
+            }
+        }
+        roots
+            .iter()
+            .zip(&cols)
+            .map(|(&r, ch)| if *ch == ctx.children(r) { r } else { with_children(ctx, r, ch) })
+            .collect()
+    };
+    memo.insert(roots.to_vec(), out.clone());
+    out
+}

@@ -1,0 +1,592 @@
+//! Renders one prepared kernel as OpenCL C 1.2, within what the Adreno 630's compiler accepts: no
+//! double, no `cl_khr_fp16` arithmetic (half is storage only: `vload_half`/`vstore_half`, images read
+//! and written as float), no local memory.
+//!
+//! Each work-item computes one output element, or the four channels of one pixel of an image output.
+//! Output coordinates come from `get_global_id`: the innermost dimension is dimension 0. Every node is
+//! rendered once into a private variable placed in the innermost loop among the variables it depends
+//! on; reductions that share a variable (see [`super::prepare`]) run as one loop.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+
+use pilot_core::DType;
+
+use super::prepare::{Prepared, Texel};
+use crate::error::{CompileError, Result};
+use crate::ir::{BinOp, Const, Ctx, Op, RedOp, UnOp, N};
+use crate::lazy::strides;
+use crate::program::{Kernel, Program};
+
+/// A rendered kernel.
+#[derive(Clone, Debug)]
+pub struct ClKernel {
+    pub name: String,
+    pub source: String,
+    /// Buffers in argument order (output first).
+    pub args: Vec<u32>,
+    /// The NDRange in work-items.
+    pub global: [u32; 3],
+}
+
+/// The value type a node computes in: half is computed as float.
+pub fn value_type(d: DType) -> &'static str {
+    match d {
+        DType::F32 | DType::F16 => "float",
+        DType::F64 => "double",
+        DType::I8 => "char",
+        DType::U8 | DType::Bool => "uchar",
+        DType::I16 => "short",
+        DType::U16 => "ushort",
+        DType::I32 => "int",
+        DType::U32 => "uint",
+        DType::I64 => "long",
+        DType::U64 => "ulong",
+    }
+}
+
+/// The element type of a buffer in memory.
+fn storage_type(d: DType) -> &'static str {
+    match d {
+        DType::F16 => "half",
+        _ => value_type(d),
+    }
+}
+
+fn literal(c: Const, d: DType) -> String {
+    match c {
+        Const::Float(bits) => {
+            let v = f64::from_bits(bits);
+            if v.is_nan() {
+                "NAN".into()
+            } else if v.is_infinite() {
+                if v > 0.0 { "INFINITY" } else { "(-INFINITY)" }.into()
+            } else {
+                format!("{:e}f", v as f32)
+            }
+        }
+        Const::Int(i) if d == DType::I64 && i == i64::MIN => "(-0x7fffffffffffffffL - 1)".into(),
+        Const::Int(i) => match d {
+            DType::U64 => format!("{}UL", i as u64),
+            DType::I64 => format!("{i}L"),
+            _ => format!("(({}){i})", value_type(d)),
+        },
+    }
+}
+
+/// Renders a prepared kernel. Fails on float64, which the target lacks.
+pub fn render(p: &Program, k: &Kernel, prep: &Prepared) -> Result<ClKernel> {
+    let ctx = &p.ctx;
+    let order = live_order(ctx, prep);
+    if let Some(&n) = order.iter().find(|&&n| ctx.dtype(n) == DType::F64) {
+        let _ = n;
+        return Err(CompileError::Graph(format!(
+            "kernel `{}` computes in float64, which the OpenCL target (Adreno 630) does not support",
+            k.name
+        )));
+    }
+    let mut args = vec![k.out];
+    let mut inputs: Vec<u32> = prep.roots.iter().flat_map(|&r| ctx.loads(r)).filter(|&b| b != k.out).collect();
+    inputs.sort_unstable();
+    inputs.dedup();
+    args.extend(inputs);
+
+    let free = free_vars(ctx, prep, &order);
+    let out_vars: Vec<(u32, usize)> =
+        k.vars.iter().zip(&k.shape).map(|(&v, &e)| (v, e)).filter(|&(v, _)| Some(v) != prep.unrolled).collect();
+    let out_set: HashSet<u32> = out_vars.iter().map(|&(v, _)| v).collect();
+    // Loop depth of each reduction variable: one below the deepest variable its reductions use.
+    let mut depth: HashMap<u32, usize> = HashMap::new();
+    for &n in order.iter().rev() {
+        if let Op::Reduce { var, .. } = ctx.op(n) {
+            let d = free[&n].iter().filter(|v| !out_set.contains(v)).map(|v| depth[v]).max().unwrap_or(0);
+            let e = depth.entry(*var).or_insert(0);
+            *e = (*e).max(d + 1);
+        }
+    }
+    let scope_of =
+        |n: N| -> Option<u32> { free[&n].iter().copied().filter(|v| !out_set.contains(v)).max_by_key(|v| depth[v]) };
+    let mut by_scope: HashMap<Option<u32>, Vec<N>> = HashMap::new();
+    let mut scope = HashMap::new();
+    for &n in &order {
+        if matches!(ctx.op(n), Op::Var(_) | Op::Const(_)) {
+            continue;
+        }
+        let s = scope_of(n);
+        scope.insert(n, s);
+        by_scope.entry(s).or_default().push(n);
+    }
+    let mut groups: HashMap<u32, Vec<N>> = HashMap::new();
+    for &n in &order {
+        if let Op::Reduce { var, .. } = ctx.op(n) {
+            groups.entry(*var).or_default().push(n);
+        }
+    }
+
+    let mut e = Emitter {
+        ctx,
+        p,
+        prep,
+        names: HashMap::new(),
+        texel_names: HashMap::new(),
+        out: String::new(),
+        by_scope,
+        scope,
+        depth,
+        groups,
+        done: HashSet::new(),
+    };
+    let name = k.name.clone();
+    let params: Vec<String> = args
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            let buf = &p.bufs[b as usize];
+            match (buf.image, i) {
+                (Some(_), 0) => format!("write_only image2d_t b{b}"),
+                (Some(_), _) => format!("read_only image2d_t b{b}"),
+                (None, 0) => format!("__global {} *restrict b{b}", storage_type(buf.dtype)),
+                (None, _) => format!("__global const {} *restrict b{b}", storage_type(buf.dtype)),
+            }
+        })
+        .collect();
+    let _ = writeln!(e.out, "__kernel void {name}({}) {{", params.join(", "));
+
+    // The grid: innermost output dimensions first; dimension 2 holds the rest, unflattened.
+    let grid: Vec<(u32, usize)> = out_vars.iter().rev().copied().filter(|&(_, ext)| ext > 1).collect();
+    let mut global = [1u32; 3];
+    for &(v, ext) in &out_vars {
+        if ext == 1 {
+            let _ = writeln!(e.out, "  const long v{v} = 0;");
+        }
+    }
+    for (g, &(v, ext)) in grid.iter().take(2).enumerate() {
+        global[g] = ext as u32;
+        let _ = writeln!(e.out, "  const long v{v} = get_global_id({g});");
+    }
+    if grid.len() > 2 {
+        let rest = &grid[2..];
+        global[2] = rest.iter().map(|&(_, ext)| ext as u32).product();
+        let _ = writeln!(e.out, "  const long g2 = get_global_id(2);");
+        let mut stride = 1usize;
+        for &(v, ext) in rest {
+            let _ = writeln!(e.out, "  const long v{v} = g2 / {stride} % {ext};");
+            stride *= ext;
+        }
+    }
+    e.emit_scope(None, 1)?;
+
+    let out_buf = &p.bufs[k.out as usize];
+    match out_buf.image {
+        Some(_) => {
+            // (y, x, channel): the pixel is (v_x, v_y), the roots are its four channels.
+            let (vy, vx) = (k.vars[0], k.vars[1]);
+            let vals: Vec<String> = prep.roots.iter().map(|&r| e.value(r)).collect();
+            let _ = writeln!(
+                e.out,
+                "  write_imagef(b{}, (int2)((int)v{vx}, (int)v{vy}), (float4)({}));",
+                k.out,
+                vals.join(", ")
+            );
+        }
+        None => {
+            let st = strides(&k.shape);
+            let flat: Vec<String> = k
+                .vars
+                .iter()
+                .zip(&st)
+                .zip(&k.shape)
+                .filter(|(_, &d)| d > 1)
+                .map(|((v, s), _)| format!("v{v} * {s}"))
+                .collect();
+            let flat = if flat.is_empty() { "0".to_string() } else { flat.join(" + ") };
+            let v = e.value(prep.roots[0]);
+            if out_buf.dtype == DType::F16 {
+                let _ = writeln!(e.out, "  vstore_half({v}, {flat}, b{});", k.out);
+            } else {
+                let _ = writeln!(e.out, "  b{}[{flat}] = {v};", k.out);
+            }
+        }
+    }
+    e.out.push_str("}\n");
+    Ok(ClKernel { name, source: e.out, args, global })
+}
+
+/// The children `n` is computed from: for an image load, its validity and texel coordinates.
+fn deps(ctx: &Ctx, prep: &Prepared, n: N) -> Vec<N> {
+    match (ctx.op(n), prep.texels.get(&n)) {
+        (Op::Load { valid, .. }, Some(t)) => valid.iter().copied().chain([t.x, t.y, t.c]).collect(),
+        _ => ctx.children(n),
+    }
+}
+
+/// Free variables of every node of `order` (a reduction's own variable is bound, not free).
+fn free_vars(ctx: &Ctx, prep: &Prepared, order: &[N]) -> HashMap<N, Vec<u32>> {
+    let mut free: HashMap<N, Vec<u32>> = HashMap::new();
+    for &n in order {
+        let mut vs: Vec<u32> = match ctx.op(n) {
+            Op::Var(v) => vec![*v],
+            _ => deps(ctx, prep, n).iter().flat_map(|c| free[c].clone()).collect(),
+        };
+        if let Op::Reduce { var, .. } = ctx.op(n) {
+            vs.retain(|v| v != var);
+        }
+        vs.sort_unstable();
+        vs.dedup();
+        free.insert(n, vs);
+    }
+    free
+}
+
+/// The nodes the roots need, children first. An image load needs its validity but not its linear
+/// index: its coordinates are written out where the pixel is read.
+fn live_order(ctx: &Ctx, prep: &Prepared) -> Vec<N> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    let mut stack: Vec<(N, bool)> = prep.roots.iter().rev().map(|&r| (r, false)).collect();
+    while let Some((n, expanded)) = stack.pop() {
+        if expanded {
+            out.push(n);
+            continue;
+        }
+        if !seen.insert(n) {
+            continue;
+        }
+        stack.push((n, true));
+        for c in deps(ctx, prep, n).into_iter().rev() {
+            if !seen.contains(&c) {
+                stack.push((c, false));
+            }
+        }
+    }
+    out
+}
+
+struct Emitter<'a> {
+    ctx: &'a Ctx,
+    p: &'a Program,
+    prep: &'a Prepared,
+    names: HashMap<N, String>,
+    /// The `float4` holding each pixel read so far, by (image, x, y, validity).
+    texel_names: HashMap<(u32, N, N, Option<N>), String>,
+    out: String,
+    by_scope: HashMap<Option<u32>, Vec<N>>,
+    scope: HashMap<N, Option<u32>>,
+    depth: HashMap<u32, usize>,
+    /// Reductions by variable: one loop each.
+    groups: HashMap<u32, Vec<N>>,
+    done: HashSet<N>,
+}
+
+impl Emitter<'_> {
+    fn value(&self, n: N) -> String {
+        match self.ctx.op(n) {
+            Op::Var(v) => format!("v{v}"),
+            Op::Const(c) => literal(*c, self.ctx.dtype(n)),
+            _ => self.names[&n].clone(),
+        }
+    }
+
+    fn deps(&self, n: N) -> Vec<N> {
+        deps(self.ctx, self.prep, n)
+    }
+
+    fn ready(&self, n: N) -> bool {
+        self.deps(n).iter().all(|c| matches!(self.ctx.op(*c), Op::Var(_) | Op::Const(_)) || self.done.contains(c))
+    }
+
+    /// Nodes of scope `s` that the bodies of `members` need before their loop opens.
+    fn loop_needs(&self, members: &[N], s: Option<u32>) -> Vec<N> {
+        let here = s.map_or(0, |v| self.depth[&v]);
+        let mut need = Vec::new();
+        let mut seen = HashSet::new();
+        let mut stack: Vec<N> = members.iter().flat_map(|&m| self.deps(m)).collect();
+        while let Some(n) = stack.pop() {
+            if !seen.insert(n) {
+                continue;
+            }
+            let Some(&ns) = self.scope.get(&n) else { continue };
+            if ns == s {
+                need.push(n);
+            } else if ns.map_or(0, |v| self.depth[&v]) > here {
+                stack.extend(self.deps(n));
+            }
+        }
+        need
+    }
+
+    /// Emits every node of scope `s`, opening one loop per reduction variable bound here.
+    fn emit_scope(&mut self, s: Option<u32>, indent: usize) -> Result<()> {
+        let mut pending = self.by_scope.remove(&s).unwrap_or_default();
+        while !pending.is_empty() {
+            let before = pending.len();
+            let mut i = 0;
+            while i < pending.len() {
+                let n = pending[i];
+                if self.done.contains(&n) {
+                    pending.remove(i);
+                    continue;
+                }
+                if let Op::Reduce { var, .. } = *self.ctx.op(n) {
+                    let members = self.groups[&var].clone();
+                    if self.loop_needs(&members, s).iter().all(|m| self.done.contains(m)) {
+                        self.emit_loop(var, &members, indent)?;
+                        pending.remove(i);
+                        continue;
+                    }
+                } else if self.ready(n) {
+                    self.emit(n, indent);
+                    pending.remove(i);
+                    continue;
+                }
+                i += 1;
+            }
+            if pending.len() == before {
+                return Err(CompileError::Graph("OpenCL renderer: cyclic reduction grouping".into()));
+            }
+        }
+        Ok(())
+    }
+
+    fn emit_loop(&mut self, var: u32, members: &[N], indent: usize) -> Result<()> {
+        let pad = "  ".repeat(indent);
+        let mut extent = 0;
+        for &m in members {
+            let Op::Reduce { op, extent: e, .. } = *self.ctx.op(m) else { unreachable!() };
+            extent = e;
+            let d = self.ctx.dtype(m);
+            let init = literal(self.ctx.reduce_identity_const(op, d).expect("identity"), d);
+            let name = format!("acc{}", m.0);
+            let _ = writeln!(self.out, "{pad}{} {name} = {init};", value_type(d));
+            self.names.insert(m, name);
+        }
+        let _ = writeln!(self.out, "{pad}for (long v{var} = 0; v{var} < {extent}; v{var}++) {{");
+        self.emit_scope(Some(var), indent + 1)?;
+        for &m in members {
+            let Op::Reduce { op, body, .. } = *self.ctx.op(m) else { unreachable!() };
+            let (a, b) = (self.names[&m].clone(), self.value(body));
+            let f = self.ctx.dtype(m).is_float();
+            let step = match (op, f) {
+                (RedOp::Sum, _) => format!("{a} += {b};"),
+                (RedOp::Prod, _) => format!("{a} *= {b};"),
+                (RedOp::Max, true) => format!("{a} = pl_fmax({a}, {b});"),
+                (RedOp::Min, true) => format!("{a} = pl_fmin({a}, {b});"),
+                (RedOp::Max, false) => format!("{a} = {b} > {a} ? {b} : {a};"),
+                (RedOp::Min, false) => format!("{a} = {b} < {a} ? {b} : {a};"),
+            };
+            let _ = writeln!(self.out, "{pad}  {step}");
+            self.done.insert(m);
+        }
+        let _ = writeln!(self.out, "{pad}}}");
+        Ok(())
+    }
+
+    fn emit(&mut self, n: N, indent: usize) {
+        let pad = "  ".repeat(indent);
+        let d = self.ctx.dtype(n);
+        let t = value_type(d);
+        let name = format!("t{}", n.0);
+        let expr = match self.ctx.op(n).clone() {
+            Op::Var(_) | Op::Const(_) | Op::Reduce { .. } => unreachable!("not emitted as a value"),
+            Op::Load { buf, index, valid } => match self.prep.texels.get(&n) {
+                Some(&t) => self.texel(buf, t, valid, &pad),
+                None => {
+                    let idx = self.value(index);
+                    let idx = match valid {
+                        Some(v) => format!("({} ? {idx} : 0)", self.value(v)),
+                        None => idx,
+                    };
+                    let load = if self.p.bufs[buf as usize].dtype == DType::F16 {
+                        format!("vload_half({idx}, b{buf})")
+                    } else {
+                        format!("b{buf}[{idx}]")
+                    };
+                    match valid {
+                        Some(v) => format!("{} ? {load} : ({t})0", self.value(v)),
+                        None => load,
+                    }
+                }
+            },
+            Op::Unary(op, x) => self.unary(op, x, d),
+            Op::Binary(op, a, b) => self.binary(op, a, b),
+            Op::Where(c, a, b) => format!("{} ? {} : {}", self.value(c), self.value(a), self.value(b)),
+            Op::Cast(x) => self.cast(x, d),
+            Op::Bitcast(x) => {
+                let (from, v) = (self.ctx.dtype(x), self.value(x));
+                match (from, d) {
+                    (DType::F16, _) => format!("({t})pl_half_bits({v})"),
+                    (_, DType::F16) => format!("pl_bits_half((ushort){v})"),
+                    _ => format!("as_{t}({v})"),
+                }
+            }
+        };
+        let _ = writeln!(self.out, "{pad}const {t} {name} = {expr};");
+        self.names.insert(n, name);
+        self.done.insert(n);
+    }
+
+    /// One channel of a pixel; the pixel is read once per (image, x, y, validity) and scope.
+    fn texel(&mut self, buf: u32, t: Texel, valid: Option<N>, pad: &str) -> String {
+        let key = (buf, t.x, t.y, valid);
+        let px = match self.texel_names.get(&key) {
+            Some(px) => px.clone(),
+            None => {
+                let px = format!("px{}", self.texel_names.len());
+                let coord = format!("(int2)((int)({}), (int)({}))", self.index(t.x), self.index(t.y));
+                let read = format!("read_imagef(b{buf}, smp, {coord})");
+                let read = match valid {
+                    Some(v) => format!("{} ?{read} : (float4)(0.0f)", self.value(v)),
+                    None => read,
+                };
+                let _ = writeln!(self.out, "{pad}const float4 {px} = {read};");
+                self.texel_names.insert(key, px.clone());
+                px
+            }
+        };
+        match self.ctx.const_value(t.c) {
+            Some(c) => format!("{px}.{}", ["x", "y", "z", "w"][c.as_i64() as usize]),
+            None => format!("pl_channel({px}, {})", self.index(t.c)),
+        }
+    }
+
+    /// An index expression written out in full (image coordinates are not nodes of the kernel).
+    fn index(&self, n: N) -> String {
+        if let Some(name) = self.names.get(&n) {
+            return name.clone();
+        }
+        match self.ctx.op(n) {
+            Op::Var(v) => format!("v{v}"),
+            Op::Const(c) => literal(*c, self.ctx.dtype(n)),
+            Op::Binary(op, a, b) => {
+                let o = match op {
+                    BinOp::Add => "+",
+                    BinOp::Sub => "-",
+                    BinOp::Mul => "*",
+                    BinOp::Div => "/",
+                    BinOp::Rem => "%",
+                    _ => return self.binary_inline(*op, *a, *b),
+                };
+                format!("({} {o} {})", self.index(*a), self.index(*b))
+            }
+            Op::Where(c, a, b) => format!("({} ? {} : {})", self.index(*c), self.index(*a), self.index(*b)),
+            Op::Cast(x) => format!("(({}){})", value_type(self.ctx.dtype(n)), self.index(*x)),
+            other => unreachable!("image coordinate {other:?}"),
+        }
+    }
+
+    fn binary_inline(&self, op: BinOp, a: N, b: N) -> String {
+        let (x, y) = (self.index(a), self.index(b));
+        match op {
+            BinOp::Max => format!("max({x}, {y})"),
+            BinOp::Min => format!("min({x}, {y})"),
+            BinOp::Lt => format!("({x} < {y})"),
+            BinOp::Le => format!("({x} <= {y})"),
+            BinOp::Eq => format!("({x} == {y})"),
+            BinOp::Ne => format!("({x} != {y})"),
+            BinOp::And => format!("({x} & {y})"),
+            BinOp::Or => format!("({x} | {y})"),
+            other => unreachable!("image coordinate op {other:?}"),
+        }
+    }
+
+    fn cast(&self, x: N, d: DType) -> String {
+        let (from, v) = (self.ctx.dtype(x), self.value(x));
+        let t = value_type(d);
+        if d == DType::Bool {
+            return format!("(uchar)(({v}) != 0)");
+        }
+        if d == DType::F16 {
+            return format!("pl_round_half((float)({v}))");
+        }
+        if from.is_float() && !d.is_float() {
+            // Saturating, NaN to 0: the CPU backend's semantics.
+            return format!("convert_{t}_sat_rtz({v})");
+        }
+        format!("({t})({v})")
+    }
+
+    fn unary(&self, op: UnOp, x: N, d: DType) -> String {
+        let v = self.value(x);
+        let t = value_type(d);
+        if !self.ctx.dtype(x).is_float() {
+            return match op {
+                UnOp::Neg => format!("({t})(-{v})"),
+                UnOp::Not => format!("({t})!({v})"),
+                UnOp::Abs => format!("({t})({v} < 0 ? -{v} : {v})"),
+                UnOp::Sign => format!("({t})(({v} > 0) - ({v} < 0))"),
+                UnOp::IsNan | UnOp::IsInf => format!("({t})0"),
+                UnOp::Floor | UnOp::Ceil | UnOp::Round | UnOp::Trunc => v,
+                _ => format!("convert_{t}_sat_rtz({}((float){v}))", math_fn(op)),
+            };
+        }
+        match op {
+            UnOp::Neg => format!("-{v}"),
+            UnOp::Not => format!("({t})!({v})"),
+            UnOp::Recip => format!("1.0f / {v}"),
+            UnOp::Sign => format!("({t})(({v} > 0) - ({v} < 0))"),
+            UnOp::IsNan => format!("({t})isnan({v})"),
+            UnOp::IsInf => format!("({t})isinf({v})"),
+            _ => format!("{}({v})", math_fn(op)),
+        }
+    }
+
+    fn binary(&self, op: BinOp, a: N, b: N) -> String {
+        let (x, y) = (self.value(a), self.value(b));
+        let d = self.ctx.dtype(a);
+        let t = value_type(d);
+        let f = d.is_float();
+        let bits = d.size() * 8;
+        match op {
+            BinOp::Add => format!("({t})({x} + {y})"),
+            BinOp::Sub => format!("({t})({x} - {y})"),
+            BinOp::Mul => format!("({t})({x} * {y})"),
+            BinOp::Div if f => format!("{x} / {y}"),
+            BinOp::Rem if f => format!("fmod({x}, {y})"),
+            BinOp::Div | BinOp::Rem => {
+                let o = if op == BinOp::Div { "/" } else { "%" };
+                match self.ctx.const_value(b) {
+                    Some(c) if c.as_i64() != 0 => format!("({t})({x} {o} {y})"),
+                    _ => format!("({y} == 0 ? ({t})0 : ({t})({x} {o} {y}))"),
+                }
+            }
+            BinOp::Max if f => format!("pl_fmax({x}, {y})"),
+            BinOp::Min if f => format!("pl_fmin({x}, {y})"),
+            BinOp::Max => format!("({x} > {y} ? {x} : {y})"),
+            BinOp::Min => format!("({x} < {y} ? {x} : {y})"),
+            BinOp::Pow => format!("pow({x}, {y})"),
+            BinOp::Atan2 => format!("atan2({x}, {y})"),
+            BinOp::Lt => format!("(uchar)({x} < {y})"),
+            BinOp::Le => format!("(uchar)({x} <= {y})"),
+            BinOp::Eq => format!("(uchar)({x} == {y})"),
+            BinOp::Ne => format!("(uchar)({x} != {y})"),
+            BinOp::And => format!("({t})({x} & {y})"),
+            BinOp::Or => format!("({t})({x} | {y})"),
+            BinOp::Xor => format!("({t})({x} ^ {y})"),
+            // Shifting by the width or more gives 0 (ONNX), not C's modulo-width shift.
+            BinOp::Shl => format!("({t})((ulong){y} >= {bits} ? 0 : {x} << {y})"),
+            BinOp::Shr => format!("({t})((ulong){y} >= {bits} ? ({x} < 0 ? -1 : 0) : {x} >> {y})"),
+        }
+    }
+}
+
+fn math_fn(op: UnOp) -> &'static str {
+    match op {
+        UnOp::Exp => "exp",
+        UnOp::Log => "log",
+        UnOp::Sqrt => "sqrt",
+        UnOp::Sin => "sin",
+        UnOp::Cos => "cos",
+        UnOp::Tan => "tan",
+        UnOp::Tanh => "tanh",
+        UnOp::Erf => "erf",
+        UnOp::Floor => "floor",
+        UnOp::Ceil => "ceil",
+        UnOp::Round => "rint",
+        UnOp::Trunc => "trunc",
+        UnOp::Atan => "atan",
+        UnOp::Asin => "asin",
+        UnOp::Acos => "acos",
+        UnOp::Abs => "fabs",
+        _ => unreachable!("no math function for {op:?}"),
+    }
+}

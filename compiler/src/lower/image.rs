@@ -1,0 +1,149 @@
+//! The image layout (`--image`): convolutions and matmuls read activations and weights as 2-D RGBA
+//! images, four channels per pixel, through the texture cache.
+//!
+//! A tensor is packed along one axis (the channels): that axis is padded with zeros to a multiple of
+//! 4 and split into `(A/4, 4)`; the other axes are ordered into rows and columns, so that the image
+//! has `prod(rows)` rows of `prod(cols) * A/4` pixels. Activations use NHWC (rows N·H, columns W),
+//! as the seed does. The packing is a kernel (or, for weights, folded at compile time); readers see
+//! the padded tensor in its original axis order, so the lowering of the op does not change.
+
+use std::collections::HashMap;
+
+use pilot_core::DType;
+
+use super::NodeCtx;
+use crate::ir::subst::substitute;
+use crate::ir::{RedOp, N};
+use crate::lazy::Lazy;
+
+/// Image options of the lowering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageMode {
+    /// Store images as half (math stays float32).
+    pub float16: bool,
+    /// Widest image in pixels.
+    pub max_width: usize,
+}
+
+impl NodeCtx<'_> {
+    /// `x` packed by 4 along `axis` into an image with rows `rows` and columns `cols` (the other axes,
+    /// each listed once). Returns `x` with `axis` padded to a multiple of 4, read from the image, or
+    /// `None` when `x` is not float or the image would be wider than the target allows.
+    pub fn to_image(&mut self, x: &Lazy, axis: usize, rows: &[usize], cols: &[usize]) -> Option<Lazy> {
+        let mode = self.images()?;
+        if !x.dtype.is_float() || x.dtype == DType::F64 {
+            return None;
+        }
+        debug_assert_eq!(rows.len() + cols.len() + 1, x.rank(), "every axis is a row, a column or packed");
+        let packed = x.shape[axis].div_ceil(4);
+        let height: usize = rows.iter().map(|&a| x.shape[a]).product();
+        let width: usize = cols.iter().map(|&a| x.shape[a]).product::<usize>() * packed;
+        if width > mode.max_width || width == 0 || height == 0 {
+            return None;
+        }
+        let name = format!("{}_image", self.node.name);
+        let stored = if mode.float16 { DType::F16 } else { DType::F32 };
+        let p = self.p();
+        let mut hi = vec![0i64; x.rank()];
+        hi[axis] = (packed * 4 - x.shape[axis]) as i64;
+        let lo = vec![0i64; x.rank()];
+        let xp = p.pad(x, &lo, &hi, 0.0);
+        // Split the packed axis into (A/4, 4): axis `axis` becomes A/4, a new axis r holds the 4.
+        let r = x.rank();
+        let mut split = xp.shape.clone();
+        split[axis] = packed;
+        split.insert(axis + 1, 4);
+        let xs = p.reshape(&xp, &split);
+        // Positions in the split tensor: axes after `axis` move up by one.
+        let at = |a: usize| if a > axis { a + 1 } else { a };
+        let perm: Vec<usize> = rows.iter().chain(cols).map(|&a| at(a)).chain([axis, axis + 1]).collect::<Vec<_>>();
+        debug_assert_eq!(perm.len(), r + 1);
+        let laid = p.permute(&xs, &perm);
+        let laid = p.cast(&laid, stored);
+        let image = p.realize_image(&laid, height, width, &name);
+        // Back to the padded tensor's shape and axis order.
+        let back = p.reshape(&image, &laid.shape);
+        let mut inverse = vec![0usize; perm.len()];
+        for (j, &src) in perm.iter().enumerate() {
+            inverse[src] = j;
+        }
+        let unpermuted = p.permute(&back, &inverse);
+        let merged = p.reshape(&unpermuted, &xp.shape);
+        Some(p.cast(&merged, x.dtype))
+    }
+}
+
+/// A 2-D convolution (plain or depthwise) reading its input and weight as images, or `None` when
+/// the image path does not apply (no image mode, runtime weights, grouped, too wide).
+pub(super) fn conv(
+    c: &mut NodeCtx<'_>,
+    x: &Lazy,
+    wt: &Lazy,
+    bias: Option<&Lazy>,
+    w: &super::nn::Window,
+    groups: usize,
+) -> Option<Lazy> {
+    let mode = c.images()?;
+    if x.rank() != 4 || !c.p().is_constant(wt) {
+        return None;
+    }
+    let (n, cin, cout, cig) = (x.shape[0], x.shape[1], wt.shape[0], wt.shape[1]);
+    let depthwise = cig == 1 && groups == cin && cout == cin;
+    if groups != 1 && !depthwise {
+        return None;
+    }
+    let padded_w = (x.shape[3] as i64 + w.pad_lo[1] + w.pad_hi[1]) as usize;
+    let (kh, kw) = (wt.shape[2], wt.shape[3]);
+    let weight_width = if depthwise { kw * cout.div_ceil(4) } else { kh * kw * cig.div_ceil(4) };
+    if padded_w * cin.div_ceil(4) > mode.max_width || weight_width > mode.max_width {
+        return None;
+    }
+    let p = c.p();
+    let xp = p.pad(x, &[0, 0, w.pad_lo[0], w.pad_lo[1]], &[0, 0, w.pad_hi[0], w.pad_hi[1]], 0.0);
+    let ximg = c.to_image(&xp, 1, &[0, 2], &[3])?;
+    let wimg = if depthwise { c.to_image(wt, 0, &[2], &[1, 3])? } else { c.to_image(wt, 1, &[0], &[2, 3])? };
+
+    let p = c.p();
+    let mut shape = vec![n, cout];
+    shape.extend_from_slice(&w.out);
+    let vars = p.ctx.fresh_vars(&shape);
+    let kvars: Vec<u32> = w.kernel.iter().map(|&k| p.ctx.fresh_var(k as u64)).collect();
+    let (vn, vco) = (p.ctx.var(vars[0]), p.ctx.var(vars[1]));
+    let mut wmap: HashMap<u32, N> =
+        kvars.iter().enumerate().map(|(i, &kv)| (wimg.vars[2 + i], p.ctx.var(kv))).collect();
+    wmap.insert(wimg.vars[0], vco);
+    let acc = if depthwise {
+        let xv = super::nn::window_read(p, &ximg, vn, vco, &vars[2..], &kvars, w);
+        let zero = p.ctx.int(0);
+        wmap.insert(wimg.vars[1], zero);
+        let wv = substitute(&mut p.ctx, wimg.expr, &wmap, None);
+        let mut acc = p.ctx.mul(xv, wv);
+        for (&kv, &k) in kvars.iter().zip(&w.kernel).rev() {
+            acc = p.ctx.reduce(RedOp::Sum, kv, k as u64, acc);
+        }
+        acc
+    } else {
+        // Input channel 4·ci4 + i: the 4 values of i are one pixel of each image.
+        let ci4 = p.ctx.fresh_var(cig.div_ceil(4) as u64);
+        let lane = p.ctx.fresh_var(4);
+        let ci4v = p.ctx.var(ci4);
+        let base = p.ctx.mul_i(ci4v, 4);
+        let lanev = p.ctx.var(lane);
+        let ch = p.ctx.add(base, lanev);
+        let xv = super::nn::window_read(p, &ximg, vn, ch, &vars[2..], &kvars, w);
+        wmap.insert(wimg.vars[1], ch);
+        let wv = substitute(&mut p.ctx, wimg.expr, &wmap, None);
+        let mut acc = p.ctx.mul(xv, wv);
+        acc = p.ctx.reduce(RedOp::Sum, lane, 4, acc);
+        for (&kv, &k) in kvars.iter().zip(&w.kernel).rev() {
+            acc = p.ctx.reduce(RedOp::Sum, kv, k as u64, acc);
+        }
+        p.ctx.reduce(RedOp::Sum, ci4, cig.div_ceil(4) as u64, acc)
+    };
+    let mut y = Lazy { dtype: x.dtype, shape, vars, expr: acc };
+    if let Some(b) = bias {
+        let bv = substitute(&mut p.ctx, b.expr, &HashMap::from([(b.vars[0], vco)]), None);
+        y.expr = p.ctx.add(y.expr, bv);
+    }
+    Some(y)
+}
