@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what pilot's demo and tests need on a fresh Debian machine; idempotent and quiet when done.
-#   system: a C compiler (kernels), clang-19 + lld-19 (cross-compiled aarch64 kernels), python3-venv
+#   system: a C compiler (kernels), clang-19 + lld-19 (cross-compiled aarch64 kernels), python3-venv,
+#           PoCL with the OpenCL ICD loader (the `cl` target's kernels run on it in tests)
 #   .venv:  numpy, onnx, onnxruntime (reference outputs and interop checks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,8 @@ command -v cc >/dev/null || need_apt+=(gcc)
 command -v clang-19 >/dev/null || need_apt+=(clang-19)
 command -v ld.lld-19 >/dev/null || need_apt+=(lld-19)
 python3 -c 'import ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+[ -e /etc/OpenCL/vendors/pocl.icd ] || need_apt+=(pocl-opencl-icd)
+ldconfig -p | grep -q 'libOpenCL.so.1' || need_apt+=(ocl-icd-libopencl1)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]}" >&2
   sudo_if_needed apt-get -o DPkg::Lock::Timeout=600 update -qq

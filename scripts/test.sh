@@ -15,12 +15,12 @@ for crate in pilot-core pilot-qcom pilot-usbgpu; do
 done
 
 # The on-device runtime is `pilot` without the compiler feature: no protobuf, no ONNX.
-if cargo tree -p pilot-tools --no-default-features -e normal --prefix none | grep -Eiq '^(prost|protobuf|onnx|pilot-compiler)'; then
-  echo "dependency rule broken: pilot without the compiler feature links protobuf/ONNX/compiler code" >&2
+if cargo tree -p pilot-tools --no-default-features -e normal --prefix none | grep -Eiq '^(prost|protobuf|onnx|pilot-compiler|pilot-cl|cl3)'; then
+  echo "dependency rule broken: pilot without default features links protobuf/ONNX/compiler/OpenCL code" >&2
   exit 1
 fi
 cargo build --quiet -p pilot-tools --no-default-features
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
-PROPTEST_CASES="${PROPTEST_CASES:-4096}" cargo test --workspace --quiet
+PILOT_CL_REQUIRE=1 PROPTEST_CASES="${PROPTEST_CASES:-4096}" cargo test --workspace --quiet

@@ -53,7 +53,9 @@ impl Session {
     pub fn new(artifact: Artifact, mut device: Box<dyn Device>) -> Result<Session, SessionError> {
         let m = &artifact.manifest;
         let info = device.info();
-        if !compatible(&m.target.backend, &info.backend) || (info.backend != "null" && m.target.arch != info.arch) {
+        // OpenCL C is portable: a `cl` artifact (written for the a630's limits) runs on any OpenCL device.
+        let arch_bound = !matches!(info.backend.as_str(), "null" | "cl");
+        if !compatible(&m.target.backend, &info.backend) || (arch_bound && m.target.arch != info.arch) {
             return Err(SessionError::Incompatible {
                 target: format!("{}:{}", m.target.backend, m.target.arch),
                 device: format!("{}:{}", info.backend, info.arch),

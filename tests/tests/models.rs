@@ -1,6 +1,7 @@
 //! The model tests: openpilot-like and exporter-style models (built by `scripts/make_models.py`),
-//! compiled for the CPU, stepped through the runtime, and compared with onnxruntime on the same
-//! seeded inputs: scaled error `|got - ref| / max(1, |ref|)` ≤ 1e-4.
+//! compiled for the CPU and for OpenCL (run on PoCL: plain, `--image`, `--image --float16`), stepped
+//! through the runtime, and compared with onnxruntime on the same seeded inputs: scaled error
+//! `|got - ref| / max(1, |ref|)` ≤ 1e-4, or ≤ 1e-2 where images are stored as half.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -51,21 +52,54 @@ fn input(dtype: DType, shape: &[usize], seed: u64) -> npy::Array {
     npy::Array { dtype, shape: shape.to_vec(), data }
 }
 
+/// What a model is compiled for and run on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    Cpu,
+    Cl,
+    ClImage,
+    ClImageHalf,
+}
+
+impl Mode {
+    fn options(self) -> pilot_compiler::CompileOptions {
+        let mut o = pilot_compiler::CompileOptions::new(if self == Mode::Cpu { "cpu" } else { "cl" });
+        o.cl.image = matches!(self, Mode::ClImage | Mode::ClImageHalf);
+        o.cl.float16 = self == Mode::ClImageHalf;
+        o
+    }
+
+    fn device(self) -> Box<dyn pilot_core::Device> {
+        match self {
+            Mode::Cpu => Box::new(CpuDevice::new(2)),
+            _ => Box::new(pilot_cl::ClDevice::open(None).expect("the OpenCL tests need PoCL: run scripts/setup.sh")),
+        }
+    }
+
+    fn tolerance(self) -> f64 {
+        if self == Mode::ClImageHalf {
+            1e-2
+        } else {
+            1e-4
+        }
+    }
+}
+
 struct Checked {
     worst: f64,
     kernels: usize,
 }
 
-fn compile_run_compare(name: &str, shapes: &[(&str, &[usize])]) -> Checked {
+fn compile_run_compare(name: &str, shapes: &[(&str, &[usize])], mode: Mode) -> Checked {
     let dir = tempfile::tempdir().unwrap();
     let model = models().join(format!("{name}.onnx"));
     let art = dir.path().join(format!("{name}.pkl"));
     let opts = pilot_compiler::CompileOptions {
         shapes: shapes.iter().map(|(n, s)| (n.to_string(), s.to_vec())).collect::<HashMap<_, _>>(),
-        ..pilot_compiler::CompileOptions::new("cpu")
+        ..mode.options()
     };
     let report = pilot_compiler::compile(&model, &art, &opts, &|_| {}).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let mut session = Session::new(Artifact::open(&art).unwrap(), Box::new(CpuDevice::new(2))).unwrap();
+    let mut session = Session::new(Artifact::open(&art).unwrap(), mode.device()).unwrap();
     let specs = session.inputs().to_vec();
     let arrays: Vec<npy::Array> =
         specs.iter().enumerate().map(|(i, s)| input(s.dtype, &s.shape, i as u64 + 1)).collect();
@@ -95,7 +129,10 @@ fn compile_run_compare(name: &str, shapes: &[(&str, &[usize])]) -> Checked {
         assert!(w.iter().any(|&v| v != 0.0), "{name}: an all-zero reference proves nothing");
         for (a, b) in g.iter().zip(&w) {
             let e = (a - b).abs() / b.abs().max(1.0);
-            assert!(e <= 1e-4, "{name} output {k}: got {a}, onnxruntime {b} (scaled error {e:.2e})");
+            assert!(
+                e <= mode.tolerance(),
+                "{name} {mode:?} output {k}: got {a}, onnxruntime {b} (scaled error {e:.2e})"
+            );
             worst = worst.max(e);
         }
     }
@@ -114,26 +151,54 @@ fn compile_run_compare(name: &str, shapes: &[(&str, &[usize])]) -> Checked {
 
 #[test]
 fn vision_uint8_planes_with_depthwise_elu() {
-    let c = compile_run_compare("vision", &[]);
+    let c = compile_run_compare("vision", &[], Mode::Cpu);
     eprintln!("vision: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);
 }
 
 #[test]
 fn policy_gru_like_with_features_buffer() {
-    let c = compile_run_compare("policy", &[]);
+    let c = compile_run_compare("policy", &[], Mode::Cpu);
     eprintln!("policy: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);
 }
 
 #[test]
 fn dmonitoring_with_unfolded_batchnorm() {
-    let c = compile_run_compare("dmonitoring", &[]);
+    let c = compile_run_compare("dmonitoring", &[], Mode::Cpu);
     eprintln!("dmonitoring: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);
 }
 
 #[test]
 fn exporter_shape_subgraphs_with_pinned_dynamic_dims() {
-    let c = compile_run_compare("exporter", &[("x", &[2, 3, 8, 12])]);
+    let c = compile_run_compare("exporter", &[("x", &[2, 3, 8, 12])], Mode::Cpu);
     eprintln!("exporter: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);
+}
+
+/// Every model on OpenCL in `mode`; returns (model, kernels, worst error) for the log.
+fn all_models_on(mode: Mode) {
+    for (name, shapes) in [
+        ("vision", &[][..]),
+        ("policy", &[][..]),
+        ("dmonitoring", &[][..]),
+        ("exporter", &[("x", &[2usize, 3, 8, 12][..])][..]),
+    ] {
+        let c = compile_run_compare(name, shapes, mode);
+        eprintln!("{name} {mode:?}: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);
+    }
+}
+
+#[test]
+fn models_on_opencl() {
+    all_models_on(Mode::Cl);
+}
+
+#[test]
+fn models_on_opencl_images() {
+    all_models_on(Mode::ClImage);
+}
+
+#[test]
+fn models_on_opencl_half_images() {
+    all_models_on(Mode::ClImageHalf);
 }
 
 #[test]

@@ -7,7 +7,10 @@ use pilot_core::null::NullDevice;
 use pilot_core::Device;
 
 /// Names `--device` accepts in this build.
-pub const AVAILABLE: [&str; 2] = ["cpu", "null"];
+#[cfg(feature = "cl")]
+pub const AVAILABLE: &[&str] = &["cpu", "null", "cl"];
+#[cfg(not(feature = "cl"))]
+pub const AVAILABLE: &[&str] = &["cpu", "null"];
 
 /// Opens `name`, or the artifact's own backend when `name` is `None`.
 pub fn open(name: Option<&str>, target: &Target, threads: Option<usize>) -> anyhow::Result<Box<dyn Device>> {
@@ -32,7 +35,12 @@ pub fn open_with(
             Box::new(CpuDevice::new(threads).with_profiling(profile))
         }
         "null" => Box::new(NullDevice::new(&target.arch)),
-        "cl" | "qcom" | "fake-kgsl" | "usb+amd" => {
+        // The OpenCL device: $PILOT_CL_DEVICE ("platform:device") picks one, else the first GPU.
+        #[cfg(feature = "cl")]
+        "cl" => Box::new(pilot_cl::ClDevice::open(None)?.with_profiling(profile)),
+        #[cfg(not(feature = "cl"))]
+        "cl" => bail!("this pilot was built without the OpenCL device (cargo feature `cl`)"),
+        "qcom" | "fake-kgsl" | "usb+amd" => {
             bail!("device `{name}` is not available in this build yet (available: {})", AVAILABLE.join(", "))
         }
         other => bail!("unknown device `{other}` (available: {})", AVAILABLE.join(", ")),

@@ -99,7 +99,7 @@ pub fn default_local(global: [u32; 3]) -> [u32; 3] {
     let mut local = [1u32; 3];
     let mut room = 64u32;
     for d in 0..3 {
-        let l = (1..=room.min(global[d])).rev().find(|l| global[d] % l == 0).unwrap_or(1);
+        let l = (1..=room.min(global[d])).rev().find(|&l| global[d].is_multiple_of(l)).unwrap_or(1);
         local[d] = l;
         room /= l;
     }

@@ -1,0 +1,362 @@
+use super::*;
+use crate::dispatch::{
+    ArgsBlock, ArgsLayout, CmdStream, Exec, Image, ImageFormat, KernelInfo, Launch, ShaderKind, SAMPLER_CLAMP_NEAREST,
+};
+use crate::kgsl::{Context, GpuObject, KgslDevice, DEFAULT_PRIORITY};
+use crate::reloc::{Addr, FnResolve, Sym, ValueSym, Word};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+struct Rig {
+    fake: Arc<FakeKgsl>,
+    dev: KgslDevice,
+    ctx: Context,
+    objs: HashMap<Sym, GpuObject>,
+    cmd: GpuObject,
+}
+
+const SYMS: [(Sym, u64); 8] = [
+    (Sym::Args(0), 0x2000),
+    (Sym::Program(0), 0x1000),
+    (Sym::Stack, 0x4000),
+    (Sym::Dummy, 0x1000),
+    (Sym::Timeline, 0x1000),
+    (Sym::BorderColor, 0x1000),
+    (Sym::Buffer(1), 0x1000),
+    (Sym::Buffer(2), 64 * 512),
+];
+
+fn rig_with(fake: FakeKgsl) -> Rig {
+    let fake = Arc::new(fake);
+    let dev = KgslDevice::from_file(fake.clone()).unwrap();
+    let ctx = dev.create_context(DEFAULT_PRIORITY).unwrap();
+    let objs = SYMS.iter().map(|(s, size)| (*s, dev.alloc(*size).unwrap())).collect();
+    let cmd = dev.alloc(0x10000).unwrap();
+    Rig { fake, dev, ctx, objs, cmd }
+}
+
+fn rig() -> Rig {
+    rig_with(FakeKgsl::new())
+}
+
+impl Rig {
+    fn va(&self, s: Sym) -> u64 {
+        self.objs[&s].va()
+    }
+
+    fn link(&self, s: &CmdStream, timeline: u64) -> Vec<u32> {
+        let vas: HashMap<Sym, u64> = self.objs.iter().map(|(s, o)| (*s, o.va())).collect();
+        s.buf().link(&FnResolve(|s| vas.get(&s).copied(), |_| Some(timeline))).unwrap()
+    }
+
+    fn submit(&mut self, words: &[u32]) -> crate::kgsl::Result<u32> {
+        self.cmd.write_u32s(0, words).unwrap();
+        // SAFETY: the stream lives in `cmd`, which outlives the submission, and only touches the rig's objects.
+        unsafe { self.ctx.submit(self.cmd.va(), words.len()) }
+    }
+
+    fn timeline(&self) -> u32 {
+        self.objs[&Sym::Timeline].read_u32(0).unwrap()
+    }
+}
+
+fn exec(kind: ShaderKind, layout: ArgsLayout) -> Exec {
+    Exec {
+        kind,
+        kernel: KernelInfo { image_size: 0x300, fregs: 3, hregs: 1, ..Default::default() },
+        launch: Launch::from_global([100, 1, 1], [32, 1, 1]).unwrap(),
+        layout,
+        shader: Addr::base(Sym::Program(0)),
+        args: Addr::base(Sym::Args(0)),
+        stack: Addr::base(Sym::Stack),
+        border_color: Addr::base(Sym::BorderColor),
+        dummy: Addr::base(Sym::Dummy),
+    }
+}
+
+/// One step as tinygrad submits it: wait for the previous value, barrier, timestamp, launch, signal.
+fn step(e: &Exec) -> CmdStream {
+    let timeline = Addr::base(Sym::Timeline);
+    let dummy = Addr::base(Sym::Dummy);
+    let mut s = CmdStream::new();
+    s.wait_ge(timeline, Word::Value(ValueSym::Timeline, -1));
+    s.memory_barrier(dummy);
+    s.timestamp(Addr::base(Sym::Buffer(1)));
+    s.exec(e).unwrap();
+    s.signal(timeline, Word::Value(ValueSym::Timeline, 0), dummy);
+    s
+}
+
+#[test]
+fn bring_up_records_context_power_and_frees_everything() {
+    let r = rig();
+    assert_eq!(r.dev.info().arch(), "a630");
+    assert_eq!(r.fake.context_flags(r.ctx.id()), Some(0x04008A12));
+    r.ctx.set_max_power().unwrap();
+    assert_eq!(r.fake.power_level(), Some(1));
+    assert_eq!(r.dev.alloc(10).unwrap().len(), 4096);
+    let fake = r.fake.clone();
+    assert_eq!(fake.live(), (SYMS.len() + 1, SYMS.len() + 1, 1));
+    drop(r);
+    assert_eq!(fake.live(), (0, 0, 0));
+}
+
+#[test]
+fn other_chips_are_refused() {
+    let fake = Arc::new(FakeKgsl::new().with_chip_id(0x0703_0001));
+    let err = KgslDevice::from_file(fake).unwrap_err();
+    assert_eq!(err.to_string(), "unsupported GPU: chip_id=0x07030001 (a730); only a630 is supported");
+}
+
+#[test]
+fn a_step_runs_signals_and_reports_its_dispatch() {
+    let mut r = rig();
+    let e = exec(ShaderKind::QcomCl, ArgsLayout::new(ShaderKind::QcomCl, 0, 0, 0).unwrap());
+    let words = r.link(&step(&e), 1);
+    let ts = r.submit(&words).unwrap();
+    assert_eq!(ts, 1);
+    r.ctx.wait(ts, 1000).unwrap();
+    assert_eq!(r.ctx.retired().unwrap(), 1);
+    assert_eq!(r.timeline(), 1);
+    let d = r.fake.take_dispatches();
+    assert_eq!(d.len(), 1);
+    let d = &d[0];
+    assert_eq!(d.launch, LaunchPacket::RunOpenCl);
+    assert_eq!((d.shader_addr, d.instr_units), (r.va(Sym::Program(0)), 6));
+    assert_eq!((d.consts, d.const_units), (r.va(Sym::Args(0)), 256));
+    assert_eq!((d.global, d.local, d.groups), ([100, 1, 1], [32, 1, 1], [4, 1, 1]));
+    assert_eq!((d.stack, d.hw_stack_offset, d.sp_mode_cntl), (r.va(Sym::Stack), 4096, 2));
+    assert!(d.textures.is_empty() && d.ibos.is_empty() && d.samplers.is_empty());
+
+    let words = r.link(&step(&e), 2);
+    let ts = r.submit(&words).unwrap();
+    r.ctx.wait(ts, 1000).unwrap();
+    assert_eq!(r.timeline(), 2);
+    let mut ticks = [0u8; 8];
+    r.objs[&Sym::Buffer(1)].read(8, &mut ticks).unwrap();
+    assert!(u64::from_le_bytes(ticks) > 0);
+}
+
+#[test]
+fn descriptors_are_read_at_execution() {
+    let mut r = rig();
+    let kind = ShaderKind::Ir3 { wgid: 0, wgsz: 0xfc, lid: 1 };
+    let layout = ArgsLayout::new(kind, 1, 1, 1).unwrap();
+    let img = Image { format: ImageFormat::Rgba16F, width: 64, height: 64, pitch: 512 };
+    let mut args = ArgsBlock::new(layout);
+    args.set_ptr(0, Addr::base(Sym::Buffer(1))).unwrap();
+    args.set_texture(0, &img, Addr::base(Sym::Buffer(2))).unwrap();
+    args.set_ibo(0, &img, Addr::base(Sym::Buffer(2))).unwrap();
+    args.set_sampler(0, SAMPLER_CLAMP_NEAREST).unwrap();
+    let vas: HashMap<Sym, u64> = r.objs.iter().map(|(s, o)| (*s, o.va())).collect();
+    let linked = args.buf().link(&FnResolve(|s| vas.get(&s).copied(), |_| None)).unwrap();
+    r.objs.get_mut(&Sym::Args(0)).unwrap().write_u32s(0, &linked).unwrap();
+
+    let words = r.link(&step(&exec(kind, layout)), 1);
+    let ts = r.submit(&words).unwrap();
+    r.ctx.wait(ts, 1000).unwrap();
+    let d = r.fake.take_dispatches().pop().unwrap();
+    assert_eq!(d.launch, LaunchPacket::ExecCs);
+    assert_eq!(d.const_config_0, 0x01fc_fc00);
+    assert_eq!(d.textures, [img.descriptor(r.va(Sym::Buffer(2)), false).unwrap()]);
+    assert_eq!(d.ibos, [img.descriptor(r.va(Sym::Buffer(2)), true).unwrap()]);
+    assert_eq!(d.samplers, [SAMPLER_CLAMP_NEAREST]);
+    assert_eq!(d.border_color, r.va(Sym::BorderColor));
+
+    // An image that runs past its buffer faults the context at execution.
+    let tall = Image { height: 65, ..img };
+    let mut args = ArgsBlock::new(layout);
+    args.set_texture(0, &tall, Addr::base(Sym::Buffer(2))).unwrap();
+    args.set_ibo(0, &img, Addr::base(Sym::Buffer(2))).unwrap();
+    let linked = args.buf().link(&FnResolve(|s| vas.get(&s).copied(), |_| None)).unwrap();
+    r.objs.get_mut(&Sym::Args(0)).unwrap().write_u32s(0, &linked).unwrap();
+    let words = r.link(&step(&exec(kind, layout)), 2);
+    let err = r.submit(&words).unwrap_err().to_string();
+    let packets = decode_with_offsets(&words).unwrap();
+    let is_exec =
+        |p: &crate::pm4::Packet| matches!(p, crate::pm4::Packet::Op { opcode: crate::pm4::Opcode::ExecCs, .. });
+    let launch_at = packets.iter().find(|(_, p)| is_exec(p)).unwrap().0;
+    assert_eq!(
+        err,
+        format!(
+            "IOCTL_KGSL_GPU_COMMAND failed: context 1 faulted: launch at PM4 dword {launch_at}: texture 0: GPU access \
+             {:#x}+{:#x} is outside any GPU allocation",
+            r.va(Sym::Buffer(2)),
+            tall.span()
+        )
+    );
+    assert!(r.ctx.wait(2, 0).unwrap_err().to_string().contains("context 1 faulted"));
+}
+
+#[test]
+fn bad_streams_are_rejected_with_their_offset() {
+    let mut r = rig();
+    let e = exec(ShaderKind::QcomCl, ArgsLayout::new(ShaderKind::QcomCl, 0, 0, 0).unwrap());
+    let good = r.link(&step(&e), 1);
+
+    let mut flipped = good.clone();
+    assert_eq!(flipped[7], 0x70460004);
+    flipped[7] ^= 1 << 15;
+    assert_eq!(
+        r.submit(&flipped).unwrap_err().to_string(),
+        "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword 7: bad count parity in header 0x70468004"
+    );
+
+    let cut = &good[..good.len() - 2];
+    let last = good.len() - 5;
+    assert_eq!(
+        r.submit(cut).unwrap_err().to_string(),
+        format!(
+            "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword {last}: truncated packet: header 0x70460004 \
+             announces 4 payload dwords, only 2 remain"
+        )
+    );
+
+    let mut outside = CmdStream::new();
+    outside.signal(Addr::new(Sym::Timeline, 0x1000), Word::Imm(1), Addr::base(Sym::Dummy));
+    let words = r.link(&outside, 1);
+    let va = r.va(Sym::Timeline) + 0x1000;
+    assert_eq!(
+        r.submit(&words).unwrap_err().to_string(),
+        format!(
+            "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword 1: CP_EVENT_WRITE: {va:#x}+0x4 is outside any \
+             GPU allocation"
+        )
+    );
+
+    let mut no_shader = CmdStream::new();
+    no_shader.pkt7(crate::pm4::Opcode::RunOpenCl, &[Word::Imm(0)]);
+    assert_eq!(
+        r.submit(&r.link(&no_shader, 1)).unwrap_err().to_string(),
+        "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword 0: SP_CS_NDRANGE_0 (0xb990) was never written"
+    );
+    // Nothing was queued by the rejected submissions.
+    assert_eq!(r.submit(&good).unwrap(), 1);
+}
+
+#[test]
+fn waits_stall_until_memory_satisfies_them() {
+    let mut r = rig();
+    let kick = Addr::base(Sym::Buffer(1));
+    let mut s = CmdStream::new();
+    s.wait_ge(kick, Word::Imm(1));
+    s.signal(Addr::base(Sym::Timeline), Word::Imm(7), Addr::base(Sym::Dummy));
+    let ts = r.submit(&r.link(&s, 0)).unwrap();
+    let err = r.ctx.wait(ts, 0).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID failed: timestamp 1 of context 1 cannot retire: CP_WAIT_REG_MEM at \
+             PM4 dword 0 waits for [{:#x}] >= 1, it holds 0",
+            r.va(Sym::Buffer(1))
+        )
+    );
+    assert_eq!(r.ctx.retired().unwrap(), 0);
+    assert_eq!(
+        r.ctx.wait(5, 0).unwrap_err().to_string(),
+        "IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID failed: timestamp 5 was never submitted on context 1 (last is 1)"
+    );
+    r.objs.get_mut(&Sym::Buffer(1)).unwrap().write_u32s(0, &[1]).unwrap();
+    r.ctx.wait(ts, 0).unwrap();
+    assert_eq!(r.timeline(), 7);
+}
+
+/// Stores 42 through the first buffer pointer of the constant file.
+struct StoreFortyTwo;
+
+impl Executor for StoreFortyTwo {
+    fn dispatch(&mut self, d: &Dispatch, mem: &mut dyn GpuMemory) -> Result<(), String> {
+        let mut ptr = [0u8; 8];
+        mem.read(d.consts, &mut ptr).map_err(|e| e.to_string())?;
+        mem.write(u64::from_le_bytes(ptr), &42u32.to_le_bytes()).map_err(|e| e.to_string())
+    }
+}
+
+#[test]
+fn executors_see_dispatches_and_memory() {
+    let mut r = rig_with(FakeKgsl::new().with_executor(Box::new(StoreFortyTwo)));
+    let layout = ArgsLayout::new(ShaderKind::QcomCl, 0, 0, 0).unwrap();
+    let out = r.va(Sym::Buffer(1)) + 16;
+    r.objs.get_mut(&Sym::Args(0)).unwrap().write(0, &out.to_le_bytes()).unwrap();
+    let ts = r.submit(&r.link(&step(&exec(ShaderKind::QcomCl, layout)), 1)).unwrap();
+    r.ctx.wait(ts, 0).unwrap();
+    assert_eq!(r.objs[&Sym::Buffer(1)].read_u32(16).unwrap(), 42);
+
+    // A pointer outside GPU memory faults the context, and the fault sticks.
+    r.objs.get_mut(&Sym::Args(0)).unwrap().write(0, &0x10u64.to_le_bytes()).unwrap();
+    let err = r.submit(&r.link(&step(&exec(ShaderKind::QcomCl, layout)), 2)).unwrap_err().to_string();
+    assert!(err.ends_with("GPU access 0x10+0x4 is outside any GPU allocation"), "{err}");
+    assert!(r.submit(&r.link(&step(&exec(ShaderKind::QcomCl, layout)), 3)).is_err());
+}
+
+#[test]
+fn user_memory_is_gpu_visible_until_freed() {
+    let mut r = rig();
+    let mut host = vec![0u32; 4096];
+    // SAFETY: `host` outlives the mapping and is not borrowed while the fake writes it.
+    let map = unsafe { r.dev.map_user(host.as_mut_ptr().cast::<u8>().add(64), 1024) }.unwrap();
+    let mut s = CmdStream::new();
+    s.signal(Addr::base(Sym::Buffer(9)), Word::Imm(5), Addr::base(Sym::Dummy));
+    let vas: HashMap<Sym, u64> = r.objs.iter().map(|(s, o)| (*s, o.va())).chain([(Sym::Buffer(9), map.va())]).collect();
+    let words = s.buf().link(&FnResolve(|s| vas.get(&s).copied(), |_| None)).unwrap();
+    let ts = r.submit(&words).unwrap();
+    r.ctx.wait(ts, 0).unwrap();
+    assert_eq!(host[16], 5);
+    drop(map);
+    assert!(r.submit(&words).unwrap_err().to_string().contains("is outside any GPU allocation"));
+}
+
+#[test]
+fn raw_ioctl_misuse_is_refused() {
+    let fake = FakeKgsl::new();
+    let f: &dyn KgslFile = &fake;
+    let mut alloc = kgsl_gpuobj_alloc { size: 100, flags: crate::kgsl::ALLOC_FLAGS, ..Default::default() };
+    // SAFETY: no metadata pointer.
+    unsafe { crate::ioctl::gpuobj_alloc(f, &mut alloc) }.unwrap();
+    assert_eq!((alloc.id, alloc.mmapsize), (1, 4096));
+    let mut no_svm = kgsl_gpuobj_alloc { size: 100, ..Default::default() };
+    // SAFETY: no metadata pointer.
+    let err = unsafe { crate::ioctl::gpuobj_alloc(f, &mut no_svm) }.unwrap_err();
+    assert_eq!(err.to_string(), "only USE_CPU_MAP allocations are supported");
+    assert_eq!(
+        f.mmap(8192, 0x1000).unwrap_err().to_string(),
+        "mmap of GPU object 1: 8192 bytes, object has 4096 (mapped once)"
+    );
+    let ptr = f.mmap(4096, 0x1000).unwrap();
+    let mut info = kgsl_gpuobj_info { id: 1, ..Default::default() };
+    crate::ioctl::gpuobj_info(f, &mut info).unwrap();
+    assert_eq!((info.gpuaddr, info.size), (ptr.as_ptr() as u64, 4096));
+    let mut free = kgsl_gpuobj_free { id: 2, ..Default::default() };
+    // SAFETY: immediate free, nothing in flight.
+    assert_eq!(unsafe { crate::ioctl::gpuobj_free(f, &mut free) }.unwrap_err().to_string(), "no GPU object 2");
+    let mut wait = kgsl_device_waittimestamp_ctxtid { context_id: 9, timestamp: 1, timeout: 0 };
+    assert_eq!(crate::ioctl::wait_timestamp(f, &mut wait).unwrap_err().to_string(), "no context 9");
+    let mut short = [0u8; 4];
+    // SAFETY: rejected on size before anything is read.
+    let err = unsafe { f.ioctl(IOCTL_KGSL_GPU_COMMAND, &mut short) }.unwrap_err();
+    assert_eq!(err.to_string(), "argument of 4 bytes for request 0xc040094a");
+    // SAFETY: the mapping made above, unused afterwards.
+    unsafe { f.munmap(ptr, 4096) }.unwrap();
+    assert_eq!(fake.live(), (1, 0, 0));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn the_fake_reconstructs_launch_dimensions(
+        global in proptest::array::uniform3(1u32..5000),
+        local in proptest::array::uniform3(1u32..8),
+        ir3 in proptest::bool::ANY,
+    ) {
+        let mut r = rig();
+        let kind = if ir3 { ShaderKind::Ir3 { wgid: 1, wgsz: 0xfc, lid: 0 } } else { ShaderKind::QcomCl };
+        let mut e = exec(kind, ArgsLayout::new(kind, 0, 0, 0).unwrap());
+        e.launch = Launch::from_global(global, local).unwrap();
+        let ts = r.submit(&r.link(&step(&e), 1)).unwrap();
+        r.ctx.wait(ts, 0).unwrap();
+        let d = r.fake.take_dispatches().pop().unwrap();
+        proptest::prop_assert_eq!((d.global, d.local, d.groups), (global, local, e.launch.groups));
+        proptest::prop_assert_eq!(d.launch, if ir3 { LaunchPacket::ExecCs } else { LaunchPacket::RunOpenCl });
+    }
+}
