@@ -146,7 +146,7 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
     let built = if gpu {
         let built = cl::build(&mut lowered.program, &opts.cl)?;
         let source = std::str::from_utf8(&built.codes[0]).unwrap_or_default();
-        let (reads, gated) = cl::count_read_images(source);
+        let (reads, gated) = pilot_core::gates::read_image_counts(source);
         for (gate, allowed, found) in [
             ("ALLOWED_READ_IMAGE", opts.allowed_read_image, reads),
             ("ALLOWED_GATED_READ_IMAGE", opts.allowed_gated_read_image, gated),
@@ -161,7 +161,7 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
     };
     let (read_images, gated_read_images) = match built.format {
         pilot_core::device::ProgramFormat::OpenClSource => {
-            cl::count_read_images(std::str::from_utf8(&built.codes[0]).unwrap_or_default())
+            pilot_core::gates::read_image_counts(std::str::from_utf8(&built.codes[0]).unwrap_or_default())
         }
         _ => (0, 0),
     };

@@ -230,3 +230,76 @@ fn aarch64_cross_compile_for_the_comma_device() {
         assert!(err.contains("aarch64"), "{err}");
     }
 }
+
+/// The image path really reads images: the convolutions and matmuls read `read_imagef`, images are
+/// half with the a630's pitch, and `--nolocals` kernels have no local memory or work-group structure.
+#[test]
+fn image_mode_reads_images_and_nolocals_has_no_local_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let art = dir.path().join("vision-img.pkl");
+    let mut opts = Mode::ClImageHalf.options();
+    opts.cl.nolocals = true;
+    let report = pilot_compiler::compile(&models().join("vision.onnx"), &art, &opts, &|_| {}).unwrap();
+    let a = Artifact::open(&art).unwrap();
+    let m = &a.manifest;
+    assert!(m.target.image && m.target.float16 && m.target.nolocals);
+
+    let source = std::str::from_utf8(a.blob(m.programs[0].blob)).unwrap();
+    let kernels = pilot_core::gates::kernel_sources(source);
+    assert_eq!(kernels.len(), m.programs.len());
+    let mut total = 0;
+    let mut readers = 0;
+    for (name, text) in &kernels {
+        let (reads, gated) = pilot_core::gates::read_image_counts(text);
+        total += reads;
+        readers += usize::from(reads > 0);
+        assert_eq!(gated, 0, "{name}: padding is materialized, no read is gated");
+        // Every image parameter is read through the texture path.
+        let header = text.split('{').next().unwrap();
+        for param in header.split(['(', ',', ')']).filter(|p| p.contains("read_only image2d_t")) {
+            let b = param.split_whitespace().last().unwrap();
+            assert!(text.contains(&format!("read_imagef({b},")), "{name}: image {b} is never read");
+        }
+        for banned in ["__local", "barrier(", "get_local_id", "get_group_id"] {
+            assert!(!text.contains(banned), "{name}: --nolocals kernel uses {banned}");
+        }
+    }
+    assert_eq!((total, 0), (report.read_images, report.gated_read_images), "the compile report counts the same");
+    // vision has 7 convolutions and a Gemm: each reads its input and weight as images.
+    assert!(readers >= 8, "{readers} kernels read images");
+    assert!(total >= 16, "vision reads {total} images");
+
+    let images: Vec<_> = m.buffers.iter().filter_map(|b| b.image.map(|im| (b, im))).collect();
+    assert!(images.len() >= 10, "{} image buffers", images.len());
+    for (b, im) in &images {
+        assert_eq!(im.channel, pilot_core::device::ImageChannel::F16);
+        assert_eq!(im.pitch % 64, 0, "IMAGE_PITCH_ALIGNMENT");
+        assert!(im.pitch as usize >= im.width as usize * 8 && im.width <= 16384);
+        assert_eq!(b.size, im.pitch as usize * im.height as usize);
+    }
+    // The first convolution's weight (8 × 12 × 3 × 3): rows are output channels, a row holds the
+    // 3×3 taps × 3 pixels of 4 input channels; 27 half pixels = 216 bytes, pitched to 256.
+    assert!(
+        images.iter().any(|(b, im)| b.kind == pilot_core::device::BufferUse::Weight
+            && (im.width, im.height, im.pitch) == (27, 8, 256)),
+        "first conv weight image missing: {:?}",
+        images.iter().map(|(_, im)| (im.width, im.height, im.pitch)).collect::<Vec<_>>()
+    );
+    // Timed local sizes divide the NDRange.
+    for op in &m.step {
+        if let pilot_core::device::StepOp::Dispatch { global, local, .. } = op {
+            assert!((0..3).all(|d| local[d] >= 1 && global[d] % local[d] == 0), "{global:?} / {local:?}");
+        }
+    }
+}
+
+#[test]
+fn plain_opencl_reads_no_images() {
+    let dir = tempfile::tempdir().unwrap();
+    let art = dir.path().join("policy-cl.pkl");
+    let report = pilot_compiler::compile(&models().join("policy.onnx"), &art, &Mode::Cl.options(), &|_| {}).unwrap();
+    let a = Artifact::open(&art).unwrap();
+    assert_eq!((report.read_images, report.gated_read_images), (0, 0));
+    assert!(a.manifest.buffers.iter().all(|b| b.image.is_none()));
+    assert_eq!(a.manifest.programs[0].format, pilot_core::device::ProgramFormat::OpenClSource);
+}

@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use pilot_core::artifact::{Manifest, TensorSpec};
-use pilot_core::device::{BufferUse, StepOp};
+use pilot_core::device::{BufferUse, ProgramFormat, StepOp};
+use pilot_core::gates;
 use pilot_core::Artifact;
 use serde_json::{json, Value};
 
@@ -32,6 +33,17 @@ pub fn describe(a: &Artifact) -> Value {
         by_kind.insert(kind(k).into(), json!({"count": n, "bytes": bytes}));
     }
     let dispatches = m.step.iter().filter(|op| matches!(op, StepOp::Dispatch { .. })).count();
+    let (reads, gated) = read_images(a);
+    let images: Vec<Value> = m
+        .buffers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| b.image.map(|im| (i, im)))
+        .map(|(i, im)| {
+            json!({"buffer": i, "width": im.width, "height": im.height, "pitch": im.pitch,
+                   "channel": pilot_core::artifact::schema::channel_name(im.channel)})
+        })
+        .collect();
     json!({
         "file_size": a.file_size(),
         "target": {
@@ -41,10 +53,15 @@ pub fn describe(a: &Artifact) -> Value {
         "inputs": m.inputs.iter().map(tensor).collect::<Vec<_>>(),
         "outputs": m.outputs.iter().map(tensor).collect::<Vec<_>>(),
         "buffers": by_kind,
-        "programs": m.programs.iter().map(|p| json!({
-            "name": p.name, "args": p.args, "code_bytes": a.blob(p.blob).len(),
-        })).collect::<Vec<_>>(),
+        "programs": m.programs.iter().map(|p| {
+            let (r, g) = program_read_images(a, p);
+            json!({"name": p.name, "args": p.args, "code_bytes": a.blob(p.blob).len(),
+                   "read_image": r, "gated_read_image": g})
+        }).collect::<Vec<_>>(),
         "kernel_count": dispatches,
+        "read_image": reads,
+        "gated_read_image": gated,
+        "images": images,
         "copies": m.step.len() - dispatches,
         "checksums": m.buffers.iter().filter(|b| b.checksum.is_some()).count(),
         "metadata": {
@@ -53,6 +70,23 @@ pub fn describe(a: &Artifact) -> Value {
             "props": m.metadata.props.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
         },
     })
+}
+
+/// The seed's image gates summed over every kernel (OpenCL sources only; 0 otherwise).
+fn read_images(a: &Artifact) -> (usize, usize) {
+    a.manifest.programs.iter().map(|p| program_read_images(a, p)).fold((0, 0), |(r, g), (pr, pg)| (r + pr, g + pg))
+}
+
+/// The image gates of one program: its own kernel's text within its source.
+fn program_read_images(a: &Artifact, p: &pilot_core::artifact::ProgramEntry) -> (usize, usize) {
+    if p.format != ProgramFormat::OpenClSource {
+        return (0, 0);
+    }
+    let source = std::str::from_utf8(a.blob(p.blob)).unwrap_or_default();
+    gates::kernel_sources(source)
+        .into_iter()
+        .find(|(name, _)| *name == p.name)
+        .map_or((0, 0), |(_, text)| gates::read_image_counts(text))
 }
 
 fn mib(bytes: usize) -> String {
@@ -91,6 +125,11 @@ pub fn inspect(path: &Path, as_json: bool) -> anyhow::Result<()> {
     let dispatches = m.step.iter().filter(|op| matches!(op, StepOp::Dispatch { .. })).count();
     println!("programs  {}", m.programs.len());
     println!("step      {dispatches} kernels, {} copies", m.step.len() - dispatches);
+    let (reads, gated) = read_images(&a);
+    let images = m.buffers.iter().filter(|b| b.image.is_some()).count();
+    if images > 0 || reads > 0 {
+        println!("images    {images} image buffers; {reads} read_image, {gated} gated");
+    }
     println!("compiler  {}", m.metadata.compiler);
     println!("model     {}", m.metadata.model_hash);
     for (k, v) in &m.metadata.props {

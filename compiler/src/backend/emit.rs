@@ -146,7 +146,8 @@ pub fn image_pitch(width: usize, elem: usize, align: usize) -> usize {
     (width * 4 * elem).div_ceil(align) * align
 }
 
-fn image_desc(b: &crate::program::Buf, pitch_align: usize) -> Option<ImageDesc> {
+/// The artifact's image descriptor of an image buffer.
+pub fn image_desc(b: &crate::program::Buf, pitch_align: usize) -> Option<ImageDesc> {
     let im = b.image?;
     let channel = if b.dtype == DType::F16 { ImageChannel::F16 } else { ImageChannel::F32 };
     Some(ImageDesc {

@@ -21,7 +21,7 @@ use crate::lazy::Lazy;
 pub struct ImageMode {
     /// Store images as half (math stays float32).
     pub float16: bool,
-    /// Widest image in pixels.
+    /// Widest (and tallest) image in pixels.
     pub max_width: usize,
 }
 
@@ -38,7 +38,7 @@ impl NodeCtx<'_> {
         let packed = x.shape[axis].div_ceil(4);
         let height: usize = rows.iter().map(|&a| x.shape[a]).product();
         let width: usize = cols.iter().map(|&a| x.shape[a]).product::<usize>() * packed;
-        if width > mode.max_width || width == 0 || height == 0 {
+        if width > mode.max_width || height > mode.max_width || width == 0 || height == 0 {
             return None;
         }
         let name = format!("{}_image", self.node.name);
@@ -98,8 +98,12 @@ pub(super) fn conv(
     if padded_w * cin.div_ceil(4) > mode.max_width || weight_width > mode.max_width {
         return None;
     }
+    // As on the CPU: an expensive producer (a reduction) is computed first, so that the padded
+    // image is a cheap copy and no guarded read lands inside the producer's loops.
+    let reuse = (cout / groups * kh * kw) as f64 / w.strides.iter().product::<usize>() as f64;
+    let x = c.reduce_input(x, reuse);
     let p = c.p();
-    let xp = p.pad(x, &[0, 0, w.pad_lo[0], w.pad_lo[1]], &[0, 0, w.pad_hi[0], w.pad_hi[1]], 0.0);
+    let xp = p.pad(&x, &[0, 0, w.pad_lo[0], w.pad_lo[1]], &[0, 0, w.pad_hi[0], w.pad_hi[1]], 0.0);
     let ximg = c.to_image(&xp, 1, &[0, 2], &[3])?;
     let wimg = if depthwise { c.to_image(wt, 0, &[2], &[1, 3])? } else { c.to_image(wt, 1, &[0], &[2, 3])? };
 
@@ -146,4 +150,30 @@ pub(super) fn conv(
         y.expr = p.ctx.add(y.expr, bv);
     }
     Some(y)
+}
+
+/// `a (M, K) @ b (K, N)` with a constant `b`, both read as images packed along K, or `None` when
+/// the image path does not apply.
+pub(super) fn matmul(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy) -> Option<Lazy> {
+    c.images()?;
+    if a.rank() != 2 || b.rank() != 2 || a.shape[1] != b.shape[0] || !c.p().is_constant(b) {
+        return None;
+    }
+    let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
+    let a = c.reduce_input(a, n as f64);
+    let aimg = c.to_image(&a, 1, &[0], &[])?;
+    let bimg = c.to_image(b, 0, &[1], &[])?;
+    let p = c.p();
+    let vars = p.ctx.fresh_vars(&[m, n]);
+    let k4 = p.ctx.fresh_var(k.div_ceil(4) as u64);
+    let lane = p.ctx.fresh_var(4);
+    let (vm, vn, k4v, lanev) = (p.ctx.var(vars[0]), p.ctx.var(vars[1]), p.ctx.var(k4), p.ctx.var(lane));
+    let base = p.ctx.mul_i(k4v, 4);
+    let kk = p.ctx.add(base, lanev);
+    let av = substitute(&mut p.ctx, aimg.expr, &HashMap::from([(aimg.vars[0], vm), (aimg.vars[1], kk)]), None);
+    let bv = substitute(&mut p.ctx, bimg.expr, &HashMap::from([(bimg.vars[0], kk), (bimg.vars[1], vn)]), None);
+    let prod = p.ctx.mul(av, bv);
+    let acc = p.ctx.reduce(RedOp::Sum, lane, 4, prod);
+    let expr = p.ctx.reduce(RedOp::Sum, k4, k.div_ceil(4) as u64, acc);
+    Some(Lazy { dtype: a.dtype, shape: vec![m, n], vars, expr })
 }

@@ -268,6 +268,11 @@ pub(super) fn matmul_lazy(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy) -> Result<Laz
     if k != k2 {
         return Err(c.err(format!("inner dimensions differ: {:?} × {:?}", a.shape, b.shape)));
     }
+    if !a1 && !b1 {
+        if let Some(y) = super::image::matmul(c, &a, &b) {
+            return Ok(y);
+        }
+    }
     let a = c.reduce_input(&a, nn as f64);
     let b = c.reduce_input(&b, m as f64);
     // A constant right operand that is not plain row-major (Gemm's transB, a transposed weight) is

@@ -3,6 +3,7 @@
 
 pub mod prepare;
 pub mod render;
+pub mod tune;
 
 use pilot_core::artifact::Target;
 use pilot_core::device::ProgramFormat;
@@ -57,6 +58,7 @@ impl Default for ClOptions {
 pub const ARENA_ALIGN: usize = 512;
 
 /// Renders every kernel of `p` into one OpenCL source.
+/// With `--nolocals`, local sizes are then timed on this machine's OpenCL device ([`tune`]).
 pub fn build(p: &mut Program, opts: &ClOptions) -> Result<Built> {
     let mut source = PRELUDE.to_string();
     let mut kernels = Vec::new();
@@ -78,7 +80,7 @@ pub fn build(p: &mut Program, opts: &ClOptions) -> Result<Built> {
             source: e,
         })?;
     }
-    Ok(Built {
+    let mut built = Built {
         format: ProgramFormat::OpenClSource,
         codes: vec![source.into_bytes()],
         kernels,
@@ -91,7 +93,11 @@ pub fn build(p: &mut Program, opts: &ClOptions) -> Result<Built> {
             float16: opts.float16,
             nolocals: opts.nolocals,
         },
-    })
+    };
+    if opts.nolocals {
+        tune::tune(p, &mut built)?;
+    }
+    Ok(built)
 }
 
 /// A work-group of at most 64 work-items that divides the NDRange, widest along dimension 0.
@@ -104,29 +110,4 @@ pub fn default_local(global: [u32; 3]) -> [u32; 3] {
         room /= l;
     }
     local
-}
-
-/// What the seed's compile3 gates count over kernel sources: `read_image` occurrences, and gated
-/// ones (`?read_image`, plus every `valN = read_imagef(` whose channel is used right after `?`/`:`).
-pub fn count_read_images(source: &str) -> (usize, usize) {
-    let reads = source.matches("read_image").count();
-    let mut gated = source.matches("?read_image").count();
-    for line in source.lines() {
-        let Some((lhs, rhs)) = line.split_once(" = ") else { continue };
-        if !rhs.trim_start().starts_with("read_imagef(") {
-            continue;
-        }
-        let Some(val) = lhs.split_whitespace().last() else { continue };
-        let used_gated = [".x", ".y", ".z", ".w"].iter().any(|c| {
-            let v = format!("{val}{c}");
-            source.contains(&format!("?{v}"))
-                || source.contains(&format!("? {v}"))
-                || source.contains(&format!(": {v}"))
-                || source.contains(&format!(":{v}"))
-        });
-        if used_gated {
-            gated += 1;
-        }
-    }
-    (reads, gated)
 }
