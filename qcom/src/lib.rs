@@ -7,12 +7,14 @@
 //! - [`dispatch`]: the compute dispatch sequence and the texture/sampler descriptors;
 //! - [`ioctl`]: the [`ioctl::KgslFile`] seam (ioctl + mmap) and its implementation over the real device node;
 //! - [`kgsl`]: owning types: [`kgsl::KgslDevice`], contexts, GPU objects, user-memory mappings;
-//! - [`fake`]: an in-process KGSL that decodes and checks every submission.
+//! - [`fake`]: an in-process KGSL that decodes and checks every submission;
+//! - [`fake_shader`]: the shader image `--qcom-compiler fake` writes: a kernel's OpenCL source and argument layout.
 //!
 //! This crate never depends on the compiler or on protobuf/ONNX.
 
 pub mod dispatch;
 pub mod fake;
+pub mod fake_shader;
 pub mod ioctl;
 pub mod kgsl;
 pub mod pm4;
