@@ -52,15 +52,26 @@ fn run_case(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs one case through the real pipeline: compile (C via clang), load, and step on the CPU runtime.
-fn run_case_cpu(dir: &Path) -> Result<(), String> {
+/// A fresh runtime device for one case.
+type DeviceFn = fn() -> Result<Box<dyn pilot_core::Device>, String>;
+
+fn cpu_device() -> Result<Box<dyn pilot_core::Device>, String> {
+    Ok(Box::new(pilot_core::cpu::CpuDevice::new(1)))
+}
+
+fn cl_device() -> Result<Box<dyn pilot_core::Device>, String> {
+    pilot_cl::ClDevice::open(None)
+        .map(|d| Box::new(d) as Box<dyn pilot_core::Device>)
+        .map_err(|e| format!("the OpenCL conformance tests need PoCL (scripts/setup.sh): {e}"))
+}
+
+/// Runs one case through the real pipeline: compile with `opts`, load, and step on `device`.
+fn run_case_on(dir: &Path, opts: &pilot_compiler::CompileOptions, device: DeviceFn) -> Result<(), String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let art = tmp.path().join("case.pkl");
-    let opts = pilot_compiler::CompileOptions::new("cpu");
-    pilot_compiler::compile(&dir.join("model.onnx"), &art, &opts, &|_| {}).map_err(|e| e.to_string())?;
+    pilot_compiler::compile(&dir.join("model.onnx"), &art, opts, &|_| {}).map_err(|e| e.to_string())?;
     let artifact = pilot_core::Artifact::open(&art).map_err(|e| e.to_string())?;
-    let mut session =
-        pilot_core::Session::new(artifact, Box::new(pilot_core::cpu::CpuDevice::new(1))).map_err(|e| e.to_string())?;
+    let mut session = pilot_core::Session::new(artifact, device()?).map_err(|e| e.to_string())?;
     for set in data_sets(dir)? {
         let specs = session.inputs().to_vec();
         let inputs: Vec<Tensor> = (0..specs.len()).map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
@@ -80,6 +91,16 @@ fn run_case_cpu(dir: &Path) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The C code generator (clang) on the CPU runtime.
+fn run_case_cpu(dir: &Path) -> Result<(), String> {
+    run_case_on(dir, &pilot_compiler::CompileOptions::new("cpu"), cpu_device)
+}
+
+/// The OpenCL code generator (plain buffers) on the OpenCL runtime (PoCL).
+fn run_case_cl(dir: &Path) -> Result<(), String> {
+    run_case_on(dir, &pilot_compiler::CompileOptions::new("cl"), cl_device)
 }
 
 fn listed(file: &str) -> Vec<String> {
@@ -144,6 +165,7 @@ fn one() {
     let case = std::env::var("PILOT_ONNX_CASE").expect("set PILOT_ONNX_CASE");
     run_case(&node_dir().join(&case)).unwrap();
     run_case_cpu(&node_dir().join(&case)).unwrap();
+    run_case_cl(&node_dir().join(&case)).unwrap();
 }
 
 #[test]
@@ -171,4 +193,30 @@ fn survey() {
     }
     std::fs::write(root().join("target/onnx-node-survey.txt"), &report).unwrap();
     eprintln!("{pass} of {} node cases pass", names.len());
+}
+
+/// Every manifest case on the OpenCL target: writes `target/onnx-node-cl-survey.txt` (pass/fail with
+/// the error and the time per case), to refresh `onnx_node_cl_skipped.txt`.
+#[test]
+#[ignore]
+fn survey_cl() {
+    let dir = node_dir();
+    let cases = listed("onnx_node_passing.txt");
+    let mut report = String::new();
+    let (mut pass, start) = (0, std::time::Instant::now());
+    for c in &cases {
+        let t = std::time::Instant::now();
+        let r = std::panic::catch_unwind(|| run_case_cl(&dir.join(c)));
+        let ms = t.elapsed().as_millis();
+        match r {
+            Ok(Ok(())) => {
+                pass += 1;
+                report.push_str(&format!("PASS {c} {ms}ms\n"));
+            }
+            Ok(Err(e)) => report.push_str(&format!("FAIL {c} {ms}ms # {}\n", e.replace('\n', " "))),
+            Err(_) => report.push_str(&format!("FAIL {c} {ms}ms # panic\n")),
+        }
+    }
+    std::fs::write(root().join("target/onnx-node-cl-survey.txt"), &report).unwrap();
+    eprintln!("{pass} of {} manifest cases pass on OpenCL in {:.1?}", cases.len(), start.elapsed());
 }

@@ -37,7 +37,7 @@ impl FakeShader {
     /// The shader image bytes (a multiple of 128).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = FAKE_MAGIC.to_vec();
-        let mut put = |out: &mut Vec<u8>, v: u32| out.extend_from_slice(&v.to_le_bytes());
+        let put = |out: &mut Vec<u8>, v: u32| out.extend_from_slice(&v.to_le_bytes());
         put(&mut out, self.name.len() as u32);
         out.extend_from_slice(self.name.as_bytes());
         put(&mut out, self.args.len() as u32);
