@@ -63,7 +63,7 @@ impl FakeShader {
     pub fn decode(bytes: &[u8]) -> Option<FakeShader> {
         let rest = bytes.strip_prefix(FAKE_MAGIC.as_slice())?;
         let mut at = 0usize;
-        let mut u32_at = |at: &mut usize| -> Option<u32> {
+        let u32_at = |at: &mut usize| -> Option<u32> {
             let v = u32::from_le_bytes(rest.get(*at..*at + 4)?.try_into().ok()?);
             *at += 4;
             Some(v)
