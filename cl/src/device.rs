@@ -192,6 +192,18 @@ impl ClDevice {
         Ok(i)
     }
 
+    /// Builds `source` and returns the driver's binary for this device (`CL_PROGRAM_BINARIES`): on a
+    /// comma device, Qualcomm's compiler gives the Adreno blob the QCOM backend loads.
+    pub fn program_binary(&mut self, source: &str) -> DeviceResult<Vec<u8>> {
+        let i = self
+            .build_source(source.as_bytes())
+            .map_err(|reason| DeviceError::Program { name: "binary".into(), reason })?;
+        self.sources[i].program.binary().map_err(|c| DeviceError::Program {
+            name: "binary".into(),
+            reason: format!("clGetProgramInfo: {}", code_text(c)),
+        })
+    }
+
     /// `synchronize` and, when profiling, collect the now complete events' times.
     fn finish(&mut self) -> DeviceResult<()> {
         self.queue.finish().map_err(|c| failed("wait", c))?;

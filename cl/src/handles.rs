@@ -357,6 +357,14 @@ impl Program {
         program::build_program(self.0, &[device.0], options, None, ptr::null_mut())
     }
 
+    /// The built binary for the program's only device (`CL_PROGRAM_BINARIES`).
+    pub(crate) fn binary(&self) -> ClResult<Vec<u8>> {
+        match program::get_program_info(self.0, opencl_sys::CL_PROGRAM_BINARIES)? {
+            cl3::info_type::InfoType::VecVecUchar(mut v) if v.len() == 1 => Ok(v.remove(0)),
+            _ => Err(opencl_sys::CL_INVALID_PROGRAM),
+        }
+    }
+
     /// The build log for `device` (empty if the driver has none).
     pub(crate) fn build_log(&self, device: DeviceId) -> String {
         program::get_program_build_info(self.0, device.0, CL_PROGRAM_BUILD_LOG).map(String::from).unwrap_or_default()

@@ -101,7 +101,7 @@ impl fmt::Display for CompileReport {
 /// Nothing is written unless every step and gate succeeds.
 pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn Fn(&str)) -> Result<CompileReport> {
     let st = Instant::now();
-    let gpu = opts.backend == "cl";
+    let gpu = opts.backend == "cl" || opts.backend == "qcom";
     match opts.backend.as_str() {
         "cpu" | "null" if !["x86_64", "aarch64"].contains(&opts.arch.as_str()) => {
             return Err(CompileError::Graph(format!("unknown CPU architecture `{}` (x86_64, aarch64)", opts.arch)));
@@ -109,11 +109,11 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
         "cpu" | "null" if opts.cl.image || opts.cl.float16 || opts.cl.nolocals => {
             return Err(CompileError::Graph("--image, --float16 and --nolocals apply to the OpenCL target".into()));
         }
-        "cl" if opts.arch != "a630" => {
+        "cl" | "qcom" if opts.arch != "a630" => {
             return Err(CompileError::Graph(format!("unknown OpenCL architecture `{}` (a630)", opts.arch)));
         }
-        "cpu" | "null" | "cl" => {}
-        other => return Err(CompileError::Graph(format!("target `{other}` is not available yet (cpu, null, cl)"))),
+        "cpu" | "null" | "cl" | "qcom" => {}
+        other => return Err(CompileError::Graph(format!("unknown target `{other}` (cpu, null, cl, qcom)"))),
     }
     if opts.cl.float16 && !opts.cl.image {
         return Err(CompileError::Graph("--float16 stores images as half: it needs --image".into()));
@@ -143,7 +143,7 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
         inputs: lowered.inputs.clone(),
         outputs: lowered.outputs.clone(),
     };
-    let built = if gpu {
+    let (built, read_images, gated_read_images) = if gpu {
         let built = cl::build(&mut lowered.program, &opts.cl)?;
         let source = std::str::from_utf8(&built.codes[0]).unwrap_or_default();
         let (reads, gated) = pilot_core::gates::read_image_counts(source);
@@ -155,15 +155,14 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
                 return Err(CompileError::Gate { gate, expected, found });
             }
         }
-        built
+        let built = if opts.backend == "qcom" {
+            cl::qcom::to_adreno(&lowered.program, built, opts.cl.qcom_compiler)?
+        } else {
+            built
+        };
+        (built, reads, gated)
     } else {
-        emit::build_cpu(&lowered.program, &emit_opts)?
-    };
-    let (read_images, gated_read_images) = match built.format {
-        pilot_core::device::ProgramFormat::OpenClSource => {
-            pilot_core::gates::read_image_counts(std::str::from_utf8(&built.codes[0]).unwrap_or_default())
-        }
-        _ => (0, 0),
+        (emit::build_cpu(&lowered.program, &emit_opts)?, 0, 0)
     };
     let r = emit::write(&lowered.program, &emit_opts, built, out)?;
     progress("done");

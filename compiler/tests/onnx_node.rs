@@ -5,6 +5,9 @@
 //! - `onnx_node_skipped.txt`: cases we skip, each with its reason;
 //! - `cargo test -p pilot-compiler --test onnx_node -- --ignored survey` runs every case and writes
 //!   `target/onnx-node-survey.txt` (pass/fail with the error), to refresh both lists.
+//! - `onnx_node_cl_skipped.txt`: manifest cases the OpenCL target cannot run (float64), each with its
+//!   reason; `-- --ignored survey_cl` runs every manifest case on OpenCL and writes
+//!   `target/onnx-node-cl-survey.txt` (pass/fail, error and time per case), to refresh that list.
 
 use std::path::{Path, PathBuf};
 
@@ -107,6 +110,7 @@ fn listed(file: &str) -> Vec<String> {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(file))
         .unwrap()
         .lines()
+        .filter(|l| !l.starts_with("//"))
         .map(|l| l.split('#').next().unwrap().trim().to_string())
         .filter(|l| !l.is_empty())
         .collect()
@@ -148,13 +152,50 @@ fn manifest_sample_passes_on_the_cpu_backend() {
     );
 }
 
+/// Every `CL_SAMPLE`-th manifest case that the OpenCL target can run also runs through the OpenCL
+/// code generator and the OpenCL runtime (PoCL here): the whole manifest takes far longer than CI
+/// allows on two cores, mostly PoCL building each case's program (`PILOT_CONFORMANCE_CL_ALL=1`: every
+/// case). Cases in `onnx_node_cl_skipped.txt` (float64, which the target lacks) all run, and must
+/// still fail, so the list stays honest.
+const CL_SAMPLE: usize = 3;
+
+#[test]
+fn manifest_cases_pass_on_opencl() {
+    let dir = node_dir();
+    let manifest = listed("onnx_node_passing.txt");
+    let skipped = listed("onnx_node_cl_skipped.txt");
+    let mut failures: Vec<String> = skipped
+        .iter()
+        .filter(|c| !manifest.contains(c))
+        .map(|c| format!("{c}: in onnx_node_cl_skipped.txt but not in the manifest"))
+        .collect();
+    let every = if std::env::var_os("PILOT_CONFORMANCE_CL_ALL").is_some() { 1 } else { CL_SAMPLE };
+    let cases: Vec<&String> = manifest.iter().filter(|c| !skipped.contains(c)).step_by(every).collect();
+    failures.extend(cases.iter().filter_map(|c| run_case_cl(&dir.join(c)).err().map(|e| format!("{c}: {e}"))));
+    failures.extend(
+        skipped
+            .iter()
+            .filter(|c| run_case_cl(&dir.join(c)).is_ok())
+            .map(|c| format!("{c}: passes on OpenCL now: remove it from onnx_node_cl_skipped.txt")),
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures over {} sampled and {} skipped cases on OpenCL:\n{}",
+        failures.len(),
+        cases.len(),
+        skipped.len(),
+        failures.join("\n")
+    );
+}
+
 #[test]
 fn skipped_cases_have_reasons() {
-    let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/onnx_node_skipped.txt")).unwrap();
-    for line in text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("//")) {
-        let (case, reason) = line.split_once('#').unwrap_or((line, ""));
-        assert!(!reason.trim().is_empty(), "skipped case `{}` has no reason", case.trim());
+    for file in ["onnx_node_skipped.txt", "onnx_node_cl_skipped.txt"] {
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(file)).unwrap();
+        for line in text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("//")) {
+            let (case, reason) = line.split_once('#').unwrap_or((line, ""));
+            assert!(!reason.trim().is_empty(), "{file}: skipped case `{}` has no reason", case.trim());
+        }
     }
 }
 

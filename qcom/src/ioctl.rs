@@ -38,6 +38,24 @@ pub trait KgslFile: Send + Sync {
     unsafe fn munmap(&self, addr: NonNull<u8>, len: usize) -> io::Result<()>;
 }
 
+/// A shared file is a file: lets a caller keep a handle (on a [`crate::fake::FakeKgsl`], say) while a device owns
+/// another.
+impl<T: KgslFile + ?Sized> KgslFile for std::sync::Arc<T> {
+    unsafe fn ioctl(&self, request: u64, arg: &mut [u8]) -> io::Result<()> {
+        // SAFETY: forwarded unchanged; the caller upholds `KgslFile::ioctl`'s contract.
+        unsafe { (**self).ioctl(request, arg) }
+    }
+
+    fn mmap(&self, len: usize, offset: u64) -> io::Result<NonNull<u8>> {
+        (**self).mmap(len, offset)
+    }
+
+    unsafe fn munmap(&self, addr: NonNull<u8>, len: usize) -> io::Result<()> {
+        // SAFETY: forwarded unchanged; the caller upholds `KgslFile::munmap`'s contract.
+        unsafe { (**self).munmap(addr, len) }
+    }
+}
+
 /// The real device node, opened read/write.
 #[derive(Debug)]
 pub struct KgslFd {

@@ -59,25 +59,40 @@ enum Mode {
     Cl,
     ClImage,
     ClImageHalf,
+    /// `--target qcom --qcom-compiler fake` on the fake KGSL (which runs each dispatch on PoCL).
+    QcomFake,
+    /// The same with `--image --float16 --nolocals`, as openpilot compiles for the car.
+    QcomFakeImageHalf,
 }
 
 impl Mode {
     fn options(self) -> pilot_compiler::CompileOptions {
-        let mut o = pilot_compiler::CompileOptions::new(if self == Mode::Cpu { "cpu" } else { "cl" });
-        o.cl.image = matches!(self, Mode::ClImage | Mode::ClImageHalf);
-        o.cl.float16 = self == Mode::ClImageHalf;
+        let backend = match self {
+            Mode::Cpu => "cpu",
+            Mode::QcomFake | Mode::QcomFakeImageHalf => "qcom",
+            _ => "cl",
+        };
+        let mut o = pilot_compiler::CompileOptions::new(backend);
+        o.cl.image = matches!(self, Mode::ClImage | Mode::ClImageHalf | Mode::QcomFakeImageHalf);
+        o.cl.float16 = matches!(self, Mode::ClImageHalf | Mode::QcomFakeImageHalf);
+        o.cl.nolocals = self == Mode::QcomFakeImageHalf;
+        o.cl.qcom_compiler = pilot_compiler::backend::cl::qcom::QcomCompiler::Fake;
         o
     }
 
     fn device(self) -> Box<dyn pilot_core::Device> {
         match self {
             Mode::Cpu => Box::new(CpuDevice::new(2)),
+            Mode::QcomFake | Mode::QcomFakeImageHalf => {
+                let fake = pilot_qcom::fake_exec::fake_with_opencl().expect("the fake KGSL runs on PoCL");
+                Box::new(pilot_qcom::device::QcomDevice::with_file(Box::new(fake), "fake-kgsl").unwrap())
+            }
             _ => Box::new(pilot_cl::ClDevice::open(None).expect("the OpenCL tests need PoCL: run scripts/setup.sh")),
         }
     }
 
     fn tolerance(self) -> f64 {
-        if self == Mode::ClImageHalf {
+        if matches!(self, Mode::ClImageHalf | Mode::QcomFakeImageHalf) {
             1e-2
         } else {
             1e-4
@@ -173,7 +188,7 @@ fn exporter_shape_subgraphs_with_pinned_dynamic_dims() {
     eprintln!("exporter: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);
 }
 
-/// Every model on OpenCL in `mode`; returns (model, kernels, worst error) for the log.
+/// Every model in `mode` (OpenCL or the fake KGSL), compared with onnxruntime.
 fn all_models_on(mode: Mode) {
     for (name, shapes) in [
         ("vision", &[][..]),
@@ -199,6 +214,16 @@ fn models_on_opencl_images() {
 #[test]
 fn models_on_opencl_half_images() {
     all_models_on(Mode::ClImageHalf);
+}
+
+#[test]
+fn models_on_the_fake_kgsl() {
+    all_models_on(Mode::QcomFake);
+}
+
+#[test]
+fn models_on_the_fake_kgsl_half_images_nolocals() {
+    all_models_on(Mode::QcomFakeImageHalf);
 }
 
 #[test]

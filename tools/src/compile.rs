@@ -13,9 +13,14 @@ pub struct CompileArgs {
     /// Output artifact (default: MODEL with the extension .pkl).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
-    /// cpu, null (compile everything, run nothing) or cl (OpenCL C; the exact kernels of the Adreno path).
+    /// cpu, null (compile everything, run nothing), cl (OpenCL C; the exact kernels of the Adreno path)
+    /// or qcom (Adreno 630 programs, run over KGSL).
     #[arg(long, default_value = "cpu")]
     pub target: String,
+    /// Where --target qcom gets Adreno binaries: `device` (Qualcomm's OpenCL compiler on a comma
+    /// device) or `fake` (blobs carrying OpenCL source, for `--device fake-kgsl`).
+    #[arg(long, default_value = "device")]
+    pub qcom_compiler: String,
     /// Architecture of the artifact: x86_64 or aarch64 for cpu (default: this machine's); a630 for cl.
     #[arg(long)]
     pub arch: Option<String>,
@@ -78,8 +83,8 @@ fn progress(on_terminal: bool) -> impl Fn(&str) {
 
 /// `pilot compile`. Returns false when a gate or the selftest failed.
 pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
-    if !["cpu", "null", "cl"].contains(&args.target.as_str()) {
-        bail!("target `{}` is not available yet (available: cpu, null, cl)", args.target);
+    if !["cpu", "null", "cl", "qcom"].contains(&args.target.as_str()) {
+        bail!("unknown target `{}` (cpu, null, cl, qcom)", args.target);
     }
     if !args.image_pitch_alignment.is_power_of_two() || args.image_pitch_alignment < 16 {
         bail!(
@@ -102,6 +107,11 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
     opts.cl.float16 = args.float16;
     opts.cl.nolocals = args.nolocals;
     opts.cl.pitch_align = args.image_pitch_alignment;
+    opts.cl.qcom_compiler = match args.qcom_compiler.as_str() {
+        "device" => pilot_compiler::backend::cl::qcom::QcomCompiler::Device,
+        "fake" => pilot_compiler::backend::cl::qcom::QcomCompiler::Fake,
+        other => bail!("--qcom-compiler must be `device` or `fake`, got `{other}`"),
+    };
     opts.allowed_kernel_count = gate(args.allowed_kernel_count);
     opts.allowed_read_image = gate(args.allowed_read_image);
     opts.allowed_gated_read_image = gate(args.allowed_gated_read_image);

@@ -8,9 +8,22 @@ use pilot_core::Device;
 
 /// Names `--device` accepts in this build.
 #[cfg(feature = "cl")]
-pub const AVAILABLE: &[&str] = &["cpu", "null", "cl"];
+pub const AVAILABLE: &[&str] = &["cpu", "null", "cl", "qcom", "fake-kgsl"];
 #[cfg(not(feature = "cl"))]
-pub const AVAILABLE: &[&str] = &["cpu", "null"];
+pub const AVAILABLE: &[&str] = &["cpu", "null", "qcom"];
+
+/// The KGSL context priority: `QCOM_PRIORITY` (0 highest .. 15 lowest), else tinygrad's default.
+fn qcom_priority() -> anyhow::Result<u8> {
+    match std::env::var("QCOM_PRIORITY") {
+        Ok(v) => v
+            .trim()
+            .parse::<u8>()
+            .ok()
+            .filter(|&p| p <= 15)
+            .ok_or_else(|| anyhow::anyhow!("QCOM_PRIORITY must be 0 (highest) .. 15 (lowest), got `{v}`")),
+        Err(_) => Ok(pilot_qcom::kgsl::DEFAULT_PRIORITY),
+    }
+}
 
 /// Opens `name`, or the artifact's own backend when `name` is `None`.
 pub fn open(name: Option<&str>, target: &Target, threads: Option<usize>) -> anyhow::Result<Box<dyn Device>> {
@@ -39,8 +52,16 @@ pub fn open_with(
         #[cfg(feature = "cl")]
         "cl" => Box::new(pilot_cl::ClDevice::open(None)?.with_profiling(profile)),
         #[cfg(not(feature = "cl"))]
-        "cl" => bail!("this pilot was built without the OpenCL device (cargo feature `cl`)"),
-        "qcom" | "fake-kgsl" | "usb+amd" => {
+        "cl" | "fake-kgsl" => bail!("this pilot was built without the OpenCL device (cargo feature `cl`)"),
+        // The Adreno 630 through /dev/kgsl-3d0.
+        "qcom" => Box::new(pilot_qcom::device::QcomDevice::open(qcom_priority()?)?),
+        // The same backend over the in-process fake KGSL, which runs each dispatch on OpenCL.
+        #[cfg(feature = "cl")]
+        "fake-kgsl" => {
+            let fake = pilot_qcom::fake_exec::fake_with_opencl().map_err(|e| anyhow::anyhow!("fake-kgsl: {e}"))?;
+            Box::new(pilot_qcom::device::QcomDevice::with_file(Box::new(fake), "fake-kgsl")?)
+        }
+        "usb+amd" => {
             bail!("device `{name}` is not available in this build yet (available: {})", AVAILABLE.join(", "))
         }
         other => bail!("unknown device `{other}` (available: {})", AVAILABLE.join(", ")),

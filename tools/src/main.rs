@@ -111,6 +111,11 @@ fn dispatch(cli: Cli) -> anyhow::Result<bool> {
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` ends the process quietly, as for any Unix tool, instead of a panic
+    // on the failed write.
+    // SAFETY: setting a signal's disposition to the default installs no handler code.
+    let _ =
+        unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl) };
     env_logger::Builder::from_env(env_logger::Env::default().filter_or("PILOT_LOG", "warn")).init();
     let cli = Cli::parse();
     match dispatch(cli) {

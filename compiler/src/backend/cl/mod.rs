@@ -2,6 +2,7 @@
 //! Adreno 630 (`qcom`). One source holds every kernel of a model, after a small prelude.
 
 pub mod prepare;
+pub mod qcom;
 pub mod render;
 pub mod tune;
 
@@ -37,6 +38,8 @@ pub struct ClOptions {
     pub pitch_align: usize,
     /// Widest image in pixels (16384 on the a630).
     pub max_image_width: usize,
+    /// Where `--target qcom` gets Adreno binaries.
+    pub qcom_compiler: qcom::QcomCompiler,
 }
 
 impl Default for ClOptions {
@@ -49,6 +52,7 @@ impl Default for ClOptions {
             nolocals: false,
             pitch_align: 64,
             max_image_width: 16384,
+            qcom_compiler: qcom::QcomCompiler::Device,
         }
     }
 }
@@ -65,13 +69,11 @@ pub fn build(p: &mut Program, opts: &ClOptions) -> Result<Built> {
     for i in 0..p.kernels.len() {
         let k = p.kernels[i].clone();
         let prep = prepare::prepare(p, &k);
-        let ck = render::render(p, &k, &prep)?;
+        let ck = render::render(p, &k, &prep, !opts.nolocals)?;
         source.push('\n');
         source.push_str(&ck.source);
-        kernels.push(BuiltKernel { name: ck.name, args: ck.args, code: 0, global: ck.global, local: [0; 3] });
-    }
-    for k in &mut kernels {
-        k.local = default_local(k.global);
+        let local = ck.local.unwrap_or_else(|| default_local(ck.global));
+        kernels.push(BuiltKernel { name: ck.name, args: ck.args, code: 0, global: ck.global, local });
     }
     if let Some(path) = std::env::var_os("PILOT_DUMP_CL") {
         // Debugging aid: the whole OpenCL source, as built.

@@ -27,7 +27,16 @@ pub struct ClKernel {
     pub args: Vec<u32>,
     /// The NDRange in work-items.
     pub global: [u32; 3],
+    /// The work-group size the kernel is written for (its reductions are shared by a work-group);
+    /// `None` when any local size is correct.
+    pub local: Option<[u32; 3]>,
 }
+
+/// Work-items that share one reduction (a power of two).
+const LANES: u32 = 64;
+/// Reductions at least this long are shared by a work-group when the kernel has few outputs.
+const SHARED_REDUCTION: u64 = 256;
+const FEW_OUTPUTS: usize = 4096;
 
 /// The value type a node computes in: half is computed as float.
 pub fn value_type(d: DType) -> &'static str {
@@ -75,7 +84,11 @@ fn literal(c: Const, d: DType) -> String {
 }
 
 /// Renders a prepared kernel. Fails on float64, which the target lacks.
-pub fn render(p: &Program, k: &Kernel, prep: &Prepared) -> Result<ClKernel> {
+///
+/// With `locals` (not `--nolocals`), a kernel with few outputs and a long outermost reduction runs
+/// each output on a work-group of [`LANES`] work-items: each sums a strided share, then a tree
+/// reduction in local memory combines them (global average pools, softmax denominators, norms).
+pub fn render(p: &Program, k: &Kernel, prep: &Prepared, locals: bool) -> Result<ClKernel> {
     let ctx = &p.ctx;
     let order = live_order(ctx, prep);
     if let Some(&n) = order.iter().find(|&&n| ctx.dtype(n) == DType::F64) {
@@ -123,10 +136,25 @@ pub fn render(p: &Program, k: &Kernel, prep: &Prepared) -> Result<ClKernel> {
         }
     }
 
+    let points: usize = out_vars.iter().map(|&(_, e)| e).product();
+    let longest = order
+        .iter()
+        .filter_map(|&n| match ctx.op(n) {
+            Op::Reduce { var, extent, .. } if depth[var] == 1 => Some(*extent),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let shared = locals
+        && prep.roots.len() == 1
+        && p.bufs[k.out as usize].image.is_none()
+        && longest >= SHARED_REDUCTION
+        && points <= FEW_OUTPUTS;
     let mut e = Emitter {
         ctx,
         p,
         prep,
+        lanes: shared.then_some(LANES),
         names: HashMap::new(),
         texel_names: HashMap::new(),
         out: String::new(),
@@ -151,8 +179,15 @@ pub fn render(p: &Program, k: &Kernel, prep: &Prepared) -> Result<ClKernel> {
         })
         .collect();
     let _ = writeln!(e.out, "__kernel void {name}({}) {{", params.join(", "));
+    if k.shape.contains(&0) {
+        // No output elements (an empty tensor): one work-item that writes nothing, since OpenCL 1.2
+        // refuses an NDRange with a zero dimension.
+        e.out.push_str("}\n");
+        return Ok(ClKernel { name, source: e.out, args, global: [1; 3], local: None });
+    }
 
-    // The grid: innermost output dimensions first; dimension 2 holds the rest, unflattened.
+    // The grid: innermost output dimensions first; dimension 2 holds the rest, unflattened. A shared
+    // reduction puts its lanes in dimension 0.
     let grid: Vec<(u32, usize)> = out_vars.iter().rev().copied().filter(|&(_, ext)| ext > 1).collect();
     let mut global = [1u32; 3];
     for &(v, ext) in &out_vars {
@@ -160,12 +195,17 @@ pub fn render(p: &Program, k: &Kernel, prep: &Prepared) -> Result<ClKernel> {
             let _ = writeln!(e.out, "  const long v{v} = 0;");
         }
     }
-    for (g, &(v, ext)) in grid.iter().take(2).enumerate() {
-        global[g] = ext as u32;
-        let _ = writeln!(e.out, "  const long v{v} = get_global_id({g});");
+    let first = usize::from(shared);
+    if shared {
+        global[0] = LANES;
+        let _ = writeln!(e.out, "  const long lid = get_local_id(0);");
     }
-    if grid.len() > 2 {
-        let rest = &grid[2..];
+    for (g, &(v, ext)) in grid.iter().take(2 - first).enumerate() {
+        global[g + first] = ext as u32;
+        let _ = writeln!(e.out, "  const long v{v} = get_global_id({});", g + first);
+    }
+    if grid.len() > 2 - first {
+        let rest = &grid[2 - first..];
         global[2] = rest.iter().map(|&(_, ext)| ext as u32).product();
         let _ = writeln!(e.out, "  const long g2 = get_global_id(2);");
         let mut stride = 1usize;
@@ -201,15 +241,16 @@ pub fn render(p: &Program, k: &Kernel, prep: &Prepared) -> Result<ClKernel> {
                 .collect();
             let flat = if flat.is_empty() { "0".to_string() } else { flat.join(" + ") };
             let v = e.value(prep.roots[0]);
+            let guard = if shared { "if (lid == 0) " } else { "" };
             if out_buf.dtype == DType::F16 {
-                let _ = writeln!(e.out, "  vstore_half({v}, {flat}, b{});", k.out);
+                let _ = writeln!(e.out, "  {guard}vstore_half({v}, {flat}, b{});", k.out);
             } else {
-                let _ = writeln!(e.out, "  b{}[{flat}] = {v};", k.out);
+                let _ = writeln!(e.out, "  {guard}b{}[{flat}] = {v};", k.out);
             }
         }
     }
     e.out.push_str("}\n");
-    Ok(ClKernel { name, source: e.out, args, global })
+    Ok(ClKernel { name, source: e.out, args, global, local: shared.then_some([LANES, 1, 1]) })
 }
 
 /// The children `n` is computed from: for an image load, its validity and texel coordinates.
@@ -266,6 +307,8 @@ struct Emitter<'a> {
     ctx: &'a Ctx,
     p: &'a Program,
     prep: &'a Prepared,
+    /// Work-items sharing each outermost reduction, when the kernel is written for a work-group.
+    lanes: Option<u32>,
     names: HashMap<N, String>,
     /// The `float4` holding each pixel read so far, by (image, x, y, validity).
     texel_names: HashMap<(u32, N, N, Option<N>), String>,
@@ -360,24 +403,39 @@ impl Emitter<'_> {
             let _ = writeln!(self.out, "{pad}{} {name} = {init};", value_type(d));
             self.names.insert(m, name);
         }
-        let _ = writeln!(self.out, "{pad}for (long v{var} = 0; v{var} < {extent}; v{var}++) {{");
+        // An outermost reduction of a work-group kernel: each lane takes every LANES-th element.
+        let lanes = self.lanes.filter(|_| self.depth[&var] == 1);
+        match lanes {
+            Some(l) => writeln!(self.out, "{pad}for (long v{var} = lid; v{var} < {extent}; v{var} += {l}) {{"),
+            None => writeln!(self.out, "{pad}for (long v{var} = 0; v{var} < {extent}; v{var}++) {{"),
+        }
+        .expect("writing to a String");
         self.emit_scope(Some(var), indent + 1)?;
         for &m in members {
             let Op::Reduce { op, body, .. } = *self.ctx.op(m) else { unreachable!() };
             let (a, b) = (self.names[&m].clone(), self.value(body));
-            let f = self.ctx.dtype(m).is_float();
-            let step = match (op, f) {
-                (RedOp::Sum, _) => format!("{a} += {b};"),
-                (RedOp::Prod, _) => format!("{a} *= {b};"),
-                (RedOp::Max, true) => format!("{a} = pl_fmax({a}, {b});"),
-                (RedOp::Min, true) => format!("{a} = pl_fmin({a}, {b});"),
-                (RedOp::Max, false) => format!("{a} = {b} > {a} ? {b} : {a};"),
-                (RedOp::Min, false) => format!("{a} = {b} < {a} ? {b} : {a};"),
-            };
-            let _ = writeln!(self.out, "{pad}  {step}");
+            let _ = writeln!(self.out, "{pad}  {a} = {};", combine(op, self.ctx.dtype(m).is_float(), &a, &b));
             self.done.insert(m);
         }
         let _ = writeln!(self.out, "{pad}}}");
+        if let Some(l) = lanes {
+            // Tree reduction in local memory; every lane then holds the result. Every lane reaches
+            // every barrier: the loops above are uniform across the work-group.
+            for &m in members {
+                let Op::Reduce { op, .. } = *self.ctx.op(m) else { unreachable!() };
+                let d = self.ctx.dtype(m);
+                let (a, red) = (self.names[&m].clone(), format!("red{}", m.0));
+                let both = combine(op, d.is_float(), &format!("{red}[lid]"), &format!("{red}[lid + s]"));
+                let _ = writeln!(self.out, "{pad}__local {} {red}[{l}];", value_type(d));
+                let _ = writeln!(self.out, "{pad}{red}[lid] = {a};");
+                let _ = writeln!(self.out, "{pad}barrier(CLK_LOCAL_MEM_FENCE);");
+                let _ = writeln!(self.out, "{pad}for (long s = {}; s > 0; s >>= 1) {{", l / 2);
+                let _ = writeln!(self.out, "{pad}  if (lid < s) {red}[lid] = {both};");
+                let _ = writeln!(self.out, "{pad}  barrier(CLK_LOCAL_MEM_FENCE);");
+                let _ = writeln!(self.out, "{pad}}}");
+                let _ = writeln!(self.out, "{pad}{a} = {red}[0];");
+            }
+        }
         Ok(())
     }
 
@@ -566,6 +624,18 @@ impl Emitter<'_> {
             BinOp::Shl => format!("({t})((ulong){y} >= {bits} ? 0 : {x} << {y})"),
             BinOp::Shr => format!("({t})((ulong){y} >= {bits} ? ({x} < 0 ? -1 : 0) : {x} >> {y})"),
         }
+    }
+}
+
+/// `a` combined with `b` by a reduction's operator.
+fn combine(op: RedOp, float: bool, a: &str, b: &str) -> String {
+    match (op, float) {
+        (RedOp::Sum, _) => format!("{a} + {b}"),
+        (RedOp::Prod, _) => format!("{a} * {b}"),
+        (RedOp::Max, true) => format!("pl_fmax({a}, {b})"),
+        (RedOp::Min, true) => format!("pl_fmin({a}, {b})"),
+        (RedOp::Max, false) => format!("({b} > {a} ? {b} : {a})"),
+        (RedOp::Min, false) => format!("({b} < {a} ? {b} : {a})"),
     }
 }
 

@@ -1,0 +1,102 @@
+//! `--target qcom`: the OpenCL kernels as Adreno programs, one blob per kernel.
+//!
+//! On a comma device the blobs come from the device's own Qualcomm OpenCL compiler (the system
+//! libOpenCL, `CL_PROGRAM_BINARIES`). Elsewhere `--qcom-compiler fake` writes blobs in the same layout
+//! whose shader image carries the kernel's OpenCL source and argument layout, which the fake KGSL runs.
+
+use pilot_core::device::ProgramFormat;
+use pilot_core::gates::kernel_sources;
+use pilot_qcom::fake_shader::{FakeShader, ShaderArg};
+
+use super::PRELUDE;
+use crate::backend::emit::Built;
+use crate::error::{CompileError, Result};
+use crate::program::Program;
+
+/// Where the Adreno binaries come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QcomCompiler {
+    /// Qualcomm's OpenCL compiler on this machine (a comma device).
+    #[default]
+    Device,
+    /// Blobs carrying OpenCL source, for the fake KGSL.
+    Fake,
+}
+
+/// Turns `built` (one OpenCL source) into one Adreno blob per kernel.
+pub fn to_adreno(p: &Program, mut built: Built, compiler: QcomCompiler) -> Result<Built> {
+    let source = String::from_utf8(std::mem::take(&mut built.codes[0])).expect("rendered source is UTF-8");
+    let texts = kernel_sources(&source);
+    let mut device = match compiler {
+        QcomCompiler::Device => Some(qualcomm_compiler()?),
+        QcomCompiler::Fake => None,
+    };
+    let mut codes = Vec::with_capacity(built.kernels.len());
+    for (i, k) in built.kernels.iter_mut().enumerate() {
+        let text =
+            texts.iter().find(|(name, _)| *name == k.name).map(|(_, t)| *t).ok_or_else(|| {
+                CompileError::Graph(format!("kernel `{}` is missing from the rendered source", k.name))
+            })?;
+        let full = format!("{PRELUDE}\n{text}");
+        let blob = match device.as_mut() {
+            Some(dev) => {
+                let blob = dev.program_binary(&full).map_err(|e| CompileError::Tool(format!("{}: {e}", k.name)))?;
+                pilot_qcom::blob::parse(&blob).map_err(|e| {
+                    CompileError::Tool(format!(
+                        "{}: Qualcomm's compiler returned a blob pilot cannot read: {e}",
+                        k.name
+                    ))
+                })?;
+                blob
+            }
+            None => pilot_qcom::blob::write_fake(&fake_shader(p, &k.name, &k.args, full)),
+        };
+        codes.push(blob);
+        k.code = i;
+    }
+    built.codes = codes;
+    built.format = ProgramFormat::AdrenoBlob;
+    Ok(built)
+}
+
+/// The argument layout the fake blob records: buffers get consecutive u64 slots of the constant
+/// file; the written image (the output) is IBO 0, read images are textures in order.
+fn fake_shader(p: &Program, name: &str, args: &[u32], source: String) -> FakeShader {
+    let (mut buffers, mut textures) = (0u32, 0u32);
+    let args = args
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            let buf = &p.bufs[b as usize];
+            match (buf.image.is_some(), i == 0) {
+                (true, true) => ShaderArg::Ibo { index: 0 },
+                (true, false) => {
+                    textures += 1;
+                    ShaderArg::Texture { index: textures - 1 }
+                }
+                (false, written) => {
+                    buffers += 1;
+                    ShaderArg::Buffer { offset_words: 2 * (buffers - 1), bytes: buf.nbytes() as u32, written }
+                }
+            }
+        })
+        .collect();
+    FakeShader { name: name.to_string(), args, source }
+}
+
+/// The device's OpenCL, if it is Qualcomm's.
+fn qualcomm_compiler() -> Result<pilot_cl::ClDevice> {
+    let fake = "elsewhere, --qcom-compiler fake writes blobs for the fake KGSL";
+    let dev = pilot_cl::ClDevice::open(None).map_err(|e| {
+        CompileError::Tool(format!("--target qcom needs Qualcomm's OpenCL compiler (a comma device): {e}; {fake}"))
+    })?;
+    let (platform, name) = (dev.platform_name().to_lowercase(), dev.device_name().to_lowercase());
+    if !platform.contains("qualcomm") && !name.contains("adreno") {
+        return Err(CompileError::Tool(format!(
+            "--target qcom needs Qualcomm's OpenCL compiler (a comma device); this machine's OpenCL is `{}` on `{}`; {fake}",
+            dev.platform_name(),
+            dev.device_name()
+        )));
+    }
+    Ok(dev)
+}

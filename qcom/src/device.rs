@@ -1,0 +1,627 @@
+//! [`QcomDevice`]: the `pilot_core` [`Device`] over KGSL on an Adreno 630 (`research/qcom.md`), and over the
+//! fake KGSL.
+//!
+//! - Memory: every buffer and image is a KGSL GPU object mapped into this process (GPU address = CPU address);
+//!   copies are CPU copies through the mapping, after waiting for in-flight work that uses the buffer.
+//! - Programs: Qualcomm "lib" blobs ([`crate::blob`]), one per kernel; the shader image is uploaded once.
+//! - Steps: [`Device::link_step`] encodes a whole step once into one PM4 command stream in GPU memory (memory
+//!   barrier + CP_RUN_OPENCL launch per dispatch, then a timeline signal), with every address resolved at link time
+//!   and each dispatch's kernel-argument block (constant file, texture/IBO descriptors, samplers) written once.
+//!   The only dword left symbolic is the timeline value, so [`Device::submit`] patches that one dword and issues
+//!   exactly one `IOCTL_KGSL_GPU_COMMAND`, without heap allocation.
+//! - Sync: the step's last packets write the timeline value to a signal page; [`Device::wait`] checks that memory
+//!   and otherwise sleeps in `IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID` on the submission's KGSL timestamp.
+
+use crate::blob::{self, ArgDesc, ArgKind, Const};
+use crate::dispatch::{
+    ArgsBlock, ArgsLayout, CmdStream, DispatchError, Exec, Image, ImageFormat, KernelInfo, Launch, ShaderKind,
+    CONST_FILE_BYTES, SAMPLER_CLAMP_NEAREST,
+};
+use crate::ioctl::{KgslFd, KgslFile};
+use crate::kgsl::{Context, GpuObject, KgslDevice, KgslError, DEFAULT_PRIORITY, KGSL_PATH, PAGE};
+use crate::reloc::{Addr, RelocKind, Resolve, Sym, ValueSym, Word};
+use pilot_core::device::{
+    check_submitted, Arg, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ImageChannel, ImageDesc,
+    ProgramFormat, ProgramId, ProgramSpec, StepId, StepOp,
+};
+use std::io;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The shader kind of every program this device loads (Qualcomm's OpenCL compiler, launched with CP_RUN_OPENCL).
+pub const SHADER_KIND: ShaderKind = ShaderKind::QcomCl;
+/// How long [`Device::wait`] sleeps in the kernel before giving up, unless [`QcomDevice::with_wait_timeout`] says
+/// otherwise (tinygrad's `HCQDEV_WAIT_TIMEOUT_MS` default).
+pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Submissions whose KGSL timestamps are remembered for exact waits; older values wait for a later submission.
+const TS_RING: usize = 64;
+
+/// A [`KgslFile`] that counts the ioctls going through it.
+struct CountingFile {
+    inner: Arc<dyn KgslFile>,
+    ioctls: AtomicU64,
+}
+
+impl KgslFile for CountingFile {
+    unsafe fn ioctl(&self, request: u64, arg: &mut [u8]) -> io::Result<()> {
+        self.ioctls.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged; the caller upholds `KgslFile::ioctl`'s contract.
+        unsafe { self.inner.ioctl(request, arg) }
+    }
+
+    fn mmap(&self, len: usize, offset: u64) -> io::Result<NonNull<u8>> {
+        self.inner.mmap(len, offset)
+    }
+
+    unsafe fn munmap(&self, addr: NonNull<u8>, len: usize) -> io::Result<()> {
+        // SAFETY: forwarded unchanged; the caller upholds `KgslFile::munmap`'s contract.
+        unsafe { self.inner.munmap(addr, len) }
+    }
+}
+
+struct Buffer {
+    obj: GpuObject,
+    /// Bytes the caller asked for (the object is whole pages).
+    size: u64,
+    /// The descriptor data of an image.
+    image: Option<Image>,
+    /// Linked steps that reference the buffer; it cannot be freed while any does.
+    links: u32,
+}
+
+struct Loaded {
+    name: String,
+    kernel: KernelInfo,
+    args: Vec<ArgDesc>,
+    consts: Vec<Const>,
+    layout: ArgsLayout,
+    /// The uploaded shader image.
+    image: GpuObject,
+}
+
+struct LinkedStep {
+    /// The linked command stream; only the timeline dwords change between submissions.
+    stream: GpuObject,
+    ndwords: usize,
+    /// Dword offsets (and deltas) of the timeline value.
+    timeline_at: Vec<(usize, i64)>,
+    /// The last timeline value this step was submitted with (0 before the first submission).
+    last_value: u64,
+    _args: Option<GpuObject>,
+    _stack: Option<GpuObject>,
+}
+
+/// The Adreno 630 device. See the module docs.
+///
+/// Dropping it waits for submitted work (logging a failure) and then frees every GPU object and the context.
+pub struct QcomDevice {
+    backend: String,
+    steps: Vec<LinkedStep>,
+    programs: Vec<Loaded>,
+    buffers: Vec<Option<Buffer>>,
+    dummy: GpuObject,
+    border_color: GpuObject,
+    timeline: GpuObject,
+    ctx: Context,
+    kgsl: KgslDevice,
+    file: Arc<CountingFile>,
+    /// The last timeline value handed out, and the last one known complete.
+    submitted: u64,
+    completed: u64,
+    /// KGSL timestamp of the submission of timeline value `v`, at `v % TS_RING`.
+    ts_ring: [u32; TS_RING],
+    wait_timeout_ms: u32,
+}
+
+impl std::fmt::Debug for QcomDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QcomDevice")
+            .field("backend", &self.backend)
+            .field("context", &self.ctx.id())
+            .field("submitted", &self.submitted)
+            .finish_non_exhaustive()
+    }
+}
+
+fn failed(op: &'static str, reason: impl Into<String>) -> DeviceError {
+    DeviceError::Failed { op, reason: reason.into() }
+}
+
+/// Allocates a GPU object, reporting ENOMEM as [`DeviceError::OutOfMemory`].
+fn alloc_obj(kgsl: &KgslDevice, size: u64) -> DeviceResult<GpuObject> {
+    kgsl.alloc(size).map_err(|e| match e {
+        KgslError::Ioctl { ref source, .. } if source.kind() == io::ErrorKind::OutOfMemory => {
+            DeviceError::OutOfMemory { size: size as usize }
+        }
+        e => e.into(),
+    })
+}
+
+/// The timeline memory (low 32 bits) has reached `value`, in wrapping order.
+fn reached(memory: u32, value: u64) -> bool {
+    (memory.wrapping_sub(value as u32) as i32) >= 0
+}
+
+impl QcomDevice {
+    /// Opens `/dev/kgsl-3d0` with a context of `priority` (0 highest .. 15 lowest; tinygrad uses
+    /// [`DEFAULT_PRIORITY`]). A missing or inaccessible node gives [`DeviceError::Unavailable`], and so does a GPU
+    /// other than an a630. The backend name is `qcom`.
+    pub fn open(priority: u8) -> DeviceResult<Self> {
+        Self::open_path(Path::new(KGSL_PATH), priority)
+    }
+
+    /// [`QcomDevice::open`] on the device node at `path`.
+    pub fn open_path(path: &Path, priority: u8) -> DeviceResult<Self> {
+        let fd = KgslFd::open(path).map_err(|source| KgslError::Unavailable { path: path.to_owned(), source })?;
+        Self::build(Arc::new(fd), "qcom", priority)
+    }
+
+    /// A device over `file` (normally a [`crate::fake::FakeKgsl`], backend name `fake-kgsl`) with the default
+    /// priority. Refuses GPUs other than the a630 with [`DeviceError::Unavailable`].
+    pub fn with_file(file: Box<dyn KgslFile>, backend_name: &str) -> DeviceResult<Self> {
+        Self::build(Arc::from(file), backend_name, DEFAULT_PRIORITY)
+    }
+
+    fn build(inner: Arc<dyn KgslFile>, backend: &str, priority: u8) -> DeviceResult<Self> {
+        let file = Arc::new(CountingFile { inner, ioctls: AtomicU64::new(0) });
+        let kgsl = KgslDevice::from_file(file.clone()).map_err(|e| match e {
+            e @ KgslError::UnsupportedGpu { .. } => DeviceError::Unavailable(e.to_string()),
+            e => e.into(),
+        })?;
+        let ctx = kgsl.create_context(priority)?;
+        ctx.set_max_power()?;
+        let dummy = alloc_obj(&kgsl, PAGE)?;
+        let border_color = alloc_obj(&kgsl, PAGE)?;
+        let timeline = alloc_obj(&kgsl, PAGE)?;
+        Ok(QcomDevice {
+            backend: backend.to_string(),
+            steps: Vec::new(),
+            programs: Vec::new(),
+            buffers: Vec::new(),
+            dummy,
+            border_color,
+            timeline,
+            ctx,
+            kgsl,
+            file,
+            submitted: 0,
+            completed: 0,
+            ts_ring: [0; TS_RING],
+            wait_timeout_ms: DEFAULT_WAIT_TIMEOUT.as_millis() as u32,
+        })
+    }
+
+    /// Sets how long one [`Device::wait`] may sleep in the kernel before it fails (at most `u32::MAX` ms).
+    pub fn with_wait_timeout(mut self, timeout: Duration) -> Self {
+        self.wait_timeout_ms = timeout.as_millis().min(u32::MAX as u128) as u32;
+        self
+    }
+
+    /// The length in dwords of a linked step's command stream (0 for an unknown step).
+    pub fn step_dwords(&self, step: StepId) -> usize {
+        self.steps.get(step.0 as usize).map_or(0, |s| s.ndwords)
+    }
+
+    /// The ioctls issued on the device file so far.
+    pub fn ioctl_count(&self) -> u64 {
+        self.file.ioctls.load(Ordering::Relaxed)
+    }
+
+    /// The KGSL draw context's id.
+    pub fn context_id(&self) -> u32 {
+        self.ctx.id()
+    }
+
+    /// The GPU address of a live buffer or image.
+    pub fn buffer_va(&self, id: BufferId) -> Option<u64> {
+        Some(self.buffers.get(id.0 as usize)?.as_ref()?.obj.va())
+    }
+
+    /// The GPU address of a loaded program's shader image.
+    pub fn program_va(&self, id: ProgramId) -> Option<u64> {
+        Some(self.programs.get(id.0 as usize)?.image.va())
+    }
+
+    /// The GPU address of the timeline signal (its value is the u32 at +0).
+    pub fn timeline_va(&self) -> u64 {
+        self.timeline.va()
+    }
+
+    fn buffer(&self, id: BufferId) -> DeviceResult<&Buffer> {
+        self.buffers
+            .get(id.0 as usize)
+            .and_then(Option::as_ref)
+            .ok_or(DeviceError::InvalidHandle { kind: "buffer", id: id.0 })
+    }
+
+    fn push_buffer(&mut self, b: Buffer) -> DeviceResult<BufferId> {
+        let id = u32::try_from(self.buffers.len()).map_err(|_| failed("alloc", "too many buffers"))?;
+        self.buffers.push(Some(b));
+        Ok(BufferId(id))
+    }
+
+    /// Waits for submitted work if `id` is referenced by a linked step, so CPU copies are ordered after it.
+    fn settle(&mut self, id: BufferId) -> DeviceResult<()> {
+        if self.buffer(id)?.links > 0 && self.submitted > self.completed {
+            self.synchronize()?;
+        }
+        Ok(())
+    }
+
+    fn timeline_value(&self) -> DeviceResult<u32> {
+        Ok(self.timeline.read_u32(0)?)
+    }
+}
+
+fn check_range(op: &'static str, offset: u64, len: usize, size: u64) -> DeviceResult<()> {
+    match offset.checked_add(len as u64) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(DeviceError::OutOfBounds { op, offset, len: len as u64, size }),
+    }
+}
+
+/// Writes a compiler constant (validated at load: aligned to its size and inside the constant file).
+fn write_const(block: &mut ArgsBlock, c: &Const) -> Result<(), DispatchError> {
+    let word = c.byte_offset & !3;
+    let v = if c.size == 4 {
+        c.value
+    } else {
+        let shift = (c.byte_offset % 4) * 8;
+        let old = block.buf().words()[word as usize / 4];
+        (old & !(0xffff << shift)) | ((c.value & 0xffff) << shift)
+    };
+    block.set_u32(word, v)
+}
+
+/// Resolves a step's symbols at link time. The timeline value is a placeholder, patched at each submit.
+struct LinkResolve<'a> {
+    dev: &'a QcomDevice,
+    args: u64,
+    arg_offsets: &'a [u64],
+    stack: u64,
+}
+
+impl Resolve for LinkResolve<'_> {
+    fn addr(&self, sym: Sym) -> Option<u64> {
+        match sym {
+            Sym::Buffer(i) => self.dev.buffer_va(BufferId(i)),
+            Sym::Program(i) => self.dev.program_va(ProgramId(i)),
+            Sym::Args(n) => self.arg_offsets.get(n as usize).map(|o| self.args + o),
+            Sym::Stack => (self.stack != 0).then_some(self.stack),
+            Sym::Dummy => Some(self.dev.dummy.va()),
+            Sym::BorderColor => Some(self.dev.border_color.va()),
+            Sym::Timeline => Some(self.dev.timeline.va()),
+        }
+    }
+
+    fn value(&self, sym: ValueSym) -> Option<u64> {
+        match sym {
+            ValueSym::Timeline => Some(0),
+        }
+    }
+}
+
+impl Device for QcomDevice {
+    fn info(&self) -> DeviceInfo {
+        DeviceInfo { backend: self.backend.clone(), arch: self.kgsl.info().arch() }
+    }
+
+    /// A zero-filled GPU object of `size` bytes (whole pages underneath).
+    fn alloc(&mut self, size: usize, _usage: BufferUse) -> DeviceResult<BufferId> {
+        let obj = alloc_obj(&self.kgsl, size as u64)?;
+        self.push_buffer(Buffer { obj, size: size as u64, image: None, links: 0 })
+    }
+
+    /// A zero-filled GPU object of `desc.bytes()` plus the descriptor data (width, height, pitch, RGBA32F/RGBA16F)
+    /// used when a dispatch binds it. Fails if the a630 cannot describe the image: width 1..=16384, height
+    /// 1..=32767, pitch a multiple of 64 of at least one row.
+    fn alloc_image(&mut self, desc: ImageDesc, _usage: BufferUse) -> DeviceResult<BufferId> {
+        let format = match desc.channel {
+            ImageChannel::F32 => ImageFormat::Rgba32F,
+            ImageChannel::F16 => ImageFormat::Rgba16F,
+        };
+        let image = Image { format, width: desc.width, height: desc.height, pitch: desc.pitch };
+        image.validate().map_err(|e| failed("alloc_image", e.0))?;
+        let obj = alloc_obj(&self.kgsl, image.span())?;
+        self.push_buffer(Buffer { obj, size: image.span(), image: Some(image), links: 0 })
+    }
+
+    /// Frees a buffer. Fails if a linked step references it (steps are never unlinked).
+    fn free(&mut self, buffer: BufferId) -> DeviceResult<()> {
+        if self.buffer(buffer)?.links > 0 {
+            return Err(failed("free", format!("buffer {} is referenced by a linked step", buffer.0)));
+        }
+        self.buffers[buffer.0 as usize] = None;
+        Ok(())
+    }
+
+    /// Copies into the mapping, after waiting for submitted work if a linked step uses the buffer. Images take any
+    /// range of their pitched bytes.
+    fn copy_in(&mut self, dst: BufferId, offset: u64, src: &[u8]) -> DeviceResult<()> {
+        check_range("copy_in", offset, src.len(), self.buffer(dst)?.size)?;
+        self.settle(dst)?;
+        let b = self.buffers[dst.0 as usize].as_mut().expect("checked");
+        Ok(b.obj.write(offset, src)?)
+    }
+
+    /// Copies out of the mapping, after waiting for submitted work if a linked step uses the buffer.
+    fn copy_out(&mut self, src: BufferId, offset: u64, dst: &mut [u8]) -> DeviceResult<()> {
+        let b = self.buffer(src)?;
+        check_range("copy_out", offset, dst.len(), b.size)?;
+        self.settle(src)?;
+        Ok(self.buffer(src)?.obj.read(offset, dst)?)
+    }
+
+    /// Loads one kernel from its Qualcomm blob (only [`ProgramFormat::AdrenoBlob`]): parses it for `spec.name`,
+    /// checks its argument count against `spec.arg_count`, its register/memory footprint and constant slots against
+    /// the hardware fields, and uploads the shader image (rounded up to 128 bytes).
+    fn load_program(&mut self, spec: &ProgramSpec<'_>) -> DeviceResult<ProgramId> {
+        let bad = |reason: String| DeviceError::Program { name: spec.name.to_string(), reason };
+        if spec.format != ProgramFormat::AdrenoBlob {
+            return Err(bad(format!("format {:?} cannot run on the a630 (it takes AdrenoBlob)", spec.format)));
+        }
+        let id = u32::try_from(self.programs.len()).map_err(|_| bad("too many programs".into()))?;
+        let p = blob::parse_named(spec.code, spec.name).map_err(|e| bad(e.to_string()))?;
+        if p.args.len() != spec.arg_count {
+            return Err(bad(format!("the blob has {} arguments, the program says {}", p.args.len(), spec.arg_count)));
+        }
+        p.kernel.validate().map_err(|e| bad(e.to_string()))?;
+        for (i, a) in p.args.iter().enumerate() {
+            let at = a.offset_words as u64 * 4;
+            if a.kind == ArgKind::Buffer && at + 8 > CONST_FILE_BYTES as u64 {
+                return Err(bad(format!("argument {i}: constant-file byte {at} is outside the {CONST_FILE_BYTES}")));
+            }
+        }
+        for (i, c) in p.consts.iter().enumerate() {
+            if !c.byte_offset.is_multiple_of(c.size) || c.byte_offset as u64 + c.size as u64 > CONST_FILE_BYTES as u64 {
+                return Err(bad(format!(
+                    "constant {i}: {} bytes at constant-file byte {} are unaligned or outside the {CONST_FILE_BYTES}",
+                    c.size, c.byte_offset
+                )));
+            }
+        }
+        let (tex, ibo) = p.image_counts();
+        let layout = ArgsLayout::new(SHADER_KIND, tex, ibo, p.sampler_slots()).map_err(|e| bad(e.to_string()))?;
+        let mut image = alloc_obj(&self.kgsl, (p.image.len() as u64).div_ceil(128) * 128)?;
+        image.write(0, &p.image)?;
+        self.programs.push(Loaded { name: p.name, kernel: p.kernel, args: p.args, consts: p.consts, layout, image });
+        Ok(ProgramId(id))
+    }
+
+    /// Encodes `ops` once as one command stream: per dispatch a memory barrier and the a630 launch sequence
+    /// (CP_RUN_OPENCL) reading a kernel-argument block written now (buffer addresses plus their byte offsets at the
+    /// blob's constant slots, compiler constants, IBO then texture descriptors, the clamp-to-border sampler), then
+    /// the timeline signal. Arguments bind in the blob's record order: the n-th texture (IBO) argument is texture
+    /// (IBO) descriptor n; image arguments must be images with offset 0, buffer arguments plain buffers.
+    ///
+    /// [`StepOp::Copy`] is not supported: it returns [`DeviceError::Unsupported`].
+    fn link_step(&mut self, ops: &[StepOp]) -> DeviceResult<StepId> {
+        let step_id = u32::try_from(self.steps.len()).map_err(|_| failed("link_step", "too many steps"))?;
+        let mut blocks = Vec::with_capacity(ops.len());
+        let mut execs = Vec::with_capacity(ops.len());
+        let mut used = Vec::new();
+        let mut stack_bytes = 0;
+        for (n, op) in ops.iter().enumerate() {
+            let StepOp::Dispatch { program, args, global, local } = op else {
+                return Err(DeviceError::Unsupported("copy ops in a qcom step"));
+            };
+            let p = self
+                .programs
+                .get(program.0 as usize)
+                .ok_or(DeviceError::InvalidHandle { kind: "program", id: program.0 })?;
+            let fail = |reason: String| failed("link_step", format!("dispatch {n} (`{}`): {reason}", p.name));
+            if args.len() != p.args.len() {
+                return Err(fail(format!("{} arguments given, the kernel takes {}", args.len(), p.args.len())));
+            }
+            let launch = Launch::from_global(*global, *local).map_err(|e| fail(e.0))?;
+            let max = p.kernel.max_threads();
+            if launch.threads_per_group() > max {
+                return Err(fail(format!(
+                    "local size {local:?} is {} work-items per group; the kernel's register footprint ({} full, {} \
+                     half) allows at most {max}",
+                    launch.threads_per_group(),
+                    p.kernel.fregs,
+                    p.kernel.hregs
+                )));
+            }
+            let mut block = ArgsBlock::new(p.layout);
+            for c in &p.consts {
+                write_const(&mut block, c).map_err(|e| fail(e.0))?;
+            }
+            let (mut tex, mut ibo) = (0, 0);
+            for (i, (a, d)) in args.iter().zip(&p.args).enumerate() {
+                let Arg { buffer, offset } = *a;
+                let b = self.buffer(buffer)?;
+                let base = Addr::base(Sym::Buffer(buffer.0));
+                match (d.kind, &b.image) {
+                    (ArgKind::Buffer, None) => {
+                        if offset > b.size {
+                            return Err(fail(format!(
+                                "argument {i}: offset {offset} is past the end of buffer {} ({} bytes)",
+                                buffer.0, b.size
+                            )));
+                        }
+                        block.set_ptr(d.offset_words * 4, base.add(offset)).map_err(|e| fail(e.0))?;
+                    }
+                    (ArgKind::Texture | ArgKind::Ibo, Some(image)) => {
+                        if offset != 0 {
+                            return Err(fail(format!("argument {i}: image {} bound at offset {offset}", buffer.0)));
+                        }
+                        let r = if d.kind == ArgKind::Texture {
+                            tex += 1;
+                            block.set_texture(tex - 1, image, base)
+                        } else {
+                            ibo += 1;
+                            block.set_ibo(ibo - 1, image, base)
+                        };
+                        r.map_err(|e| fail(e.0))?;
+                    }
+                    (kind, _) => {
+                        let (need, what) = if b.image.is_some() {
+                            ("a plain buffer", "an image")
+                        } else {
+                            ("an image", "a plain buffer")
+                        };
+                        return Err(fail(format!(
+                            "argument {i} ({kind:?}) needs {need}, buffer {} is {what}",
+                            buffer.0
+                        )));
+                    }
+                }
+                used.push(buffer.0);
+            }
+            if p.layout.samp_cnt > 0 {
+                // The declared sampler; tinygrad's second slot stays zero.
+                block.set_sampler(0, SAMPLER_CLAMP_NEAREST).map_err(|e| fail(e.0))?;
+            }
+            stack_bytes = stack_bytes.max(p.kernel.stack_bytes());
+            execs.push(Exec {
+                kind: SHADER_KIND,
+                kernel: p.kernel,
+                launch,
+                layout: p.layout,
+                shader: Addr::base(Sym::Program(program.0)),
+                args: Addr::base(Sym::Args(n as u32)),
+                stack: Addr::base(Sym::Stack),
+                border_color: Addr::base(Sym::BorderColor),
+                dummy: Addr::base(Sym::Dummy),
+            });
+            blocks.push(block);
+        }
+
+        let dummy = Addr::base(Sym::Dummy);
+        let mut s = CmdStream::new();
+        for (n, e) in execs.iter().enumerate() {
+            s.memory_barrier(dummy);
+            s.exec(e).map_err(|e| failed("link_step", format!("dispatch {n}: {}", e.0)))?;
+        }
+        s.signal(Addr::base(Sym::Timeline), Word::Value(ValueSym::Timeline, 0), dummy);
+
+        // Argument blocks back to back (each a multiple of 256 bytes); the allocation covers the 4 KiB constant
+        // load of the last one.
+        let mut arg_offsets = Vec::with_capacity(blocks.len());
+        let (mut next, mut end) = (0u64, 0u64);
+        for b in &blocks {
+            arg_offsets.push(next);
+            end = end.max(next + b.layout().footprint() as u64);
+            next += b.layout().size as u64;
+        }
+        let mut args_obj = if blocks.is_empty() { None } else { Some(alloc_obj(&self.kgsl, end)?) };
+        let stack = if execs.is_empty() { None } else { Some(alloc_obj(&self.kgsl, stack_bytes)?) };
+        let resolve = LinkResolve {
+            dev: self,
+            args: args_obj.as_ref().map_or(0, GpuObject::va),
+            arg_offsets: &arg_offsets,
+            stack: stack.as_ref().map_or(0, GpuObject::va),
+        };
+        let link_err = |e: crate::reloc::LinkError| failed("link_step", e.to_string());
+        let linked_blocks = blocks.iter().map(|b| b.buf().link(&resolve)).collect::<Result<Vec<_>, _>>();
+        let words = s.buf().link(&resolve).map_err(link_err)?;
+        let linked_blocks = linked_blocks.map_err(link_err)?;
+        if let Some(obj) = args_obj.as_mut() {
+            for (words, off) in linked_blocks.iter().zip(&arg_offsets) {
+                obj.write_u32s(*off, words)?;
+            }
+        }
+        let mut stream = alloc_obj(&self.kgsl, words.len() as u64 * 4)?;
+        stream.write_u32s(0, &words)?;
+        let timeline_at = s
+            .buf()
+            .relocs()
+            .iter()
+            .filter_map(|r| match r.kind {
+                RelocKind::Value32 { sym: ValueSym::Timeline, delta } => Some((r.at, delta)),
+                _ => None,
+            })
+            .collect();
+
+        used.sort_unstable();
+        used.dedup();
+        for id in used {
+            if let Some(b) = self.buffers[id as usize].as_mut() {
+                b.links += 1;
+            }
+        }
+        self.steps.push(LinkedStep {
+            stream,
+            ndwords: words.len(),
+            timeline_at,
+            last_value: 0,
+            _args: args_obj,
+            _stack: stack,
+        });
+        Ok(StepId(step_id))
+    }
+
+    /// Patches the step's timeline value in place and issues one `IOCTL_KGSL_GPU_COMMAND`; no heap allocation.
+    /// Resubmitting a step whose previous submission has not completed first waits for it (the stream is patched in
+    /// place). Returns the timeline value the step signals when it completes.
+    fn submit(&mut self, step: StepId) -> DeviceResult<u64> {
+        let last = self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
+        if last.last_value > self.completed {
+            self.wait(last.last_value)?;
+        }
+        let value = self.submitted + 1;
+        let s = &mut self.steps[step.0 as usize];
+        for &(at, delta) in &s.timeline_at {
+            s.stream.write_u32s(at as u64 * 4, &[value.wrapping_add_signed(delta) as u32])?;
+        }
+        // SAFETY: the stream lives in a GPU object owned by the step, which lives as long as the device, and Drop
+        // waits for submitted work first. It only makes the GPU touch objects the device owns: buffers a linked step
+        // references cannot be freed, programs and the step's argument/stack objects are never freed before drop,
+        // and the CPU reads and writes them only by copying, after waiting for work that uses them.
+        let ts = unsafe { self.ctx.submit(s.stream.va(), s.ndwords) }?;
+        s.last_value = value;
+        self.submitted = value;
+        self.ts_ring[value as usize % TS_RING] = ts;
+        Ok(value)
+    }
+
+    /// Returns once the timeline signal holds `value` or more: at once if its memory shows it, otherwise after
+    /// sleeping in `IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID` on the submission's KGSL timestamp (bounded by the wait
+    /// timeout). Fails for a value never submitted, on a timeout or a faulted context, and when the submission
+    /// retired without writing the signal.
+    fn wait(&mut self, value: u64) -> DeviceResult<()> {
+        check_submitted(value, self.submitted)?;
+        if value <= self.completed {
+            return Ok(());
+        }
+        if reached(self.timeline_value()?, value) {
+            self.completed = value;
+            return Ok(());
+        }
+        // Submissions older than the ring wait for the oldest one it remembers, which retires after them.
+        let v = value.max(self.submitted.saturating_sub(TS_RING as u64 - 1));
+        let ts = self.ts_ring[v as usize % TS_RING];
+        self.ctx
+            .wait(ts, self.wait_timeout_ms)
+            .map_err(|e| failed("wait", format!("timeline value {value} (KGSL timestamp {ts}): {e}")))?;
+        let now = self.timeline_value()?;
+        if !reached(now, value) {
+            return Err(failed(
+                "wait",
+                format!("KGSL timestamp {ts} retired but the timeline signal holds {now}, not {value}"),
+            ));
+        }
+        self.completed = value;
+        Ok(())
+    }
+
+    fn synchronize(&mut self) -> DeviceResult<()> {
+        if self.submitted > self.completed {
+            self.wait(self.submitted)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for QcomDevice {
+    fn drop(&mut self) {
+        if let Err(e) = self.synchronize() {
+            log::warn!("{}: dropping the device with work in flight: {e}", self.backend);
+        }
+    }
+}
