@@ -18,6 +18,15 @@ bench:
     cargo bench -p pilot-tests --bench load --bench step
     scripts/bench.sh
 
+# The OpenCL target on PoCL and the QCOM backend on the fake KGSL, per model and mode.
+bench-gpu:
+    scripts/bench_cl.sh
+    scripts/bench_qcom.sh
+
+# On a comma device: compile MODEL for the car, then load and step it through KGSL with the gates.
+device-bench MODEL:
+    scripts/device_bench.sh {{MODEL}}
+
 fmt:
     cargo fmt --all
 

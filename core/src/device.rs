@@ -255,4 +255,10 @@ pub trait Device: Send {
     fn profile(&self, _step: StepId) -> Option<Vec<std::time::Duration>> {
         None
     }
+
+    /// Device-specific counters for benchmarks, as `(name, value)` (e.g. ioctls issued, dwords per
+    /// step); empty by default. Not for the step path.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }

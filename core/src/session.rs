@@ -208,6 +208,11 @@ impl Session {
         Ok(())
     }
 
+    /// The device's benchmark counters (see [`Device::counters`]).
+    pub fn device_counters(&self) -> Vec<(&'static str, u64)> {
+        self.device.counters()
+    }
+
     /// Per-op times of the step summed over all steps so far, with the op names (program name or
     /// `copy`), when the device profiles; `None` otherwise.
     pub fn profile(&self) -> Option<Vec<(String, std::time::Duration)>> {

@@ -29,7 +29,7 @@ use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The shader kind of every program this device loads (Qualcomm's OpenCL compiler, launched with CP_RUN_OPENCL).
 pub const SHADER_KIND: ShaderKind = ShaderKind::QcomCl;
@@ -114,6 +114,9 @@ pub struct QcomDevice {
     /// KGSL timestamp of the submission of timeline value `v`, at `v % TS_RING`.
     ts_ring: [u32; TS_RING],
     wait_timeout_ms: u32,
+    /// Time spent in `submit`, and inside its GPU_COMMAND ioctl, in ns.
+    submit_ns: u64,
+    submit_ioctl_ns: u64,
 }
 
 impl std::fmt::Debug for QcomDevice {
@@ -191,6 +194,8 @@ impl QcomDevice {
             completed: 0,
             ts_ring: [0; TS_RING],
             wait_timeout_ms: DEFAULT_WAIT_TIMEOUT.as_millis() as u32,
+            submit_ns: 0,
+            submit_ioctl_ns: 0,
         })
     }
 
@@ -560,24 +565,23 @@ impl Device for QcomDevice {
     /// Resubmitting a step whose previous submission has not completed first waits for it (the stream is patched in
     /// place). Returns the timeline value the step signals when it completes.
     fn submit(&mut self, step: StepId) -> DeviceResult<u64> {
-        let last = self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
-        if last.last_value > self.completed {
-            self.wait(last.last_value)?;
-        }
-        let value = self.submitted + 1;
-        let s = &mut self.steps[step.0 as usize];
-        for &(at, delta) in &s.timeline_at {
-            s.stream.write_u32s(at as u64 * 4, &[value.wrapping_add_signed(delta) as u32])?;
-        }
-        // SAFETY: the stream lives in a GPU object owned by the step, which lives as long as the device, and Drop
-        // waits for submitted work first. It only makes the GPU touch objects the device owns: buffers a linked step
-        // references cannot be freed, programs and the step's argument/stack objects are never freed before drop,
-        // and the CPU reads and writes them only by copying, after waiting for work that uses them.
-        let ts = unsafe { self.ctx.submit(s.stream.va(), s.ndwords) }?;
-        s.last_value = value;
-        self.submitted = value;
-        self.ts_ring[value as usize % TS_RING] = ts;
-        Ok(value)
+        let t = Instant::now();
+        let r = self.submit_step(step);
+        self.submit_ns += t.elapsed().as_nanos() as u64;
+        r
+    }
+
+    /// Benchmark counters: `ioctls` (issued so far), `submits`, `host_submit_ns` (time in `submit`
+    /// outside its GPU_COMMAND ioctl: pilot's own host cost), `gpu_command_ns` (inside that ioctl: the
+    /// kernel's, or the fake's decoding and execution) and `step_dwords` (of the last linked step).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("ioctls", self.ioctl_count()),
+            ("submits", self.submitted),
+            ("host_submit_ns", self.submit_ns.saturating_sub(self.submit_ioctl_ns)),
+            ("gpu_command_ns", self.submit_ioctl_ns),
+            ("step_dwords", self.steps.last().map_or(0, |s| s.ndwords as u64)),
+        ]
     }
 
     /// Returns once the timeline signal holds `value` or more: at once if its memory shows it, otherwise after
@@ -623,5 +627,32 @@ impl Drop for QcomDevice {
         if let Err(e) = self.synchronize() {
             log::warn!("{}: dropping the device with work in flight: {e}", self.backend);
         }
+    }
+}
+
+impl QcomDevice {
+    /// [`Device::submit`] without the timing.
+    fn submit_step(&mut self, step: StepId) -> DeviceResult<u64> {
+        let last = self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
+        if last.last_value > self.completed {
+            self.wait(last.last_value)?;
+        }
+        let value = self.submitted + 1;
+        let s = &mut self.steps[step.0 as usize];
+        for &(at, delta) in &s.timeline_at {
+            s.stream.write_u32s(at as u64 * 4, &[value.wrapping_add_signed(delta) as u32])?;
+        }
+        // SAFETY: the stream lives in a GPU object owned by the step, which lives as long as the device, and Drop
+        // waits for submitted work first. It only makes the GPU touch objects the device owns: buffers a linked step
+        // references cannot be freed, programs and the step's argument/stack objects are never freed before drop,
+        // and the CPU reads and writes them only by copying, after waiting for work that uses them.
+        let t = Instant::now();
+        let ts = unsafe { self.ctx.submit(s.stream.va(), s.ndwords) };
+        self.submit_ioctl_ns += t.elapsed().as_nanos() as u64;
+        let ts = ts?;
+        s.last_value = value;
+        self.submitted = value;
+        self.ts_ring[value as usize % TS_RING] = ts;
+        Ok(value)
     }
 }

@@ -328,3 +328,42 @@ fn plain_opencl_reads_no_images() {
     assert!(a.manifest.buffers.iter().all(|b| b.image.is_none()));
     assert_eq!(a.manifest.programs[0].format, pilot_core::device::ProgramFormat::OpenClSource);
 }
+
+/// Without a comma device: `--target qcom` with the device compiler and `--device qcom` are one-line
+/// errors with exit 2, and nothing is written.
+#[test]
+fn qcom_without_hardware_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let pilot = root().join("target").join(if cfg!(debug_assertions) { "debug" } else { "release" }).join("pilot");
+    let model = models().join("policy.onnx");
+    let run = |args: &[&str]| {
+        let o = Command::new(&pilot).args(args).output().expect("pilot is built with the workspace");
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    if !pilot.exists() {
+        let st = Command::new("cargo").args(["build", "-q", "-p", "pilot-tools"]).status().unwrap();
+        assert!(st.success());
+    }
+    let device_blob = dir.path().join("device.pkl");
+    let (code, err) =
+        run(&["compile", model.to_str().unwrap(), "--target", "qcom", "-o", device_blob.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("Qualcomm's OpenCL compiler") && err.lines().count() == 1, "{err}");
+    assert!(!device_blob.exists(), "nothing is written");
+
+    let fake = dir.path().join("fake.pkl");
+    let (code, err) = run(&[
+        "compile",
+        model.to_str().unwrap(),
+        "--target",
+        "qcom",
+        "--qcom-compiler",
+        "fake",
+        "-o",
+        fake.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = run(&["run", fake.to_str().unwrap(), "--device", "qcom", "--steps", "1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim(), "pilot: error: device not available: /dev/kgsl-3d0: No such file or directory");
+}

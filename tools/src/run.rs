@@ -173,6 +173,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
         None => None,
     };
     let mut best = f64::INFINITY;
+    let before = session.device_counters();
     for step in 0..args.steps {
         let st = Instant::now();
         let v = session.enqueue(&refs)?;
@@ -191,6 +192,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
     if let Some(mut log) = log {
         log.flush()?;
     }
+    print_counters(&before, &session.device_counters(), args.steps);
     if args.profile {
         print_profile(&session, args.steps)?;
     }
@@ -210,6 +212,26 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
         println!("fastest step {best:.3} ms < {limit} ms");
     }
     Ok(true)
+}
+
+/// The device's counters per step over the run, for devices that keep them (QCOM).
+fn print_counters(before: &[(&str, u64)], after: &[(&str, u64)], steps: usize) {
+    let delta = |name: &str| -> Option<u64> {
+        let b = before.iter().find(|(n, _)| *n == name).map_or(0, |c| c.1);
+        after.iter().find(|(n, _)| *n == name).map(|c| c.1.saturating_sub(b))
+    };
+    let (Some(ioctls), Some(host), Some(gpu)) = (delta("ioctls"), delta("host_submit_ns"), delta("gpu_command_ns"))
+    else {
+        return;
+    };
+    let dwords = after.iter().find(|(n, _)| *n == "step_dwords").map_or(0, |c| c.1);
+    let per = |v: u64| v as f64 / steps as f64;
+    println!(
+        "device  {:.1} ioctls/step, {dwords} dwords/step, host {:.1} µs/step in submit, {:.2} ms/step in GPU_COMMAND",
+        per(ioctls),
+        per(host) / 1e3,
+        per(gpu) / 1e6
+    );
 }
 
 fn print_profile(session: &Session, steps: usize) -> anyhow::Result<()> {
