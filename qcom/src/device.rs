@@ -642,11 +642,11 @@ impl QcomDevice {
         for &(at, delta) in &s.timeline_at {
             s.stream.write_u32s(at as u64 * 4, &[value.wrapping_add_signed(delta) as u32])?;
         }
+        let t = Instant::now();
         // SAFETY: the stream lives in a GPU object owned by the step, which lives as long as the device, and Drop
         // waits for submitted work first. It only makes the GPU touch objects the device owns: buffers a linked step
         // references cannot be freed, programs and the step's argument/stack objects are never freed before drop,
         // and the CPU reads and writes them only by copying, after waiting for work that uses them.
-        let t = Instant::now();
         let ts = unsafe { self.ctx.submit(s.stream.va(), s.ndwords) };
         self.submit_ioctl_ns += t.elapsed().as_nanos() as u64;
         let ts = ts?;
