@@ -12,31 +12,26 @@ pub const AVAILABLE: &[&str] = &["cpu", "null", "cl", "qcom", "fake-kgsl"];
 #[cfg(not(feature = "cl"))]
 pub const AVAILABLE: &[&str] = &["cpu", "null", "qcom"];
 
-/// The KGSL context priority: `QCOM_PRIORITY` (0 highest .. 15 lowest), else tinygrad's default.
-fn qcom_priority() -> anyhow::Result<u8> {
-    match std::env::var("QCOM_PRIORITY") {
-        Ok(v) => v
-            .trim()
-            .parse::<u8>()
-            .ok()
-            .filter(|&p| p <= 15)
-            .ok_or_else(|| anyhow::anyhow!("QCOM_PRIORITY must be 0 (highest) .. 15 (lowest), got `{v}`")),
-        Err(_) => Ok(pilot_qcom::kgsl::DEFAULT_PRIORITY),
+/// The KGSL context priority (`--priority`/`QCOM_PRIORITY`, 0 highest .. 15 lowest), else tinygrad's default.
+fn qcom_priority(priority: Option<u8>) -> anyhow::Result<u8> {
+    match priority {
+        Some(p) if p > 15 => bail!("--priority (QCOM_PRIORITY) must be 0 (highest) .. 15 (lowest), got {p}"),
+        Some(p) => Ok(p),
+        None => Ok(pilot_qcom::kgsl::DEFAULT_PRIORITY),
     }
 }
 
-/// Opens `name`, or the artifact's own backend when `name` is `None`.
-pub fn open(name: Option<&str>, target: &Target, threads: Option<usize>) -> anyhow::Result<Box<dyn Device>> {
-    open_with(name, target, threads, false)
+/// How to open a device: CPU threads, per-op profiling, the QCOM context priority.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DeviceOptions {
+    pub threads: Option<usize>,
+    pub profile: bool,
+    pub priority: Option<u8>,
 }
 
-/// [`open`], with per-op profiling where the device supports it.
-pub fn open_with(
-    name: Option<&str>,
-    target: &Target,
-    threads: Option<usize>,
-    profile: bool,
-) -> anyhow::Result<Box<dyn Device>> {
+/// Opens `name`, or the artifact's own backend when `name` is `None`.
+pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow::Result<Box<dyn Device>> {
+    let DeviceOptions { threads, profile, priority } = opts;
     let name = name.unwrap_or(&target.backend);
     Ok(match name {
         "cpu" => {
@@ -54,7 +49,7 @@ pub fn open_with(
         #[cfg(not(feature = "cl"))]
         "cl" | "fake-kgsl" => bail!("this pilot was built without the OpenCL device (cargo feature `cl`)"),
         // The Adreno 630 through /dev/kgsl-3d0.
-        "qcom" => Box::new(pilot_qcom::device::QcomDevice::open(qcom_priority()?)?),
+        "qcom" => Box::new(pilot_qcom::device::QcomDevice::open(qcom_priority(priority)?)?),
         // The same backend over the in-process fake KGSL, which runs each dispatch on OpenCL.
         #[cfg(feature = "cl")]
         "fake-kgsl" => {

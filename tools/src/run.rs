@@ -29,6 +29,9 @@ pub struct RunArgs {
     /// CPU backend worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// KGSL context priority for --device qcom: 0 (highest) .. 15 (lowest).
+    #[arg(long, env = "QCOM_PRIORITY")]
+    pub priority: Option<u8>,
     /// Seed of the random inputs.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -55,14 +58,17 @@ pub struct LoadArgs {
     pub device: Option<String>,
     #[arg(long)]
     pub threads: Option<usize>,
+    /// KGSL context priority for --device qcom: 0 (highest) .. 15 (lowest).
+    #[arg(long, env = "QCOM_PRIORITY")]
+    pub priority: Option<u8>,
     /// Fail (exit 1) unless the fastest load takes less than S seconds.
     #[arg(long, env = "ASSERT_MIN_LOAD_TIME", value_name = "S")]
     pub assert_min_load_time: Option<f64>,
 }
 
-fn open_session(path: &Path, device: Option<&str>, threads: Option<usize>, profile: bool) -> anyhow::Result<Session> {
+fn open_session(path: &Path, device: Option<&str>, opts: devices::DeviceOptions) -> anyhow::Result<Session> {
     let artifact = Artifact::open(path)?;
-    let device = devices::open_with(device, &artifact.manifest.target, threads, profile)?;
+    let device = devices::open(device, &artifact.manifest.target, opts)?;
     Ok(Session::new(artifact, device)?)
 }
 
@@ -163,7 +169,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
     if args.steps == 0 {
         bail!("--steps must be at least 1");
     }
-    let mut session = open_session(&args.artifact, args.device.as_deref(), args.threads, args.profile)?;
+    let opts = devices::DeviceOptions { threads: args.threads, profile: args.profile, priority: args.priority };
+    let mut session = open_session(&args.artifact, args.device.as_deref(), opts)?;
     let inputs = build_inputs(&session, args)?;
     let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
     let mut log = match benchmark_log_path(args) {
@@ -259,7 +266,8 @@ pub fn load(args: &LoadArgs) -> anyhow::Result<bool> {
         if args.verify {
             artifact.verify_checksums()?;
         }
-        let device = devices::open(args.device.as_deref(), &artifact.manifest.target, args.threads)?;
+        let opts = devices::DeviceOptions { threads: args.threads, profile: false, priority: args.priority };
+        let device = devices::open(args.device.as_deref(), &artifact.manifest.target, opts)?;
         let session = Session::new(artifact, device)?;
         let total = st.elapsed().as_secs_f64();
         best = best.min(total);

@@ -45,7 +45,7 @@ pub fn selftest(model: &Path, artifact: &Path, null_target: bool) -> anyhow::Res
     let python = python()?;
     let art = Artifact::open(artifact)?;
     let tolerance = if art.manifest.target.float16 { TOLERANCE_FLOAT16 } else { TOLERANCE };
-    let device = devices::open(None, &art.manifest.target, None)?;
+    let device = devices::open(None, &art.manifest.target, Default::default())?;
     let mut session = Session::new(art, device)?;
     let dir = tempfile_dir()?;
     let mut feeds = Vec::new();
