@@ -341,7 +341,10 @@ fn compile_refuses_bad_models_and_writes_nothing() {
     }
     let o = pilot(&["compile", "/nonexistent/model.onnx"], &[]);
     assert_eq!(code(&o), 2);
-    let o = pilot(&["compile", "x.onnx", "--target", "qcom"], &[]);
+    let o = pilot(&["compile", "x.onnx", "--target", "usb+amd"], &[]);
     assert_eq!(code(&o), 2);
-    assert!(stderr(&o).contains("not available"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("unknown target"), "{}", stderr(&o));
+    let o = pilot(&["compile", "x.onnx", "--target", "qcom", "--qcom-compiler", "magic"], &[]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--qcom-compiler"), "{}", stderr(&o));
 }
