@@ -77,16 +77,23 @@ fn read_images(a: &Artifact) -> (usize, usize) {
     a.manifest.programs.iter().map(|p| program_read_images(a, p)).fold((0, 0), |(r, g), (pr, pg)| (r + pr, g + pg))
 }
 
-/// The image gates of one program: its own kernel's text within its source.
+/// The image gates of one program: its own kernel's text within its source (OpenCL C, or the source a
+/// `--qcom-compiler fake` blob carries; a real Adreno blob has no source and counts 0).
 fn program_read_images(a: &Artifact, p: &pilot_core::artifact::ProgramEntry) -> (usize, usize) {
-    if p.format != ProgramFormat::OpenClSource {
-        return (0, 0);
+    let count = |source: &str| {
+        gates::kernel_sources(source)
+            .into_iter()
+            .find(|(name, _)| *name == p.name)
+            .map_or((0, 0), |(_, text)| gates::read_image_counts(text))
+    };
+    match p.format {
+        ProgramFormat::OpenClSource => count(std::str::from_utf8(a.blob(p.blob)).unwrap_or_default()),
+        ProgramFormat::AdrenoBlob => pilot_qcom::blob::parse(a.blob(p.blob))
+            .ok()
+            .and_then(|prog| pilot_qcom::fake_shader::FakeShader::decode(&prog.image))
+            .map_or((0, 0), |shader| count(&shader.source)),
+        _ => (0, 0),
     }
-    let source = std::str::from_utf8(a.blob(p.blob)).unwrap_or_default();
-    gates::kernel_sources(source)
-        .into_iter()
-        .find(|(name, _)| *name == p.name)
-        .map_or((0, 0), |(_, text)| gates::read_image_counts(text))
 }
 
 fn mib(bytes: usize) -> String {
