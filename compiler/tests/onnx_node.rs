@@ -153,11 +153,12 @@ fn manifest_sample_passes_on_the_cpu_backend() {
 }
 
 /// Every `CL_SAMPLE`-th manifest case that the OpenCL target can run also runs through the OpenCL
-/// code generator and the OpenCL runtime (PoCL here): the whole manifest takes far longer than CI
-/// allows on two cores, mostly PoCL building each case's program (`PILOT_CONFORMANCE_CL_ALL=1`: every
+/// code generator and the OpenCL runtime (PoCL here). The whole manifest takes about 22 minutes on two
+/// cores with PoCL's kernel cache cold (mostly PoCL building each case's program; about 2 minutes warm),
+/// far more than CI allows, so CI runs this deterministic subset (`PILOT_CONFORMANCE_CL_ALL=1`: every
 /// case). Cases in `onnx_node_cl_skipped.txt` (float64, which the target lacks) all run, and must
 /// still fail, so the list stays honest.
-const CL_SAMPLE: usize = 3;
+const CL_SAMPLE: usize = 6;
 
 #[test]
 fn manifest_cases_pass_on_opencl() {
@@ -204,9 +205,11 @@ fn skipped_cases_have_reasons() {
 #[ignore]
 fn one() {
     let case = std::env::var("PILOT_ONNX_CASE").expect("set PILOT_ONNX_CASE");
-    run_case(&node_dir().join(&case)).unwrap();
-    run_case_cpu(&node_dir().join(&case)).unwrap();
-    run_case_cl(&node_dir().join(&case)).unwrap();
+    let dir = node_dir().join(&case);
+    let results = [("reference", run_case(&dir)), ("cpu", run_case_cpu(&dir)), ("cl", run_case_cl(&dir))];
+    let failed: Vec<String> =
+        results.iter().filter_map(|(k, r)| r.as_ref().err().map(|e| format!("{k}: {e}"))).collect();
+    assert!(failed.is_empty(), "{case}:\n{}", failed.join("\n"));
 }
 
 #[test]

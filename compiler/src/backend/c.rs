@@ -289,8 +289,8 @@ impl Renderer<'_> {
                 let step = match (op, is_f(d)) {
                     (RedOp::Sum, _) => format!("{name} += {b};"),
                     (RedOp::Prod, _) => format!("{name} *= {b};"),
-                    (RedOp::Max, true) => format!("{name} = pl_fmax({name}, {b});"),
-                    (RedOp::Min, true) => format!("{name} = pl_fmin({name}, {b});"),
+                    (RedOp::Max, true) => format!("{name} = {};", narrow(d, format!("pl_fmax({name}, {b})"))),
+                    (RedOp::Min, true) => format!("{name} = {};", narrow(d, format!("pl_fmin({name}, {b})"))),
                     (RedOp::Max, false) => format!("{name} = {b} > {name} ? {b} : {name};"),
                     (RedOp::Min, false) => format!("{name} = {b} < {name} ? {b} : {name};"),
                 };
@@ -322,16 +322,16 @@ impl Renderer<'_> {
         match op {
             UnOp::Neg => format!("-{v}"),
             UnOp::Not => format!("!({v})"),
-            UnOp::Abs => format!("({t})__builtin_fabs((double){v})"),
+            UnOp::Abs => narrow(d, format!("__builtin_fabs((double){v})")),
             UnOp::Sqrt if f32 => format!("__builtin_sqrtf({v})"),
-            UnOp::Sqrt => format!("({t})__builtin_sqrt((double){v})"),
+            UnOp::Sqrt => narrow(d, format!("__builtin_sqrt((double){v})")),
             UnOp::Recip => format!("({t})1 / {v}"),
             UnOp::Exp if f32 => format!("pl_expf({v})"),
             UnOp::Tanh if f32 => format!("pl_tanhf({v})"),
             UnOp::Sign => format!("({t})(({v} > 0) - ({v} < 0))"),
             UnOp::IsNan => format!("({v} != {v})"),
             UnOp::IsInf => format!("({v} == PL_INF || {v} == -PL_INF)"),
-            _ => format!("({t}){}((double){v})", math_fn(op)),
+            _ => narrow(d, format!("{}((double){v})", math_fn(op))),
         }
     }
 
@@ -345,19 +345,19 @@ impl Renderer<'_> {
             BinOp::Sub => format!("({t})({x} - {y})"),
             BinOp::Mul => format!("({t})({x} * {y})"),
             BinOp::Div if f => format!("{x} / {y}"),
-            BinOp::Rem if f => format!("({t})pl_fmod((double){x}, (double){y})"),
+            BinOp::Rem if f => narrow(d, format!("pl_fmod((double){x}, (double){y})")),
             BinOp::Div | BinOp::Rem => {
                 let o = if op == BinOp::Div { "/" } else { "%" };
                 format!("({y} == 0 ? ({t})0 : ({t})({x} {o} {y}))")
             }
             BinOp::Max if d == DType::F32 => format!("pl_fmaxf({x}, {y})"),
             BinOp::Min if d == DType::F32 => format!("pl_fminf({x}, {y})"),
-            BinOp::Max if f => format!("({t})pl_fmax((double){x}, (double){y})"),
-            BinOp::Min if f => format!("({t})pl_fmin((double){x}, (double){y})"),
+            BinOp::Max if f => narrow(d, format!("pl_fmax((double){x}, (double){y})")),
+            BinOp::Min if f => narrow(d, format!("pl_fmin((double){x}, (double){y})")),
             BinOp::Max => format!("({x} > {y} ? {x} : {y})"),
             BinOp::Min => format!("({x} < {y} ? {x} : {y})"),
-            BinOp::Pow => format!("({t})pl_pow((double){x}, (double){y})"),
-            BinOp::Atan2 => format!("({t})pl_atan2((double){x}, (double){y})"),
+            BinOp::Pow => narrow(d, format!("pl_pow((double){x}, (double){y})")),
+            BinOp::Atan2 => narrow(d, format!("pl_atan2((double){x}, (double){y})")),
             BinOp::Lt => format!("{x} < {y}"),
             BinOp::Le => format!("{x} <= {y}"),
             BinOp::Eq => format!("{x} == {y}"),
@@ -369,6 +369,15 @@ impl Renderer<'_> {
             BinOp::Shl => format!("({t})((u64){y} >= {} ? 0 : {x} << {y})", d.size() * 8),
             BinOp::Shr => format!("({t})((u64){y} >= {} ? ({x} < 0 ? -1 : 0) : {x} >> {y})", d.size() * 8),
         }
+    }
+}
+
+/// A double-valued C expression converted to `d`. Half goes through float: double→half needs a
+/// libgcc helper (`__truncdfhf2`) the loader does not provide.
+fn narrow(d: DType, expr: String) -> String {
+    match d {
+        DType::F16 => format!("(f16)(float)({expr})"),
+        _ => format!("({})({expr})", ctype(d)),
     }
 }
 

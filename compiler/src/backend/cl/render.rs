@@ -65,13 +65,14 @@ fn storage_type(d: DType) -> &'static str {
 fn literal(c: Const, d: DType) -> String {
     match c {
         Const::Float(bits) => {
-            let v = f64::from_bits(bits);
+            // Computed in float: a value beyond float's range is an infinity.
+            let v = f64::from_bits(bits) as f32;
             if v.is_nan() {
                 "NAN".into()
             } else if v.is_infinite() {
                 if v > 0.0 { "INFINITY" } else { "(-INFINITY)" }.into()
             } else {
-                format!("{:e}f", v as f32)
+                format!("{v:e}f")
             }
         }
         Const::Int(i) if d == DType::I64 && i == i64::MIN => "(-0x7fffffffffffffffL - 1)".into(),
@@ -91,8 +92,7 @@ fn literal(c: Const, d: DType) -> String {
 pub fn render(p: &Program, k: &Kernel, prep: &Prepared, locals: bool) -> Result<ClKernel> {
     let ctx = &p.ctx;
     let order = live_order(ctx, prep);
-    if let Some(&n) = order.iter().find(|&&n| ctx.dtype(n) == DType::F64) {
-        let _ = n;
+    if order.iter().any(|&n| ctx.dtype(n) == DType::F64) {
         return Err(CompileError::Graph(format!(
             "kernel `{}` computes in float64, which the OpenCL target (Adreno 630) does not support",
             k.name
@@ -557,8 +557,8 @@ impl Emitter<'_> {
             return format!("pl_round_half((float)({v}))");
         }
         if from.is_float() && !d.is_float() {
-            // Saturating, NaN to 0: the CPU backend's semantics.
-            return format!("convert_{t}_sat_rtz({v})");
+            // The CPU backend's semantics: truncate to i64, saturating, NaN to 0; then wrap to the width.
+            return format!("({t})convert_long_sat_rtz({v})");
         }
         format!("({t})({v})")
     }
@@ -574,7 +574,7 @@ impl Emitter<'_> {
                 UnOp::Sign => format!("({t})(({v} > 0) - ({v} < 0))"),
                 UnOp::IsNan | UnOp::IsInf => format!("({t})0"),
                 UnOp::Floor | UnOp::Ceil | UnOp::Round | UnOp::Trunc => v,
-                _ => format!("convert_{t}_sat_rtz({}((float){v}))", math_fn(op)),
+                _ => format!("({t})convert_long_sat_rtz({}((float){v}))", math_fn(op)),
             };
         }
         match op {
