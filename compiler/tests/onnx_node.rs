@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 mod common;
 
-use common::{close, data_sets, read_pb, root};
+use common::{close, close_within, data_sets, read_pb, root};
 use pilot_compiler::onnx;
 use pilot_compiler::tensor::Tensor;
 
@@ -68,8 +68,14 @@ fn cl_device() -> Result<Box<dyn pilot_core::Device>, String> {
         .map_err(|e| format!("the OpenCL conformance tests need PoCL (scripts/setup.sh): {e}"))
 }
 
-/// Runs one case through the real pipeline: compile with `opts`, load, and step on `device`.
-fn run_case_on(dir: &Path, opts: &pilot_compiler::CompileOptions, device: DeviceFn) -> Result<(), String> {
+/// Runs one case through the real pipeline: compile with `opts`, load, and step on `device`; floats
+/// compare within `tol` (default: the dtype's tolerance).
+fn run_case_on(
+    dir: &Path,
+    opts: &pilot_compiler::CompileOptions,
+    device: DeviceFn,
+    tol: Option<f64>,
+) -> Result<(), String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let art = tmp.path().join("case.pkl");
     pilot_compiler::compile(&dir.join("model.onnx"), &art, opts, &|_| {}).map_err(|e| e.to_string())?;
@@ -90,7 +96,8 @@ fn run_case_on(dir: &Path, opts: &pilot_compiler::CompileOptions, device: Device
         session.step(&refs).map_err(|e| e.to_string())?;
         for (k, (spec, got)) in session.output_specs().iter().zip(session.outputs()).enumerate() {
             let got = Tensor { dtype: spec.dtype, shape: spec.shape.clone(), data: got.clone() };
-            close(&got, &read_pb(&set.join(format!("output_{k}.pb")))).map_err(|e| format!("output {k}: {e}"))?;
+            let want = read_pb(&set.join(format!("output_{k}.pb")));
+            close_within(&got, &want, tol).map_err(|e| format!("output {k}: {e}"))?;
         }
     }
     Ok(())
@@ -98,12 +105,54 @@ fn run_case_on(dir: &Path, opts: &pilot_compiler::CompileOptions, device: Device
 
 /// The C code generator (clang) on the CPU runtime.
 fn run_case_cpu(dir: &Path) -> Result<(), String> {
-    run_case_on(dir, &pilot_compiler::CompileOptions::new("cpu"), cpu_device)
+    run_case_on(dir, &pilot_compiler::CompileOptions::new("cpu"), cpu_device, None)
 }
 
 /// The OpenCL code generator (plain buffers) on the OpenCL runtime (PoCL).
 fn run_case_cl(dir: &Path) -> Result<(), String> {
-    run_case_on(dir, &pilot_compiler::CompileOptions::new("cl"), cl_device)
+    run_case_on(dir, &pilot_compiler::CompileOptions::new("cl"), cl_device, None)
+}
+
+/// The OpenCL code generator with `--image --float16`, compared at 1e-2. The image path needs
+/// constant weights, which node tests feed as graph inputs: every input but the first is frozen into
+/// an initializer from each data set (one compiled model per data set). Returns how many
+/// `read_image` the kernels have.
+fn run_case_cl_half_images(dir: &Path) -> Result<usize, String> {
+    use prost::Message;
+    let mut opts = pilot_compiler::CompileOptions::new("cl");
+    opts.cl.image = true;
+    opts.cl.float16 = true;
+    let bytes = std::fs::read(dir.join("model.onnx")).map_err(|e| e.to_string())?;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut reads = 0;
+    for set in data_sets(dir)? {
+        let mut m = onnx::proto::ModelProto::decode(&bytes[..]).map_err(|e| e.to_string())?;
+        let g = m.graph.as_mut().ok_or("no graph")?;
+        let init: Vec<String> = g.initializer.iter().filter_map(|t| t.name.clone()).collect();
+        let inputs: Vec<String> = g.input.iter().filter_map(|i| i.name.clone()).filter(|n| !init.contains(n)).collect();
+        for (j, name) in inputs.iter().enumerate().skip(1) {
+            let pb = std::fs::read(set.join(format!("input_{j}.pb"))).map_err(|e| e.to_string())?;
+            let mut t = onnx::proto::TensorProto::decode(&pb[..]).map_err(|e| e.to_string())?;
+            t.name = Some(name.clone());
+            g.initializer.push(t);
+            g.input.retain(|i| i.name.as_ref() != Some(name));
+        }
+        let model = tmp.path().join("model.onnx");
+        std::fs::write(&model, m.encode_to_vec()).map_err(|e| e.to_string())?;
+        let art = tmp.path().join("case.pkl");
+        let report = pilot_compiler::compile(&model, &art, &opts, &|_| {}).map_err(|e| e.to_string())?;
+        reads += report.read_images;
+        let artifact = pilot_core::Artifact::open(&art).map_err(|e| e.to_string())?;
+        let mut session = pilot_core::Session::new(artifact, cl_device()?).map_err(|e| e.to_string())?;
+        let first = read_pb(&set.join("input_0.pb"));
+        session.step(&[first.data.as_slice()]).map_err(|e| e.to_string())?;
+        for (k, (spec, got)) in session.output_specs().iter().zip(session.outputs()).enumerate() {
+            let got = Tensor { dtype: spec.dtype, shape: spec.shape.clone(), data: got.clone() };
+            let want = read_pb(&set.join(format!("output_{k}.pb")));
+            close_within(&got, &want, Some(1e-2)).map_err(|e| format!("output {k}: {e}"))?;
+        }
+    }
+    Ok(reads)
 }
 
 fn listed(file: &str) -> Vec<String> {
@@ -187,6 +236,32 @@ fn manifest_cases_pass_on_opencl() {
         skipped.len(),
         failures.join("\n")
     );
+}
+
+/// Every manifest case with a convolution or a matrix product (the ops `--image` reroutes through
+/// images) passes with `--image --float16` at scaled error 1e-2, its weights frozen to constants, and
+/// many of them really read images.
+#[test]
+fn conv_and_matmul_cases_pass_with_half_images() {
+    let dir = node_dir();
+    let skipped = listed("onnx_node_cl_skipped.txt");
+    let cases: Vec<String> = listed("onnx_node_passing.txt")
+        .into_iter()
+        .filter(|c| ["conv", "matmul", "gemm"].iter().any(|op| c.contains(op)) && !skipped.contains(c))
+        .collect();
+    assert!(cases.len() > 30, "{} cases", cases.len());
+    let mut failures = Vec::new();
+    let mut with_images = 0;
+    for c in &cases {
+        match run_case_cl_half_images(&dir.join(c)) {
+            Ok(reads) => with_images += usize::from(reads > 0),
+            Err(e) => failures.push(format!("{c}: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    // 18 of 64 today: 1-D and 3-D convolutions, batched and integer products keep plain buffers.
+    assert!(with_images >= 15, "only {with_images} of {} cases read images", cases.len());
+    eprintln!("{with_images} of {} conv/matmul/gemm cases read half images", cases.len());
 }
 
 #[test]

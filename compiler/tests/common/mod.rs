@@ -17,6 +17,11 @@ pub fn read_pb(path: &Path) -> Tensor {
 
 /// Compares at `|a - b| <= tol · max(|b|, 1)`, tol 1e-4 (1e-3 for float16); exact for integers and bools.
 pub fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
+    close_within(got, want, None)
+}
+
+/// [`close`] with the float tolerance `tol` instead of the dtype's (e.g. 1e-2 for half images).
+pub fn close_within(got: &Tensor, want: &Tensor, tol: Option<f64>) -> Result<(), String> {
     if got.dtype != want.dtype {
         return Err(format!("dtype {} vs expected {}", got.dtype, want.dtype));
     }
@@ -24,7 +29,7 @@ pub fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
         return Err(format!("{} elements vs expected {:?}", got.numel(), want.shape));
     }
     // float16 carries about 3 decimal digits.
-    let tol = if want.dtype == pilot_core::DType::F16 { 1e-3 } else { 1e-4 };
+    let tol = tol.unwrap_or(if want.dtype == pilot_core::DType::F16 { 1e-3 } else { 1e-4 });
     let (g, w) = (got.to_f64(), want.to_f64());
     for (i, (a, b)) in g.iter().zip(&w).enumerate() {
         let ok = if want.dtype.is_float() {
