@@ -231,6 +231,24 @@ pub trait Device: Send {
 
     fn free(&mut self, buffer: BufferId) -> DeviceResult<()>;
 
+    /// Makes the `len` bytes of host memory at `host` the contents of `buffer` for later submissions of
+    /// `step`, without copying, on devices that map host memory (QCOM: KGSL user memory, the D-cache
+    /// cleaned first on aarch64). Rebinding replaces the previous binding; it first waits for the
+    /// step's submission in flight. Other devices refuse with [`DeviceError::Unsupported`].
+    ///
+    /// # Safety
+    /// `host..host + len` must stay valid, and not be written while a submission of `step` that reads
+    /// it is in flight, until it is rebound or the device is dropped.
+    unsafe fn bind_host(
+        &mut self,
+        _step: StepId,
+        _buffer: BufferId,
+        _host: *const u8,
+        _len: usize,
+    ) -> DeviceResult<()> {
+        Err(DeviceError::Unsupported("binding host memory without a copy"))
+    }
+
     fn copy_in(&mut self, dst: BufferId, offset: u64, src: &[u8]) -> DeviceResult<()>;
 
     fn copy_out(&mut self, src: BufferId, offset: u64, dst: &mut [u8]) -> DeviceResult<()>;

@@ -40,6 +40,8 @@ pub struct Session {
     step: StepId,
     outputs: Vec<Vec<u8>>,
     load_times: LoadTimes,
+    /// Inputs bound to host memory with [`Session::bind_input`]: read in place, never copied.
+    bound: Vec<bool>,
 }
 
 /// Whether a device of backend `device` runs artifacts made for `target`.
@@ -121,6 +123,7 @@ impl Session {
             step,
             outputs,
             load_times: LoadTimes { allocate_upload: t1 - t0, programs: t2 - t1, link: t3 - t2 },
+            bound: vec![false; artifact.manifest.inputs.len()],
             artifact,
         })
     }
@@ -141,9 +144,30 @@ impl Session {
         self.load_times
     }
 
+    /// Binds input `i` to host memory without copying (camera frames that arrive as pointers): later
+    /// steps read `data` in place, and the slice [`Session::enqueue`] is given for this input is
+    /// ignored. Devices that cannot map host memory refuse ([`DeviceError::Unsupported`]).
+    ///
+    /// # Safety
+    /// `data` must stay valid until the input is rebound or the session is dropped, and must not be
+    /// written while a step is in flight.
+    pub unsafe fn bind_input(&mut self, i: usize, data: &[u8]) -> Result<(), SessionError> {
+        let m = &self.artifact.manifest;
+        let spec = m.inputs.get(i).ok_or(SessionError::InputCount { expected: m.inputs.len(), found: i + 1 })?;
+        if data.len() != spec.nbytes() {
+            return Err(SessionError::InputSize { index: i, expected: spec.nbytes(), found: data.len() });
+        }
+        // SAFETY: forwarded: the caller keeps `data` valid and unwritten as this function requires.
+        unsafe { self.device.bind_host(self.step, self.buffers[spec.buffer], data.as_ptr(), data.len()) }
+            .map_err(|source| SessionError::Device { phase: "bind input", source })?;
+        self.bound[i] = true;
+        Ok(())
+    }
+
     /// Copies `inputs` (one byte slice per model input, in order, exact size) to the device and
     /// submits the step. An input bound to a state buffer may be given as an empty slice to keep the
-    /// device-resident value. Returns the timeline value to pass to [`Session::finish`].
+    /// device-resident value; the slice of an input bound with [`Session::bind_input`] is ignored.
+    /// Returns the timeline value to pass to [`Session::finish`].
     pub fn enqueue(&mut self, inputs: &[&[u8]]) -> Result<u64, SessionError> {
         let m = &self.artifact.manifest;
         if inputs.len() != m.inputs.len() {
@@ -151,7 +175,7 @@ impl Session {
         }
         for (index, (spec, data)) in m.inputs.iter().zip(inputs).enumerate() {
             let expected = spec.nbytes();
-            if data.is_empty() && m.buffers[spec.buffer].kind == BufferUse::State {
+            if self.bound[index] || (data.is_empty() && m.buffers[spec.buffer].kind == BufferUse::State) {
                 continue;
             }
             if data.len() != expected {

@@ -18,7 +18,7 @@ use crate::dispatch::{
     CONST_FILE_BYTES, SAMPLER_CLAMP_NEAREST,
 };
 use crate::ioctl::{KgslFd, KgslFile};
-use crate::kgsl::{Context, GpuObject, KgslDevice, KgslError, DEFAULT_PRIORITY, KGSL_PATH, PAGE};
+use crate::kgsl::{Context, GpuObject, KgslDevice, KgslError, UserMapping, DEFAULT_PRIORITY, KGSL_PATH, PAGE};
 use crate::reloc::{Addr, RelocKind, Resolve, Sym, ValueSym, Word};
 use pilot_core::device::{
     check_submitted, Arg, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ImageChannel, ImageDesc,
@@ -90,7 +90,12 @@ struct LinkedStep {
     timeline_at: Vec<(usize, i64)>,
     /// The last timeline value this step was submitted with (0 before the first submission).
     last_value: u64,
-    _args: Option<GpuObject>,
+    /// Where each buffer's address sits in the argument blocks: (buffer, byte offset in `args`, addend),
+    /// so an input bound to host memory is re-pointed without relinking.
+    buffer_refs: Vec<(u32, u64, u64)>,
+    /// Inputs bound to host memory (KGSL user mappings), by buffer.
+    bound: Vec<(u32, UserMapping)>,
+    args: Option<GpuObject>,
     _stack: Option<GpuObject>,
 }
 
@@ -335,6 +340,47 @@ impl Device for QcomDevice {
     }
 
     /// Frees a buffer. Fails if a linked step references it (steps are never unlinked).
+    /// Maps `host` as KGSL user memory (cleaning the D-cache for it on aarch64) and re-points every use of
+    /// `buffer` in `step`'s argument blocks at it: O(uses), no relinking. Images cannot be bound.
+    unsafe fn bind_host(&mut self, step: StepId, buffer: BufferId, host: *const u8, len: usize) -> DeviceResult<()> {
+        let b = self.buffer(buffer)?;
+        if b.image.is_some() || (len as u64) < b.size {
+            return Err(failed(
+                "bind_host",
+                format!(
+                    "buffer {} is {} and needs {} bytes; {len} given",
+                    buffer.0,
+                    if b.image.is_some() { "an image" } else { "a buffer" },
+                    b.size
+                ),
+            ));
+        }
+        let last =
+            self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?.last_value;
+        if last > self.completed {
+            self.wait(last)?;
+        }
+        // SAFETY: the caller keeps `host..host + len` valid and unwritten while submissions read it, as
+        // `Device::bind_host` requires; the mapping lives in the step until rebound or dropped.
+        let mapping = unsafe { self.kgsl.map_user(host, len) }?;
+        let s = &mut self.steps[step.0 as usize];
+        let args = s.args.as_mut().ok_or_else(|| failed("bind_host", "the step has no dispatches"))?;
+        let mut uses = 0;
+        for &(id, at, addend) in &s.buffer_refs {
+            if id == buffer.0 {
+                let va = mapping.va() + addend;
+                args.write_u32s(at, &[va as u32, (va >> 32) as u32])?;
+                uses += 1;
+            }
+        }
+        if uses == 0 {
+            return Err(failed("bind_host", format!("step {} does not use buffer {}", step.0, buffer.0)));
+        }
+        s.bound.retain(|(id, _)| *id != buffer.0);
+        s.bound.push((buffer.0, mapping));
+        Ok(())
+    }
+
     fn free(&mut self, buffer: BufferId) -> DeviceResult<()> {
         if self.buffer(buffer)?.links > 0 {
             return Err(failed("free", format!("buffer {} is referenced by a linked step", buffer.0)));
@@ -550,12 +596,26 @@ impl Device for QcomDevice {
                 b.links += 1;
             }
         }
+        let buffer_refs = blocks
+            .iter()
+            .zip(&arg_offsets)
+            .flat_map(|(b, &off)| {
+                b.buf().relocs().iter().filter_map(move |r| match r.kind {
+                    RelocKind::Addr64(Addr { sym: Sym::Buffer(id), offset }) => {
+                        Some((id, off + r.at as u64 * 4, offset))
+                    }
+                    _ => None,
+                })
+            })
+            .collect();
         self.steps.push(LinkedStep {
             stream,
             ndwords: words.len(),
             timeline_at,
             last_value: 0,
-            _args: args_obj,
+            buffer_refs,
+            bound: Vec::new(),
+            args: args_obj,
             _stack: stack,
         });
         Ok(StepId(step_id))

@@ -367,3 +367,31 @@ fn qcom_without_hardware_is_a_clear_error() {
     assert_eq!(code, Some(2), "{err}");
     assert_eq!(err.trim(), "pilot: error: device not available: /dev/kgsl-3d0: No such file or directory");
 }
+
+/// Zero-copy inputs on QCOM: an input bound to host memory (KGSL user memory, as camera frames arrive)
+/// gives the same outputs as copying it, and follows the host memory from step to step.
+#[test]
+fn qcom_inputs_bound_to_host_memory_match_copies() {
+    let dir = tempfile::tempdir().unwrap();
+    let art = dir.path().join("policy-qcom.pkl");
+    pilot_compiler::compile(&models().join("policy.onnx"), &art, &Mode::QcomFake.options(), &|_| {}).unwrap();
+    let mut copied = Session::new(Artifact::open(&art).unwrap(), Mode::QcomFake.device()).unwrap();
+    let mut bound = Session::new(Artifact::open(&art).unwrap(), Mode::QcomFake.device()).unwrap();
+    let specs = copied.inputs().to_vec();
+    let (features, _) = specs.iter().enumerate().max_by_key(|(_, s)| s.nbytes()).unwrap();
+    let mut frame = input(specs[features].dtype, &specs[features].shape, 99).data;
+    // SAFETY: `frame` outlives both steps below and is only written between them.
+    unsafe { bound.bind_input(features, &frame) }.unwrap();
+    for seed in [1u64, 2] {
+        let arrays: Vec<npy::Array> =
+            specs.iter().enumerate().map(|(i, s)| input(s.dtype, &s.shape, seed * 10 + i as u64)).collect();
+        let fresh = input(specs[features].dtype, &specs[features].shape, seed + 100).data;
+        frame.copy_from_slice(&fresh);
+        let mut refs: Vec<&[u8]> = arrays.iter().map(|a| a.data.as_slice()).collect();
+        refs[features] = &fresh;
+        copied.step(&refs).unwrap();
+        refs[features] = &[];
+        bound.step(&refs).unwrap();
+        assert_eq!(copied.outputs(), bound.outputs(), "step with seed {seed}");
+    }
+}
