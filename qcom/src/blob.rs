@@ -560,4 +560,17 @@ mod tests {
         bad[d + DESC_NAME] = b'9';
         assert_eq!(parse(&bad).unwrap_err().field, "kernel name");
     }
+
+    proptest::proptest! {
+        /// Blobs come from artifacts: any corruption is an error, never a panic.
+        #[test]
+        fn corrupted_blobs_never_panic(at in 0usize..4096, byte in proptest::num::u8::ANY, cut in 0usize..4096) {
+            let mut blob = write_fake(&sample());
+            let i = at % blob.len();
+            blob[i] = byte;
+            let _ = parse(&blob);
+            let _ = parse(&blob[..cut.min(blob.len())]);
+            let _ = FakeShader::decode(&blob[cut.min(blob.len())..]);
+        }
+    }
 }
