@@ -75,11 +75,17 @@ pub(super) fn literal(c: Const, d: DType) -> String {
 
 /// Free variables of every node under `root` (a reduction's own variable is bound, not free).
 pub(super) fn free_vars(ctx: &Ctx, order: &[N]) -> HashMap<N, Vec<u32>> {
+    free_vars_by(ctx, order, |n| ctx.children(n))
+}
+
+/// [`free_vars`] where a node depends on `deps(n)` (for renderers that compute some nodes from
+/// others than their IR children); `order` lists dependencies first.
+pub(super) fn free_vars_by(ctx: &Ctx, order: &[N], deps: impl Fn(N) -> Vec<N>) -> HashMap<N, Vec<u32>> {
     let mut free: HashMap<N, Vec<u32>> = HashMap::new();
     for &n in order {
         let mut vs: Vec<u32> = match ctx.op(n) {
             Op::Var(v) => vec![*v],
-            _ => ctx.children(n).iter().flat_map(|c| free[c].clone()).collect(),
+            _ => deps(n).iter().flat_map(|c| free[c].clone()).collect(),
         };
         if let Op::Reduce { var, .. } = ctx.op(n) {
             vs.retain(|v| v != var);

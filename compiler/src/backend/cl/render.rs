@@ -13,9 +13,9 @@ use std::fmt::Write;
 use pilot_core::DType;
 
 use super::prepare::{Prepared, Texel};
+use crate::backend::c::{flat_index, free_vars_by};
 use crate::error::{CompileError, Result};
 use crate::ir::{BinOp, Const, Ctx, Op, RedOp, UnOp, N};
-use crate::lazy::strides;
 use crate::program::{Kernel, Program};
 
 /// A rendered kernel.
@@ -104,7 +104,7 @@ pub fn render(p: &Program, k: &Kernel, prep: &Prepared, locals: bool) -> Result<
     inputs.dedup();
     args.extend(inputs);
 
-    let free = free_vars(ctx, prep, &order);
+    let free = free_vars_by(ctx, &order, |n| deps(ctx, prep, n));
     let out_vars: Vec<(u32, usize)> =
         k.vars.iter().zip(&k.shape).map(|(&v, &e)| (v, e)).filter(|&(v, _)| Some(v) != prep.unrolled).collect();
     let out_set: HashSet<u32> = out_vars.iter().map(|&(v, _)| v).collect();
@@ -230,16 +230,7 @@ pub fn render(p: &Program, k: &Kernel, prep: &Prepared, locals: bool) -> Result<
             );
         }
         None => {
-            let st = strides(&k.shape);
-            let flat: Vec<String> = k
-                .vars
-                .iter()
-                .zip(&st)
-                .zip(&k.shape)
-                .filter(|(_, &d)| d > 1)
-                .map(|((v, s), _)| format!("v{v} * {s}"))
-                .collect();
-            let flat = if flat.is_empty() { "0".to_string() } else { flat.join(" + ") };
+            let flat = flat_index(k);
             let v = e.value(prep.roots[0]);
             let guard = if shared { "if (lid == 0) " } else { "" };
             if out_buf.dtype == DType::F16 {
@@ -259,24 +250,6 @@ fn deps(ctx: &Ctx, prep: &Prepared, n: N) -> Vec<N> {
         (Op::Load { valid, .. }, Some(t)) => valid.iter().copied().chain([t.x, t.y, t.c]).collect(),
         _ => ctx.children(n),
     }
-}
-
-/// Free variables of every node of `order` (a reduction's own variable is bound, not free).
-fn free_vars(ctx: &Ctx, prep: &Prepared, order: &[N]) -> HashMap<N, Vec<u32>> {
-    let mut free: HashMap<N, Vec<u32>> = HashMap::new();
-    for &n in order {
-        let mut vs: Vec<u32> = match ctx.op(n) {
-            Op::Var(v) => vec![*v],
-            _ => deps(ctx, prep, n).iter().flat_map(|c| free[c].clone()).collect(),
-        };
-        if let Op::Reduce { var, .. } = ctx.op(n) {
-            vs.retain(|v| v != var);
-        }
-        vs.sort_unstable();
-        vs.dedup();
-        free.insert(n, vs);
-    }
-    free
 }
 
 /// The nodes the roots need, children first. An image load needs its validity but not its linear
