@@ -98,10 +98,12 @@ pub(super) fn conv(
     if padded_w * cin.div_ceil(4) > mode.max_width || weight_width > mode.max_width {
         return None;
     }
-    // As on the CPU: an expensive producer (a reduction) is computed first, so that the padded
-    // image is a cheap copy and no guarded read lands inside the producer's loops.
+    // As on the CPU: with padding, an expensive producer (a reduction) is computed first, so that the
+    // padded image is a cheap copy and no guarded read lands inside the producer's loops.
+    // Without padding (spatial or channel) the producer is computed straight into the image.
+    let padded = w.pad_lo.iter().chain(&w.pad_hi).any(|&p| p != 0) || cin % 4 != 0;
     let reuse = (cout / groups * kh * kw) as f64 / w.strides.iter().product::<usize>() as f64;
-    let x = c.reduce_input(x, reuse);
+    let x = if padded { c.reduce_input(x, reuse) } else { x.clone() };
     let p = c.p();
     let xp = p.pad(&x, &[0, 0, w.pad_lo[0], w.pad_lo[1]], &[0, 0, w.pad_hi[0], w.pad_hi[1]], 0.0);
     let ximg = c.to_image(&xp, 1, &[0, 2], &[3])?;
@@ -160,7 +162,9 @@ pub(super) fn matmul(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy) -> Option<Lazy> {
         return None;
     }
     let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
-    let a = c.reduce_input(a, n as f64);
+    // A K that is not a multiple of 4 pads the packed axis: then, as for convolutions, an expensive
+    // producer is computed first. Otherwise it is computed straight into the image.
+    let a = if k % 4 != 0 { c.reduce_input(a, n as f64) } else { a.clone() };
     let aimg = c.to_image(&a, 1, &[0], &[])?;
     let bimg = c.to_image(b, 0, &[1], &[])?;
     let p = c.p();
