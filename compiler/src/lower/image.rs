@@ -25,6 +25,18 @@ pub struct ImageMode {
     pub max_width: usize,
 }
 
+/// What a packed image holds: the tensor (its expression over its variables) and the packing.
+/// Equal keys give equal images, so every consumer of a value shares one packing kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ImageKey {
+    expr: N,
+    vars: Vec<u32>,
+    shape: Vec<usize>,
+    axis: usize,
+    rows: Vec<usize>,
+    cols: Vec<usize>,
+}
+
 impl NodeCtx<'_> {
     /// `x` packed by 4 along `axis` into an image with rows `rows` and columns `cols` (the other axes,
     /// each listed once). Returns `x` with `axis` padded to a multiple of 4, read from the image, or
@@ -40,6 +52,17 @@ impl NodeCtx<'_> {
         let width: usize = cols.iter().map(|&a| x.shape[a]).product::<usize>() * packed;
         if width > mode.max_width || height > mode.max_width || width == 0 || height == 0 {
             return None;
+        }
+        let key = ImageKey {
+            expr: x.expr,
+            vars: x.vars.clone(),
+            shape: x.shape.clone(),
+            axis,
+            rows: rows.to_vec(),
+            cols: cols.to_vec(),
+        };
+        if let Some(view) = self.packed_image(&key) {
+            return Some(view);
         }
         let name = format!("{}_image", self.node.name);
         let stored = if mode.float16 { DType::F16 } else { DType::F32 };
@@ -69,7 +92,9 @@ impl NodeCtx<'_> {
         }
         let unpermuted = p.permute(&back, &inverse);
         let merged = p.reshape(&unpermuted, &xp.shape);
-        Some(p.cast(&merged, x.dtype))
+        let view = p.cast(&merged, x.dtype);
+        self.remember_image(key, view.clone());
+        Some(view)
     }
 }
 

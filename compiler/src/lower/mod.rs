@@ -78,6 +78,8 @@ struct Lowerer {
     opset: i64,
     /// Set when convolutions and matmuls read their operands as images (`--image`).
     images: Option<image::ImageMode>,
+    /// Images already packed, by what they hold (see [`image::ImageKey`]): consumers share them.
+    packed: HashMap<image::ImageKey, Lazy>,
 }
 
 /// What an op implementation sees: its node, its inputs, and the program being built.
@@ -98,6 +100,16 @@ impl NodeCtx<'_> {
     /// The image mode, when convolutions and matmuls read images.
     pub fn images(&self) -> Option<image::ImageMode> {
         self.l.images
+    }
+
+    /// The image already packed for `key`, if any.
+    pub fn packed_image(&self, key: &image::ImageKey) -> Option<Lazy> {
+        self.l.packed.get(key).cloned()
+    }
+
+    /// Remembers the image packed for `key`.
+    pub fn remember_image(&mut self, key: image::ImageKey, view: Lazy) {
+        self.l.packed.insert(key, view);
     }
 
     pub fn err(&self, reason: impl Into<String>) -> CompileError {
@@ -313,6 +325,7 @@ pub fn lower_with(
         uses: HashMap::new(),
         opset,
         images,
+        packed: HashMap::new(),
     };
     for name in shapes.keys() {
         if !g.real_inputs().any(|i| &i.name == name) {
