@@ -7,6 +7,10 @@
 //! - Reductions at the same place in the unrolled roots are given one variable (lockstep fusion),
 //!   so the renderer runs them as one loop with several accumulators.
 //! - Every image load gets its pixel coordinates and channel as IR nodes, simplified.
+//!
+//! The prepared roots are for the renderer only: lockstep fusion deliberately binds one variable in
+//! several Reduce nodes, which the IR's invariant elsewhere (one binder per variable) forbids, so they
+//! must not be substituted or validated again.
 
 use std::collections::HashMap;
 
