@@ -204,11 +204,28 @@ def gru(c):
     )
 
 
+def grouped(c):
+    """Grouped convolutions whose groups span whole 4-channel pixels, then depthwise and pointwise."""
+    g = G()
+    x = g.op("Relu", [g.conv("x", 4 * c, 4 * c, 3, 1, group=2)])
+    x = g.op("Elu", [g.conv(x, 4 * c, 4 * c, 3, 2, group=4)])
+    x = g.op("Relu", [g.conv(x, 4 * c, 4 * c, 3, 1, group=4 * c)])
+    x = g.conv(x, 4 * c, 8, 1, 1)
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])])
+    g.nodes.append(helper.make_node("Gemm", [x, g.init(w("fc", 8, 8)), g.const(np.zeros(8))], ["y"], name="out"))
+    return g.model(
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4 * c, 24, 40])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+        name="grouped",
+    )
+
+
 def main():
     out = sys.argv[1]
     scale = int(sys.argv[sys.argv.index("--scale") + 1]) if "--scale" in sys.argv else 4
     os.makedirs(out, exist_ok=True)
-    for name, f in [("vision", vision), ("policy", policy), ("dmonitoring", dmonitoring), ("exporter", exporter), ("gru", gru)]:
+    for name, f in [("vision", vision), ("policy", policy), ("dmonitoring", dmonitoring), ("exporter", exporter), ("gru", gru),
+                    ("grouped", grouped)]:
         onnx.save(f(scale), os.path.join(out, f"{name}.onnx"))
     print(f"models in {out}")
 

@@ -216,6 +216,16 @@ fn models_on_opencl_half_images() {
     all_models_on(Mode::ClImageHalf);
 }
 
+/// Grouped convolutions (groups of whole pixels), depthwise and pointwise ones, on the CPU and through
+/// float and half images.
+#[test]
+fn grouped_convolutions_through_images() {
+    for mode in [Mode::Cpu, Mode::ClImage, Mode::ClImageHalf] {
+        let c = compile_run_compare("grouped", &[], mode);
+        eprintln!("grouped {mode:?}: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);
+    }
+}
+
 #[test]
 fn models_on_the_fake_kgsl() {
     all_models_on(Mode::QcomFake);

@@ -98,8 +98,9 @@ impl NodeCtx<'_> {
     }
 }
 
-/// A 2-D convolution (plain or depthwise) reading its input and weight as images, or `None` when
-/// the image path does not apply (no image mode, runtime weights, grouped, too wide).
+/// A 2-D convolution (plain, depthwise, or grouped by whole pixels) reading its input and weight as
+/// images, or `None` when the image path does not apply (no image mode, runtime weights, groups that
+/// split a pixel, too wide).
 pub(super) fn conv(
     c: &mut NodeCtx<'_>,
     x: &Lazy,
@@ -114,7 +115,9 @@ pub(super) fn conv(
     }
     let (n, cin, cout, cig) = (x.shape[0], x.shape[1], wt.shape[0], wt.shape[1]);
     let depthwise = cig == 1 && groups == cin && cout == cin;
-    if groups != 1 && !depthwise {
+    // Grouped convolutions whose groups span whole pixels (4 channels) read the input image like plain
+    // ones, offset by the group's first channel.
+    if groups != 1 && !depthwise && (cig % 4 != 0 || (cout / groups) % 4 != 0) {
         return None;
     }
     let padded_w = (x.shape[3] as i64 + w.pad_lo[1] + w.pad_hi[1]) as usize;
@@ -154,15 +157,18 @@ pub(super) fn conv(
         }
         acc
     } else {
-        // Input channel 4·ci4 + i: the 4 values of i are one pixel of each image.
+        // Input channel g·cig + 4·ci4 + i of group g: the 4 values of i are one pixel of each image.
         let ci4 = p.ctx.fresh_var(cig.div_ceil(4) as u64);
         let lane = p.ctx.fresh_var(4);
         let ci4v = p.ctx.var(ci4);
         let base = p.ctx.mul_i(ci4v, 4);
         let lanev = p.ctx.var(lane);
-        let ch = p.ctx.add(base, lanev);
+        let ci = p.ctx.add(base, lanev);
+        let group = p.ctx.div_i(vco, (cout / groups) as i64);
+        let first = p.ctx.mul_i(group, cig as i64);
+        let ch = p.ctx.add(first, ci);
         let xv = super::nn::window_read(p, &ximg, vn, ch, &vars[2..], &kvars, w);
-        wmap.insert(wimg.vars[1], ch);
+        wmap.insert(wimg.vars[1], ci);
         let wv = substitute(&mut p.ctx, wimg.expr, &wmap, None);
         let mut acc = p.ctx.mul(xv, wv);
         acc = p.ctx.reduce(RedOp::Sum, lane, 4, acc);
