@@ -117,7 +117,7 @@ pub(super) fn conv(
     let depthwise = cig == 1 && groups == cin && cout == cin;
     // Grouped convolutions whose groups span whole pixels (4 channels) read the input image like plain
     // ones, offset by the group's first channel.
-    if groups != 1 && !depthwise && (cig % 4 != 0 || (cout / groups) % 4 != 0) {
+    if groups != 1 && !depthwise && (!cig.is_multiple_of(4) || !(cout / groups).is_multiple_of(4)) {
         return None;
     }
     let padded_w = (x.shape[3] as i64 + w.pad_lo[1] + w.pad_hi[1]) as usize;
