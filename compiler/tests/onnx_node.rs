@@ -22,18 +22,30 @@ fn node_dir() -> PathBuf {
     if let Ok(d) = std::env::var("PILOT_ONNX_NODE_DIR") {
         return PathBuf::from(d);
     }
-    let dir = root().join("target/onnx-node");
-    if !dir.join("test_abs").exists() {
-        let python = root().join(".venv/bin/python");
-        assert!(python.exists(), "the ONNX node tests need the venv: run scripts/setup.sh");
-        let st = std::process::Command::new(python)
-            .arg(root().join("scripts/gen_onnx_node_tests.py"))
-            .arg(&dir)
-            .status()
-            .expect("python runs");
-        assert!(st.success(), "generating the ONNX node tests failed");
-    }
-    dir
+    // Generated once per process (the tests of this binary run in parallel), into a temporary
+    // directory renamed into place, so no test ever reads a half-written case.
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = root().join("target/onnx-node");
+        if !dir.join("test_abs").exists() {
+            let python = root().join(".venv/bin/python");
+            assert!(python.exists(), "the ONNX node tests need the venv: run scripts/setup.sh");
+            let tmp = root().join(format!("target/onnx-node.tmp-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&tmp);
+            let st = std::process::Command::new(python)
+                .arg(root().join("scripts/gen_onnx_node_tests.py"))
+                .arg(&tmp)
+                .status()
+                .expect("python runs");
+            assert!(st.success(), "generating the ONNX node tests failed");
+            // Another process may have won the race: then its complete copy stays.
+            if std::fs::rename(&tmp, &dir).is_err() {
+                let _ = std::fs::remove_dir_all(&tmp);
+            }
+        }
+        dir
+    })
+    .clone()
 }
 
 /// Runs one case through import, lowering and the reference executor.
