@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use pilot_core::device::{Arg, BufferId, DeviceError, DeviceResult, ProgramId, StepOp};
+use pilot_core::device::{Arg, DeviceError, DeviceResult, ProgramId, StepOp};
 
 use crate::device::{check_range, ClDevice, Storage};
 use crate::error::{failed, failed_at};
@@ -169,15 +169,9 @@ impl ClDevice {
             });
         }
         // Only now that every op linked: pin the buffers the step uses.
-        for op in ops {
-            let used: &mut dyn Iterator<Item = BufferId> = match op {
-                StepOp::Dispatch { args, .. } => &mut args.iter().map(|a| a.buffer),
-                StepOp::Copy { src, dst, .. } => &mut [src.buffer, dst.buffer].into_iter(),
-            };
-            for buffer in used {
-                if let Some(Some(b)) = self.buffers.get_mut(buffer.0 as usize) {
-                    b.linked = true;
-                }
+        for buffer in ops.iter().flat_map(StepOp::buffers) {
+            if let Some(Some(b)) = self.buffers.get_mut(buffer.0 as usize) {
+                b.linked = true;
             }
         }
         let n = linked.len();

@@ -130,6 +130,17 @@ pub enum StepOp {
     Copy { src: Arg, dst: Arg, len: u64 },
 }
 
+impl StepOp {
+    /// The buffers the op reads or writes (a buffer may repeat).
+    pub fn buffers(&self) -> impl Iterator<Item = BufferId> + '_ {
+        let (args, pair) = match self {
+            StepOp::Dispatch { args, .. } => (&args[..], None),
+            StepOp::Copy { src, dst, .. } => (&[][..], Some([src.buffer, dst.buffer])),
+        };
+        args.iter().map(|a| a.buffer).chain(pair.into_iter().flatten())
+    }
+}
+
 /// Host bytes that outlive the call: a range of a shared memory map (or any owned bytes).
 /// Backends that can address host memory keep it and read the weights in place.
 #[derive(Clone)]

@@ -141,6 +141,11 @@ pub fn emit(p: &Program, opts: &EmitOptions, path: &Path) -> Result<EmitReport> 
     write(p, opts, built, path)
 }
 
+/// The artifact's description of a model input or output held in buffer `buffer`.
+fn tensor_spec(port: &Port, buffer: usize) -> TensorSpec {
+    TensorSpec { name: port.name.clone(), shape: port.shape.clone(), dtype: port.dtype, buffer, slices: vec![] }
+}
+
 /// The pitch of an image row: the pixels' bytes rounded up to `align`.
 pub fn image_pitch(width: usize, elem: usize, align: usize) -> usize {
     (width * 4 * elem).div_ceil(align) * align
@@ -173,13 +178,7 @@ pub fn write(p: &Program, opts: &EmitOptions, built: Built, path: &Path) -> Resu
         if let Some(b) = b {
             slot.insert(b as u32, (buffers.len() - 1, 0));
         }
-        inputs.push(TensorSpec {
-            name: port.name.clone(),
-            shape: port.shape.clone(),
-            dtype: port.dtype,
-            buffer: buffers.len() - 1,
-            slices: vec![],
-        });
+        inputs.push(tensor_spec(port, buffers.len() - 1));
     }
     for (i, port) in opts.outputs.iter().enumerate() {
         let b = p
@@ -189,13 +188,7 @@ pub fn write(p: &Program, opts: &EmitOptions, built: Built, path: &Path) -> Resu
             .ok_or_else(|| CompileError::Graph(format!("output `{}` has no buffer", port.name)))?;
         buffers.push(buffer(p.bufs[b].nbytes(), port.dtype, BufferUse::Output));
         slot.insert(b as u32, (buffers.len() - 1, 0));
-        outputs.push(TensorSpec {
-            name: port.name.clone(),
-            shape: port.shape.clone(),
-            dtype: port.dtype,
-            buffer: buffers.len() - 1,
-            slices: vec![],
-        });
+        outputs.push(tensor_spec(port, buffers.len() - 1));
     }
     let mut used: Vec<u32> = built.kernels.iter().flat_map(|k| k.args.iter().copied()).collect();
     used.sort_unstable();

@@ -285,15 +285,9 @@ impl Device for CpuDevice {
             linked.push(self.link_op(op, &mut args)?);
         }
         // Only now that every op linked: pin the buffers the step points into.
-        for op in ops {
-            let used: &mut dyn Iterator<Item = BufferId> = match op {
-                StepOp::Dispatch { args, .. } => &mut args.iter().map(|a| a.buffer),
-                StepOp::Copy { src, dst, .. } => &mut [src.buffer, dst.buffer].into_iter(),
-            };
-            for buffer in used {
-                if let Some(Some(b)) = self.buffers.get_mut(buffer.0 as usize) {
-                    b.linked = true;
-                }
+        for buffer in ops.iter().flat_map(StepOp::buffers) {
+            if let Some(Some(b)) = self.buffers.get_mut(buffer.0 as usize) {
+                b.linked = true;
             }
         }
         let times = vec![std::time::Duration::ZERO; linked.len()];
