@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what pilot's demo and tests need on a fresh Debian machine; idempotent and quiet when done.
 #   system: a C compiler (kernels), clang-19 + lld-19 (cross-compiled aarch64 kernels), python3-venv,
-#           PoCL with the OpenCL ICD loader (the `cl` target's kernels run on it in tests)
+#           PoCL with the OpenCL ICD loader (the `cl` target's kernels run on it in tests),
+#           the aarch64 cross linker and qemu-user (the comma device's runtime, run here)
+#   rustup: the aarch64-unknown-linux-gnu standard library
 #   .venv:  numpy, onnx, onnxruntime (reference outputs and interop checks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,11 +17,16 @@ command -v ld.lld-19 >/dev/null || need_apt+=(lld-19)
 python3 -c 'import ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 [ -e /etc/OpenCL/vendors/pocl.icd ] || need_apt+=(pocl-opencl-icd)
 ldconfig -p | grep -q 'libOpenCL.so.1' || need_apt+=(ocl-icd-libopencl1)
+command -v aarch64-linux-gnu-gcc >/dev/null || need_apt+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+command -v qemu-aarch64-static >/dev/null || need_apt+=(qemu-user-static)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]}" >&2
   sudo_if_needed apt-get -o DPkg::Lock::Timeout=600 update -qq
   DEBIAN_FRONTEND=noninteractive sudo_if_needed apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need_apt[@]}" >/dev/null
 fi
+
+rustup target list --installed | grep -q '^aarch64-unknown-linux-gnu$' \
+  || rustup target add aarch64-unknown-linux-gnu >/dev/null
 
 if ! .venv/bin/python -c 'import numpy, onnx, onnxruntime' 2>/dev/null; then
   echo "setup: creating .venv with numpy, onnx, onnxruntime" >&2

@@ -24,3 +24,6 @@ cargo build --quiet -p pilot-tools --no-default-features
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 PILOT_CL_REQUIRE=1 PROPTEST_CASES="${PROPTEST_CASES:-4096}" cargo test --workspace --quiet
+
+# The comma device's CPU path: the aarch64 runtime under qemu-user against onnxruntime.
+scripts/aarch64.sh
