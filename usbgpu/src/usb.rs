@@ -5,7 +5,7 @@ use crate::error::{Error, Result, TransferError};
 use crate::lock::{lock_path, DeviceLock};
 use crate::proto::{self, Setup};
 use crate::transport::{Ticket, Transport};
-use rusb::{DeviceHandle, GlobalContext, UsbContext};
+use rusb::{Context, DeviceHandle, UsbContext};
 use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
@@ -47,9 +47,18 @@ fn with_timeout(e: rusb::Error, timeout: Duration) -> TransferError {
     }
 }
 
+fn ids() -> String {
+    proto::BRIDGE_IDS.iter().map(|(v, p)| format!("{v:04x}:{p:04x}")).collect::<Vec<_>>().join(", ")
+}
+
+/// A libusb context; a machine where libusb cannot start (no USB at all) has no bridge.
+fn context() -> Result<Context> {
+    Context::new().map_err(|e| Error::NotFound { ids: format!("{}; libusb cannot start: {e}", ids()) })
+}
+
 /// Bridges with a known VID:PID, in [`proto::BRIDGE_IDS`] order.
 pub fn list() -> Result<Vec<Found>> {
-    let devices = GlobalContext::default().devices().map_err(|e| Error::Transfer {
+    let devices = context()?.devices().map_err(|e| Error::Transfer {
         device: "usb".into(),
         op: "list devices".into(),
         kind: kind(e),
@@ -73,7 +82,7 @@ pub fn list() -> Result<Vec<Found>> {
 
 /// Opens `usb:BUS-ADDR` (or the first bridge found when `which` is `None`) and takes its lock.
 pub fn open(which: Option<(u8, u8)>) -> Result<(Box<dyn Transport>, DeviceLock)> {
-    let ids = proto::BRIDGE_IDS.iter().map(|(v, p)| format!("{v:04x}:{p:04x}")).collect::<Vec<_>>().join(", ");
+    let ids = ids();
     let all = list()?;
     let f = match which {
         Some((bus, addr)) => all.into_iter().find(|f| (f.bus, f.address) == (bus, addr)),
@@ -88,7 +97,7 @@ pub fn open(which: Option<(u8, u8)>) -> Result<(Box<dyn Transport>, DeviceLock)>
     let name = f.name();
     let lock = DeviceLock::acquire(&name, &lock_path(f.bus, f.address))?;
     let usb_err = |op: &str, e: rusb::Error| Error::Transfer { device: name.clone(), op: op.into(), kind: kind(e) };
-    let devices = GlobalContext::default().devices().map_err(|e| usb_err("list devices", e))?;
+    let devices = context()?.devices().map_err(|e| usb_err("list devices", e))?;
     let dev = devices
         .iter()
         .find(|d| (d.bus_number(), d.address()) == (f.bus, f.address))
@@ -111,7 +120,7 @@ type Done = (u64, std::result::Result<usize, TransferError>, Vec<u8>);
 pub struct RusbTransport {
     name: String,
     product: String,
-    handle: Arc<DeviceHandle<GlobalContext>>,
+    handle: Arc<DeviceHandle<Context>>,
     epoch: Instant,
     jobs: Option<Sender<Job>>,
     done_rx: Receiver<Done>,
@@ -121,7 +130,7 @@ pub struct RusbTransport {
 }
 
 impl RusbTransport {
-    fn new(name: String, product: String, handle: DeviceHandle<GlobalContext>) -> RusbTransport {
+    fn new(name: String, product: String, handle: DeviceHandle<Context>) -> RusbTransport {
         let handle = Arc::new(handle);
         let (jobs, job_rx) = channel::<Job>();
         let (done_tx, done_rx) = channel::<Done>();
@@ -233,10 +242,31 @@ impl Drop for RusbTransport {
     }
 }
 
-/// Parses `usb:BUS-ADDR`.
-pub fn parse_name(s: &str) -> Option<(u8, u8)> {
-    let (bus, addr) = s.strip_prefix("usb:")?.split_once('-')?;
-    Some((bus.parse().ok()?, addr.parse().ok()?))
+/// Reads a bridge's LTSSM state (a device-recipient E4, no interface claimed) under its lock; only for the
+/// custom firmware, whose vendor requests these are.
+pub fn read_ltssm(f: &Found) -> Result<u8> {
+    let name = f.name();
+    let product = f.product.as_deref().unwrap_or("");
+    if !proto::PRODUCT_PREFIXES.iter().any(|p| product.starts_with(p)) {
+        return Err(Error::WrongFirmware { device: name, product: product.to_string() });
+    }
+    let _lock = DeviceLock::acquire(&name, &lock_path(f.bus, f.address))?;
+    let err = |op: &str, kind| Error::Transfer { device: name.clone(), op: op.into(), kind };
+    let devices = context()?.devices().map_err(|e| err("list devices", self::kind(e)))?;
+    let dev = devices
+        .iter()
+        .find(|d| (d.bus_number(), d.address()) == (f.bus, f.address))
+        .ok_or_else(|| err("open", TransferError::NoDevice))?;
+    let h = dev.open().map_err(|e| err("open", self::kind(e)))?;
+    let s = proto::xdata_read_setup(proto::xdata::LTSSM);
+    let mut b = [0u8; 1];
+    let n = h
+        .read_control(s.request_type, s.request, s.value, s.index, &mut b, proto::timeout::CONTROL)
+        .map_err(|e| err("XDATA read (E4)", with_timeout(e, proto::timeout::CONTROL)))?;
+    if n != 1 {
+        return Err(Error::Short { device: name, op: "XDATA read (E4)".into(), expected: 1, got: n });
+    }
+    Ok(b[0])
 }
 
 #[cfg(test)]
@@ -245,11 +275,9 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(parse_name("usb:2-13"), Some((2, 13)));
-        assert_eq!(parse_name("usb:2"), None);
-        assert_eq!(parse_name("sim"), None);
-        assert_eq!(parse_name("usb:300-1"), None);
         let f = Found { bus: 3, address: 7, vid: 0xADD1, pid: 1, product: Ok("custom".into()) };
         assert_eq!(f.name(), "usb:3-7");
+        let stock = Found { product: Ok("ASM2464PD".into()), ..f };
+        assert!(matches!(read_ltssm(&stock), Err(Error::WrongFirmware { .. })));
     }
 }
