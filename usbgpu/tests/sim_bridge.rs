@@ -351,3 +351,62 @@ fn power_off_loses_the_pcie_side_and_power_on_recovers() {
     let topo = bring_up(&mut b, &Layout::default()).unwrap();
     assert_eq!(topo.gpu.device, 0x744C);
 }
+
+#[test]
+fn firmware_refuses_what_it_does_not_know() {
+    let s = sim(16 * MB);
+    let (_b, topo) = up(&s);
+    let bar0 = topo.bar(0).unwrap().addr;
+    let mut t = s.transport();
+    let c = proto::timeout::CONTROL;
+    let stalled = |r: Result<(), TransferError>| assert_eq!(r, Err(TransferError::Stall));
+    let out = |v: u16, i: u16| proto::Setup::vendor_out(proto::request::TLP, v, i);
+    // A stream write announced with the read fmt byte, partial byte enables, a misaligned address, mode 3.
+    stalled(t.control_out(out(0x0F20, 1), &proto::tlp_payload(bar0, 1), c));
+    stalled(t.control_out(out(0x0760, 1), &proto::tlp_payload(bar0, 1), c));
+    stalled(t.control_out(out(0x0F60, 1), &proto::tlp_payload(bar0 + 2, 1), c));
+    stalled(t.control_out(out(0x0F60, 3), &proto::tlp_payload(bar0, 1), c));
+    // An unknown fmt byte on a single TLP; an F0 OUT with a short data stage.
+    stalled(t.control_out(out(0x0F21, 0), &proto::tlp_payload(bar0, 0), c));
+    stalled(t.control_out(out(0x0F60, 0), &[0; 8], c));
+    // A completion read with no request behind it.
+    assert_eq!(t.control_in(proto::completion_setup(), &mut [0; 8], c), Err(TransferError::Stall));
+    // XDATA bank 1 (the PHY) is not modelled; E5 with a data stage.
+    let e4_bank1 = proto::Setup::vendor_in(proto::request::XDATA_READ, 0xB450, 0x0100);
+    assert_eq!(t.control_in(e4_bank1, &mut [0; 1], c), Err(TransferError::Stall));
+    stalled(t.control_out(proto::xdata_write_setup(0xA000, 1), &[1], c));
+    // F2 whose slot count disagrees with its length, or that runs past the SRAM.
+    stalled(t.control_out(proto::Setup::vendor_out(proto::request::SRAM_DMA, 64, 1 << 8), &[], c));
+    stalled(t.control_out(proto::Setup::vendor_out(proto::request::SRAM_DMA, 64, 31 | (2 << 8)), &[], c));
+    // A bulk OUT whose length differs from the armed one, and one with nothing armed.
+    t.control_out(proto::sram_setup(0, 1024, false).unwrap(), &[], c).unwrap();
+    assert_eq!(t.bulk_out(proto::EP_OUT, &[0; 512], c), Err(TransferError::Stall));
+    // A second arm while the first still waits for its data.
+    assert_eq!(t.control_out(proto::sram_setup(0, 512, false).unwrap(), &[], c), Err(TransferError::Stall));
+    t.bulk_out(proto::EP_OUT, &[0; 1024], c).unwrap();
+    assert_eq!(t.bulk_out(proto::EP_OUT, &[0; 512], c), Err(TransferError::Stall));
+    // A bulk IN with nothing armed waits out its timeout.
+    assert_eq!(t.bulk_in(proto::EP_IN, &mut [0; 4], c), Err(TransferError::Timeout(c)));
+}
+
+#[test]
+fn timing_model_follows_the_firmware_figures() {
+    let s = sim(16 * MB);
+    let (mut b, topo) = up(&s);
+    let bar0 = topo.bar(0).unwrap().addr;
+    let elapsed = |s: &Simulator, t0: Duration| (s.now() - t0).as_secs_f64();
+    // F0 streaming: ~1.8 MB/s read, ~3.6 MB/s write.
+    let t0 = s.now();
+    b.mmio_read(bar0, &mut vec![0u8; 0x1_0000]).unwrap();
+    let read = elapsed(&s, t0);
+    assert!((0.036..0.037).contains(&read), "64 KB stream read took {read} s");
+    let t0 = s.now();
+    b.mmio_write(bar0, &vec![0u8; 0x1_0000]).unwrap();
+    let write = elapsed(&s, t0);
+    assert!((0.018..0.019).contains(&write), "64 KB stream write took {write} s");
+    // 0xF2: ~700 MB/s for a 256 KB window, plus one control and one bulk overhead.
+    let t0 = s.now();
+    b.sram_write(0, &vec![0u8; 0x4_0000]).unwrap();
+    let sram = elapsed(&s, t0);
+    assert!((0.000_55..0.000_56).contains(&sram), "256 KB SRAM write took {sram} s");
+}
