@@ -94,7 +94,9 @@ impl Copier {
             }
         }
         if result.is_err() {
+            // The windows and the fence may hold anything the failed copy left; start over on both.
             self.windows = [None, None];
+            self.fence_zeroed = false;
         }
         result?;
         self.next_seq += job.chunks();

@@ -410,3 +410,20 @@ fn timing_model_follows_the_firmware_figures() {
     let sram = elapsed(&s, t0);
     assert!((0.000_55..0.000_56).contains(&sram), "256 KB SRAM write took {sram} s");
 }
+
+#[test]
+fn a_failed_copy_leaves_the_copier_usable() {
+    let s = sim(16 * MB);
+    let (mut b, _) = up(&s);
+    let mut dma = s.dma();
+    let mut c = Copier::new();
+    c.copy_in(&mut b, &mut dma, 0, &bytes(1000, 1)).unwrap();
+    // Chunk 1's bulk OUT of the next copy is lost (chunk 0's F2 and bulk, chunk 1's F2, then its bulk; the
+    // fence already covers both windows, so no fence read comes between).
+    s.inject(Fault::Drop, 3);
+    let err = c.copy_in(&mut b, &mut dma, 0, &bytes(3 * proto::copy::CHUNK, 2)).unwrap_err();
+    assert!(matches!(err, Error::HungCopy { .. }), "{err}");
+    let data = bytes(2 * proto::copy::CHUNK + 77, 3);
+    c.copy_in(&mut b, &mut dma, 0x1000, &data).unwrap();
+    assert!(s.vram(0x1000, data.len()) == data);
+}
