@@ -195,7 +195,6 @@ impl Transport for SimTransport {
         // Opening again models a replugged, re-enumerated device.
         s.unplugged = false;
         s.halted = [false; 2];
-        s.faults.retain(|&(_, f)| f != Fault::Unplug);
         s.fw.control_out(Setup { request_type: 0, request: REQ_SET_CONFIGURATION, value: 1, index: 0 }, &[])
     }
 
