@@ -20,6 +20,14 @@ if cargo tree -p pilot-tools --no-default-features -e normal --prefix none | gre
   exit 1
 fi
 cargo build --quiet -p pilot-tools --no-default-features
+# The bridge simulator never reaches the lean runtime.
+if cargo tree -p pilot-tools --no-default-features -e normal --prefix none -f '{p} {f}' | grep -E '^pilot-usbgpu .*\bsim\b'; then
+  echo "dependency rule broken: pilot without default features contains the USB bridge simulator" >&2
+  exit 1
+fi
+# The USB transport (rusb with libusb built from source) must build for the comma device.
+CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc \
+  cargo build --quiet --target aarch64-unknown-linux-gnu -p pilot-usbgpu
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings

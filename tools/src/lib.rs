@@ -10,3 +10,4 @@ pub mod run;
 #[cfg(feature = "compiler")]
 pub mod selftest;
 pub mod smi;
+pub mod usb;

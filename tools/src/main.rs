@@ -53,11 +53,9 @@ enum Command {
         #[command(subcommand)]
         action: SmiAction,
     },
-    /// USB GPU bridge utilities (not available in this build yet).
-    Usb {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        rest: Vec<String>,
-    },
+    /// The USB GPU bridge (ASM2464, tinygrad's custom firmware): list, info, copy-speed, reset.
+    #[command(subcommand)]
+    Usb(pilot_tools::usb::UsbCommand),
 }
 
 #[derive(Subcommand)]
@@ -86,9 +84,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<bool> {
         Command::Compile { .. } => {
             anyhow::bail!("this pilot was built without the compiler (cargo feature `compiler`)")
         }
-        Command::Usb { .. } => {
-            anyhow::bail!("pilot usb is not available in this build yet: the USB GPU backend has not landed")
-        }
+        Command::Usb(cmd) => pilot_tools::usb::run(&cmd),
         Command::Run(args) => run::run(&args),
         Command::Load(args) => run::load(&args),
         Command::Inspect { artifact, json } => inspect::inspect(&artifact, json).map(|()| true),

@@ -1,4 +1,25 @@
-//! pilot-usbgpu: AMD GPUs behind the ASM2464 USB-to-PCIe bridge, and their simulator.
+//! pilot-usbgpu: AMD GPUs behind the ASM2464PD USB-to-PCIe bridge running tinygrad's custom firmware.
 //!
-//! Not built yet: this crate is a member of the workspace so the dependency rule (never on the
-//! compiler, never on protobuf) is enforced from the start.
+//! Layers, bottom up:
+//! - [`proto`]: the firmware's wire protocol as data and pure encoders.
+//! - [`transport`]: the seam (control in/out, bulk in/out, async bulk OUT); [`usb`] implements it over libusb
+//!   (cargo feature `usb`), [`sim`] in process (cargo feature `sim`, never in the lean runtime).
+//! - [`bridge`]: the bridge driver (open, link, XDATA, TLPs, streaming MMIO, SRAM), with [`lock`].
+//! - [`pcie`]: bring-up of the bridge chain and the GPU's BARs.
+//! - [`copy`]: the pipelined big copies through SRAM, with the GPU side behind [`copy::DeviceDma`].
+
+pub mod bridge;
+pub mod copy;
+pub mod error;
+pub mod lock;
+pub mod pcie;
+pub mod proto;
+#[cfg(feature = "sim")]
+pub mod sim;
+pub mod transport;
+#[cfg(feature = "usb")]
+pub mod usb;
+
+pub use bridge::{Bridge, Stats};
+pub use error::{Error, Result, TransferError};
+pub use transport::Transport;
