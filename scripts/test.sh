@@ -25,9 +25,9 @@ if cargo tree -p pilot-tools --no-default-features -e normal --prefix none -f '{
   echo "dependency rule broken: pilot without default features contains the USB bridge simulator" >&2
   exit 1
 fi
-# The USB transport (rusb with libusb built from source) must build for the comma device.
-CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc \
-  cargo build --quiet --target aarch64-unknown-linux-gnu -p pilot-usbgpu
+# The USB transport (rusb with libusb built from source) must build for the comma device (the cross
+# linker and C compiler are set in .cargo/config.toml).
+cargo build --quiet --target aarch64-unknown-linux-gnu -p pilot-usbgpu
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
