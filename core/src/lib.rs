@@ -13,6 +13,7 @@ pub mod cpu;
 pub mod device;
 pub mod dtype;
 pub mod gates;
+pub mod hcq;
 pub mod npy;
 pub mod null;
 pub mod session;

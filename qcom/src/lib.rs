@@ -28,6 +28,6 @@ pub mod fake_shader;
 pub mod ioctl;
 pub mod kgsl;
 pub mod pm4;
-pub mod reloc;
+pub use pilot_core::hcq::reloc;
 #[allow(non_camel_case_types)]
 pub mod sys;
