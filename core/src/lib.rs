@@ -9,6 +9,7 @@
 //! This crate never depends on protobuf or ONNX code; the compiler depends on it, not the reverse.
 
 pub mod artifact;
+pub mod bounds;
 pub mod cpu;
 pub mod device;
 pub mod dtype;

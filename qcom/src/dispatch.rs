@@ -8,6 +8,7 @@
 use crate::a6xx::{self, ConstRamMode, IsamMode, ThreadSize};
 use crate::pm4::{self, event, load_state, reg, wait_reg_mem, Opcode};
 use crate::reloc::{Addr, RelocBuf, Word};
+use pilot_core::hcq::signal::SIGNAL_TIMESTAMP;
 
 /// An encoding failure: a value that does not fit its hardware field, or an inconsistent launch.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -585,11 +586,11 @@ impl CmdStream {
         self.flush_ts(dummy, 0.into());
     }
 
-    /// Waits for idle, then stores the 64-bit always-on counter (19.2 MHz) at `sig + 8`.
+    /// Waits for idle, then stores the 64-bit always-on counter (19.2 MHz) in the signal's timestamp (`sig + 8`).
     pub fn timestamp(&mut self, sig: Addr) {
         self.pkt7(Opcode::WaitForIdle, &[]);
         let d0 = pm4::reg_to_mem_dword0(reg::CP_ALWAYS_ON_COUNTER, 2, true);
-        self.pkt7(Opcode::RegToMem, &[d0.into(), sig.add(8).into()]);
+        self.pkt7(Opcode::RegToMem, &[d0.into(), sig.add(SIGNAL_TIMESTAMP).into()]);
     }
 
     /// One kernel launch, exactly as tinygrad's `QCOMComputeQueue.exec`.
