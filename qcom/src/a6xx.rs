@@ -6,6 +6,10 @@
 //! same values are in tinygrad's `runtime/autogen/mesa.py`, `REG_A6XX_*`). Only the registers pilot uses are
 //! listed, each with all its a6xx fields. Where Mesa declares a shift on a field's value (`shr`), pilot writes the
 //! raw value as tinygrad does, and the field is listed without it.
+//!
+//! Generated API (regs-gen/src/lib.rs): `offset::R` and the value type `R` per register, with `R::new()`,
+//! `.bits()`, and per field `F` the getter `.f()`, the packer `.with_f(v)` and, for numbers, `R::F_MAX`. A
+//! packer's value is in field units; a wider one panics in debug builds and is masked in release builds.
 #![allow(non_camel_case_types, clippy::upper_case_acronyms)]
 
 /// Register offsets (dword addresses), by register name.
@@ -113,7 +117,7 @@ impl ConstRamMode {
     }
 }
 
-/// CP_ALWAYS_ON_COUNTER at 0x980, 64-bit (lo, then hi at the next offset): The 19.2 MHz always-on counter, read by CP_REG_TO_MEM.
+/// CP_ALWAYS_ON_COUNTER at 0x980, 64-bit (lo, then hi). The 19.2 MHz always-on counter, read by CP_REG_TO_MEM.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct CP_ALWAYS_ON_COUNTER(pub u32);
 
@@ -133,7 +137,7 @@ impl CP_ALWAYS_ON_COUNTER {
     }
 }
 
-/// SP_CS_CNTL_0 at 0xa9b0: Register footprint, branch stack and wave size of the compute shader.
+/// SP_CS_CNTL_0 at 0xa9b0. Register footprint, branch stack and wave size of the compute shader.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_CNTL_0(pub u32);
 
@@ -158,7 +162,7 @@ impl SP_CS_CNTL_0 {
         self.0
     }
 
-    /// THREADMODE (bit 0).
+    /// THREADMODE, bit 0.
     pub const fn threadmode(self) -> bool {
         (self.0 & 0x1) != 0
     }
@@ -168,40 +172,40 @@ impl SP_CS_CNTL_0 {
         Self((self.0 & !0x1) | (v as u32))
     }
 
-    /// HALFREGFOOTPRINT (bits 1..=6).
+    /// HALFREGFOOTPRINT, bits 1..=6.
     pub const fn halfregfootprint(self) -> u32 {
         (self.0 >> 1) & 0x3f
     }
 
-    /// Sets HALFREGFOOTPRINT; a value over `HALFREGFOOTPRINT_MAX` panics in debug builds and is masked in release builds.
+    /// Sets HALFREGFOOTPRINT (at most `HALFREGFOOTPRINT_MAX`).
     pub const fn with_halfregfootprint(self, v: u32) -> Self {
         debug_assert!(v <= 0x3f, "SP_CS_CNTL_0.HALFREGFOOTPRINT out of range");
         Self((self.0 & !0x7e) | ((v & 0x3f) << 1))
     }
 
-    /// FULLREGFOOTPRINT (bits 7..=12).
+    /// FULLREGFOOTPRINT, bits 7..=12.
     pub const fn fullregfootprint(self) -> u32 {
         (self.0 >> 7) & 0x3f
     }
 
-    /// Sets FULLREGFOOTPRINT; a value over `FULLREGFOOTPRINT_MAX` panics in debug builds and is masked in release builds.
+    /// Sets FULLREGFOOTPRINT (at most `FULLREGFOOTPRINT_MAX`).
     pub const fn with_fullregfootprint(self, v: u32) -> Self {
         debug_assert!(v <= 0x3f, "SP_CS_CNTL_0.FULLREGFOOTPRINT out of range");
         Self((self.0 & !0x1f80) | ((v & 0x3f) << 7))
     }
 
-    /// BRANCHSTACK (bits 14..=19).
+    /// BRANCHSTACK, bits 14..=19.
     pub const fn branchstack(self) -> u32 {
         (self.0 >> 14) & 0x3f
     }
 
-    /// Sets BRANCHSTACK; a value over `BRANCHSTACK_MAX` panics in debug builds and is masked in release builds.
+    /// Sets BRANCHSTACK (at most `BRANCHSTACK_MAX`).
     pub const fn with_branchstack(self, v: u32) -> Self {
         debug_assert!(v <= 0x3f, "SP_CS_CNTL_0.BRANCHSTACK out of range");
         Self((self.0 & !0xfc000) | ((v & 0x3f) << 14))
     }
 
-    /// THREADSIZE (bit 20).
+    /// THREADSIZE, bit 20.
     pub const fn threadsize(self) -> Option<ThreadSize> {
         ThreadSize::from_bits((self.0 >> 20) & 0x1)
     }
@@ -211,7 +215,7 @@ impl SP_CS_CNTL_0 {
         Self((self.0 & !0x100000) | ((v as u32) << 20))
     }
 
-    /// EARLYPREAMBLE (bit 23).
+    /// EARLYPREAMBLE, bit 23.
     pub const fn earlypreamble(self) -> bool {
         (self.0 & 0x800000) != 0
     }
@@ -221,7 +225,7 @@ impl SP_CS_CNTL_0 {
         Self((self.0 & !0x800000) | ((v as u32) << 23))
     }
 
-    /// MERGEDREGS (bit 31).
+    /// MERGEDREGS, bit 31.
     pub const fn mergedregs(self) -> bool {
         (self.0 & 0x80000000) != 0
     }
@@ -232,7 +236,7 @@ impl SP_CS_CNTL_0 {
     }
 }
 
-/// SP_CS_CNTL_1 at 0xa9b1: Shared (local) memory size and constant-file mode.
+/// SP_CS_CNTL_1 at 0xa9b1. Shared (local) memory size and constant-file mode.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_CNTL_1(pub u32);
 
@@ -253,18 +257,18 @@ impl SP_CS_CNTL_1 {
         self.0
     }
 
-    /// SHARED_SIZE (bits 0..=4).
+    /// SHARED_SIZE, bits 0..=4.
     pub const fn shared_size(self) -> u32 {
         self.0 & 0x1f
     }
 
-    /// Sets SHARED_SIZE; a value over `SHARED_SIZE_MAX` panics in debug builds and is masked in release builds.
+    /// Sets SHARED_SIZE (at most `SHARED_SIZE_MAX`).
     pub const fn with_shared_size(self, v: u32) -> Self {
         debug_assert!(v <= 0x1f, "SP_CS_CNTL_1.SHARED_SIZE out of range");
         Self((self.0 & !0x1f) | (v & 0x1f))
     }
 
-    /// CONSTANTRAMMODE (bits 5..=6).
+    /// CONSTANTRAMMODE, bits 5..=6.
     pub const fn constantrammode(self) -> Option<ConstRamMode> {
         ConstRamMode::from_bits((self.0 >> 5) & 0x3)
     }
@@ -295,7 +299,7 @@ impl SP_CS_BOOLEAN_CF_MASK {
     }
 }
 
-/// SP_CS_PROGRAM_COUNTER_OFFSET at 0xa9b3: First-instruction offset of the shader.
+/// SP_CS_PROGRAM_COUNTER_OFFSET at 0xa9b3. First-instruction offset of the shader.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_PROGRAM_COUNTER_OFFSET(pub u32);
 
@@ -315,7 +319,7 @@ impl SP_CS_PROGRAM_COUNTER_OFFSET {
     }
 }
 
-/// SP_CS_BASE at 0xa9b4, 64-bit (lo, then hi at the next offset): Shader image GPU address.
+/// SP_CS_BASE at 0xa9b4, 64-bit (lo, then hi). Shader image GPU address.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_BASE(pub u32);
 
@@ -358,30 +362,30 @@ impl SP_CS_PVT_MEM_PARAM {
         self.0
     }
 
-    /// MEMSIZEPERITEM (bits 0..=7): Private memory per work item, in 512-byte units.
+    /// MEMSIZEPERITEM, bits 0..=7. Private memory per work item, in 512-byte units.
     pub const fn memsizeperitem(self) -> u32 {
         self.0 & 0xff
     }
 
-    /// Sets MEMSIZEPERITEM; a value over `MEMSIZEPERITEM_MAX` panics in debug builds and is masked in release builds.
+    /// Sets MEMSIZEPERITEM (at most `MEMSIZEPERITEM_MAX`).
     pub const fn with_memsizeperitem(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_CS_PVT_MEM_PARAM.MEMSIZEPERITEM out of range");
         Self((self.0 & !0xff) | (v & 0xff))
     }
 
-    /// HWSTACKSIZEPERTHREAD (bits 24..=31).
+    /// HWSTACKSIZEPERTHREAD, bits 24..=31.
     pub const fn hwstacksizeperthread(self) -> u32 {
         (self.0 >> 24) & 0xff
     }
 
-    /// Sets HWSTACKSIZEPERTHREAD; a value over `HWSTACKSIZEPERTHREAD_MAX` panics in debug builds and is masked in release builds.
+    /// Sets HWSTACKSIZEPERTHREAD (at most `HWSTACKSIZEPERTHREAD_MAX`).
     pub const fn with_hwstacksizeperthread(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_CS_PVT_MEM_PARAM.HWSTACKSIZEPERTHREAD out of range");
         Self((self.0 & !0xff000000) | ((v & 0xff) << 24))
     }
 }
 
-/// SP_CS_PVT_MEM_BASE at 0xa9b7, 64-bit (lo, then hi at the next offset): Private-memory (stack) buffer GPU address.
+/// SP_CS_PVT_MEM_BASE at 0xa9b7, 64-bit (lo, then hi). Private-memory (stack) buffer GPU address.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_PVT_MEM_BASE(pub u32);
 
@@ -422,18 +426,18 @@ impl SP_CS_PVT_MEM_SIZE {
         self.0
     }
 
-    /// TOTALPVTMEMSIZE (bits 0..=17): Mesa declares shr=12; written raw.
+    /// TOTALPVTMEMSIZE, bits 0..=17. Mesa declares shr=12; written raw.
     pub const fn totalpvtmemsize(self) -> u32 {
         self.0 & 0x3ffff
     }
 
-    /// Sets TOTALPVTMEMSIZE; a value over `TOTALPVTMEMSIZE_MAX` panics in debug builds and is masked in release builds.
+    /// Sets TOTALPVTMEMSIZE (at most `TOTALPVTMEMSIZE_MAX`).
     pub const fn with_totalpvtmemsize(self, v: u32) -> Self {
         debug_assert!(v <= 0x3ffff, "SP_CS_PVT_MEM_SIZE.TOTALPVTMEMSIZE out of range");
         Self((self.0 & !0x3ffff) | (v & 0x3ffff))
     }
 
-    /// PERWAVEMEMLAYOUT (bit 31).
+    /// PERWAVEMEMLAYOUT, bit 31.
     pub const fn perwavememlayout(self) -> bool {
         (self.0 & 0x80000000) != 0
     }
@@ -444,7 +448,7 @@ impl SP_CS_PVT_MEM_SIZE {
     }
 }
 
-/// SP_CS_TSIZE at 0xa9ba: Texture count; tinygrad writes 0x80, copied from Qualcomm's driver.
+/// SP_CS_TSIZE at 0xa9ba. Texture count; tinygrad writes 0x80, copied from Qualcomm's driver.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_TSIZE(pub u32);
 
@@ -464,7 +468,7 @@ impl SP_CS_TSIZE {
     }
 }
 
-/// SP_CS_CONFIG at 0xa9bb: Which descriptor kinds the compute shader binds, and how many.
+/// SP_CS_CONFIG at 0xa9bb. Which descriptor kinds the compute shader binds, and how many.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_CONFIG(pub u32);
 
@@ -489,7 +493,7 @@ impl SP_CS_CONFIG {
         self.0
     }
 
-    /// BINDLESS_TEX (bit 0).
+    /// BINDLESS_TEX, bit 0.
     pub const fn bindless_tex(self) -> bool {
         (self.0 & 0x1) != 0
     }
@@ -499,7 +503,7 @@ impl SP_CS_CONFIG {
         Self((self.0 & !0x1) | (v as u32))
     }
 
-    /// BINDLESS_SAMP (bit 1).
+    /// BINDLESS_SAMP, bit 1.
     pub const fn bindless_samp(self) -> bool {
         (self.0 & 0x2) != 0
     }
@@ -509,7 +513,7 @@ impl SP_CS_CONFIG {
         Self((self.0 & !0x2) | ((v as u32) << 1))
     }
 
-    /// BINDLESS_UAV (bit 2).
+    /// BINDLESS_UAV, bit 2.
     pub const fn bindless_uav(self) -> bool {
         (self.0 & 0x4) != 0
     }
@@ -519,7 +523,7 @@ impl SP_CS_CONFIG {
         Self((self.0 & !0x4) | ((v as u32) << 2))
     }
 
-    /// BINDLESS_UBO (bit 3).
+    /// BINDLESS_UBO, bit 3.
     pub const fn bindless_ubo(self) -> bool {
         (self.0 & 0x8) != 0
     }
@@ -529,7 +533,7 @@ impl SP_CS_CONFIG {
         Self((self.0 & !0x8) | ((v as u32) << 3))
     }
 
-    /// ENABLED (bit 8).
+    /// ENABLED, bit 8.
     pub const fn enabled(self) -> bool {
         (self.0 & 0x100) != 0
     }
@@ -539,41 +543,41 @@ impl SP_CS_CONFIG {
         Self((self.0 & !0x100) | ((v as u32) << 8))
     }
 
-    /// NTEX (bits 9..=16).
+    /// NTEX, bits 9..=16.
     pub const fn ntex(self) -> u32 {
         (self.0 >> 9) & 0xff
     }
 
-    /// Sets NTEX; a value over `NTEX_MAX` panics in debug builds and is masked in release builds.
+    /// Sets NTEX (at most `NTEX_MAX`).
     pub const fn with_ntex(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_CS_CONFIG.NTEX out of range");
         Self((self.0 & !0x1fe00) | ((v & 0xff) << 9))
     }
 
-    /// NSAMP (bits 17..=21).
+    /// NSAMP, bits 17..=21.
     pub const fn nsamp(self) -> u32 {
         (self.0 >> 17) & 0x1f
     }
 
-    /// Sets NSAMP; a value over `NSAMP_MAX` panics in debug builds and is masked in release builds.
+    /// Sets NSAMP (at most `NSAMP_MAX`).
     pub const fn with_nsamp(self, v: u32) -> Self {
         debug_assert!(v <= 0x1f, "SP_CS_CONFIG.NSAMP out of range");
         Self((self.0 & !0x3e0000) | ((v & 0x1f) << 17))
     }
 
-    /// NUAV (bits 22..=28).
+    /// NUAV, bits 22..=28.
     pub const fn nuav(self) -> u32 {
         (self.0 >> 22) & 0x7f
     }
 
-    /// Sets NUAV; a value over `NUAV_MAX` panics in debug builds and is masked in release builds.
+    /// Sets NUAV (at most `NUAV_MAX`).
     pub const fn with_nuav(self, v: u32) -> Self {
         debug_assert!(v <= 0x7f, "SP_CS_CONFIG.NUAV out of range");
         Self((self.0 & !0x1fc00000) | ((v & 0x7f) << 22))
     }
 }
 
-/// SP_CS_INSTR_SIZE at 0xa9bc: Shader size in 128-byte units.
+/// SP_CS_INSTR_SIZE at 0xa9bc. Shader size in 128-byte units.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_INSTR_SIZE(pub u32);
 
@@ -593,7 +597,7 @@ impl SP_CS_INSTR_SIZE {
     }
 }
 
-/// SP_CS_PVT_MEM_STACK_OFFSET at 0xa9bd: Mesa: OFFSET bits 0..=18, shr=11; written raw and unmasked, as tinygrad.
+/// SP_CS_PVT_MEM_STACK_OFFSET at 0xa9bd. Mesa: OFFSET bits 0..=18, shr=11; written raw and unmasked, as tinygrad.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_PVT_MEM_STACK_OFFSET(pub u32);
 
@@ -613,7 +617,7 @@ impl SP_CS_PVT_MEM_STACK_OFFSET {
     }
 }
 
-/// SP_CS_SAMPLER_BASE at 0xa9e2, 64-bit (lo, then hi at the next offset).
+/// SP_CS_SAMPLER_BASE at 0xa9e2, 64-bit (lo, then hi).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_SAMPLER_BASE(pub u32);
 
@@ -633,7 +637,7 @@ impl SP_CS_SAMPLER_BASE {
     }
 }
 
-/// SP_CS_TEXMEMOBJ_BASE at 0xa9e6, 64-bit (lo, then hi at the next offset).
+/// SP_CS_TEXMEMOBJ_BASE at 0xa9e6, 64-bit (lo, then hi).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_TEXMEMOBJ_BASE(pub u32);
 
@@ -653,7 +657,7 @@ impl SP_CS_TEXMEMOBJ_BASE {
     }
 }
 
-/// SP_CS_UAV_BASE at 0xa9f2, 64-bit (lo, then hi at the next offset).
+/// SP_CS_UAV_BASE at 0xa9f2, 64-bit (lo, then hi).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_UAV_BASE(pub u32);
 
@@ -673,7 +677,7 @@ impl SP_CS_UAV_BASE {
     }
 }
 
-/// SP_CS_USIZE at 0xaa00: UAV count; tinygrad writes 0x40, copied from Qualcomm's driver.
+/// SP_CS_USIZE at 0xaa00. UAV count; tinygrad writes 0x40, copied from Qualcomm's driver.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_USIZE(pub u32);
 
@@ -712,7 +716,7 @@ impl SP_MODE_CNTL {
         self.0
     }
 
-    /// CONSTANT_DEMOTION_ENABLE (bit 0).
+    /// CONSTANT_DEMOTION_ENABLE, bit 0.
     pub const fn constant_demotion_enable(self) -> bool {
         (self.0 & 0x1) != 0
     }
@@ -722,7 +726,7 @@ impl SP_MODE_CNTL {
         Self((self.0 & !0x1) | (v as u32))
     }
 
-    /// ISAMMODE (bits 1..=2).
+    /// ISAMMODE, bits 1..=2.
     pub const fn isammode(self) -> Option<IsamMode> {
         IsamMode::from_bits((self.0 >> 1) & 0x3)
     }
@@ -732,7 +736,7 @@ impl SP_MODE_CNTL {
         Self((self.0 & !0x6) | ((v as u32) << 1))
     }
 
-    /// SHARED_CONSTS_ENABLE (bit 3).
+    /// SHARED_CONSTS_ENABLE, bit 3.
     pub const fn shared_consts_enable(self) -> bool {
         (self.0 & 0x8) != 0
     }
@@ -743,7 +747,7 @@ impl SP_MODE_CNTL {
     }
 }
 
-/// SP_PERFCTR_SHADER_MASK at 0xae0f: Shader stages the performance counters count.
+/// SP_PERFCTR_SHADER_MASK at 0xae0f. Shader stages the performance counters count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_PERFCTR_SHADER_MASK(pub u32);
 
@@ -762,7 +766,7 @@ impl SP_PERFCTR_SHADER_MASK {
         self.0
     }
 
-    /// VS (bit 0).
+    /// VS, bit 0.
     pub const fn vs(self) -> bool {
         (self.0 & 0x1) != 0
     }
@@ -772,7 +776,7 @@ impl SP_PERFCTR_SHADER_MASK {
         Self((self.0 & !0x1) | (v as u32))
     }
 
-    /// HS (bit 1).
+    /// HS, bit 1.
     pub const fn hs(self) -> bool {
         (self.0 & 0x2) != 0
     }
@@ -782,7 +786,7 @@ impl SP_PERFCTR_SHADER_MASK {
         Self((self.0 & !0x2) | ((v as u32) << 1))
     }
 
-    /// DS (bit 2).
+    /// DS, bit 2.
     pub const fn ds(self) -> bool {
         (self.0 & 0x4) != 0
     }
@@ -792,7 +796,7 @@ impl SP_PERFCTR_SHADER_MASK {
         Self((self.0 & !0x4) | ((v as u32) << 2))
     }
 
-    /// GS (bit 3).
+    /// GS, bit 3.
     pub const fn gs(self) -> bool {
         (self.0 & 0x8) != 0
     }
@@ -802,7 +806,7 @@ impl SP_PERFCTR_SHADER_MASK {
         Self((self.0 & !0x8) | ((v as u32) << 3))
     }
 
-    /// FS (bit 4).
+    /// FS, bit 4.
     pub const fn fs(self) -> bool {
         (self.0 & 0x10) != 0
     }
@@ -812,7 +816,7 @@ impl SP_PERFCTR_SHADER_MASK {
         Self((self.0 & !0x10) | ((v as u32) << 4))
     }
 
-    /// CS (bit 5).
+    /// CS, bit 5.
     pub const fn cs(self) -> bool {
         (self.0 & 0x20) != 0
     }
@@ -823,7 +827,7 @@ impl SP_PERFCTR_SHADER_MASK {
     }
 }
 
-/// TPL1_CS_BORDER_COLOR_BASE at 0xb180, 64-bit (lo, then hi at the next offset).
+/// TPL1_CS_BORDER_COLOR_BASE at 0xb180, 64-bit (lo, then hi).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TPL1_CS_BORDER_COLOR_BASE(pub u32);
 
@@ -862,7 +866,7 @@ impl TPL1_MODE_CNTL {
         self.0
     }
 
-    /// ISAMMODE (bits 0..=1).
+    /// ISAMMODE, bits 0..=1.
     pub const fn isammode(self) -> Option<IsamMode> {
         IsamMode::from_bits(self.0 & 0x3)
     }
@@ -872,7 +876,7 @@ impl TPL1_MODE_CNTL {
         Self((self.0 & !0x3) | (v as u32))
     }
 
-    /// TEXCOORDROUNDMODE (bit 2).
+    /// TEXCOORDROUNDMODE, bit 2.
     pub const fn texcoordroundmode(self) -> bool {
         (self.0 & 0x4) != 0
     }
@@ -882,7 +886,7 @@ impl TPL1_MODE_CNTL {
         Self((self.0 & !0x4) | ((v as u32) << 2))
     }
 
-    /// NEARESTMIPSNAP (bit 5).
+    /// NEARESTMIPSNAP, bit 5.
     pub const fn nearestmipsnap(self) -> bool {
         (self.0 & 0x20) != 0
     }
@@ -892,7 +896,7 @@ impl TPL1_MODE_CNTL {
         Self((self.0 & !0x20) | ((v as u32) << 5))
     }
 
-    /// DESTDATATYPEOVERRIDE (bit 7).
+    /// DESTDATATYPEOVERRIDE, bit 7.
     pub const fn destdatatypeoverride(self) -> bool {
         (self.0 & 0x80) != 0
     }
@@ -950,45 +954,45 @@ impl SP_REG_PROG_ID_0 {
         self.0
     }
 
-    /// FACEREGID (bits 0..=7).
+    /// FACEREGID, bits 0..=7.
     pub const fn faceregid(self) -> u32 {
         self.0 & 0xff
     }
 
-    /// Sets FACEREGID; a value over `FACEREGID_MAX` panics in debug builds and is masked in release builds.
+    /// Sets FACEREGID (at most `FACEREGID_MAX`).
     pub const fn with_faceregid(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_0.FACEREGID out of range");
         Self((self.0 & !0xff) | (v & 0xff))
     }
 
-    /// SAMPLEID (bits 8..=15).
+    /// SAMPLEID, bits 8..=15.
     pub const fn sampleid(self) -> u32 {
         (self.0 >> 8) & 0xff
     }
 
-    /// Sets SAMPLEID; a value over `SAMPLEID_MAX` panics in debug builds and is masked in release builds.
+    /// Sets SAMPLEID (at most `SAMPLEID_MAX`).
     pub const fn with_sampleid(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_0.SAMPLEID out of range");
         Self((self.0 & !0xff00) | ((v & 0xff) << 8))
     }
 
-    /// SAMPLEMASK (bits 16..=23).
+    /// SAMPLEMASK, bits 16..=23.
     pub const fn samplemask(self) -> u32 {
         (self.0 >> 16) & 0xff
     }
 
-    /// Sets SAMPLEMASK; a value over `SAMPLEMASK_MAX` panics in debug builds and is masked in release builds.
+    /// Sets SAMPLEMASK (at most `SAMPLEMASK_MAX`).
     pub const fn with_samplemask(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_0.SAMPLEMASK out of range");
         Self((self.0 & !0xff0000) | ((v & 0xff) << 16))
     }
 
-    /// CENTERRHW (bits 24..=31).
+    /// CENTERRHW, bits 24..=31.
     pub const fn centerrhw(self) -> u32 {
         (self.0 >> 24) & 0xff
     }
 
-    /// Sets CENTERRHW; a value over `CENTERRHW_MAX` panics in debug builds and is masked in release builds.
+    /// Sets CENTERRHW (at most `CENTERRHW_MAX`).
     pub const fn with_centerrhw(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_0.CENTERRHW out of range");
         Self((self.0 & !0xff000000) | ((v & 0xff) << 24))
@@ -1022,45 +1026,45 @@ impl SP_REG_PROG_ID_1 {
         self.0
     }
 
-    /// IJ_PERSP_PIXEL (bits 0..=7).
+    /// IJ_PERSP_PIXEL, bits 0..=7.
     pub const fn ij_persp_pixel(self) -> u32 {
         self.0 & 0xff
     }
 
-    /// Sets IJ_PERSP_PIXEL; a value over `IJ_PERSP_PIXEL_MAX` panics in debug builds and is masked in release builds.
+    /// Sets IJ_PERSP_PIXEL (at most `IJ_PERSP_PIXEL_MAX`).
     pub const fn with_ij_persp_pixel(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_1.IJ_PERSP_PIXEL out of range");
         Self((self.0 & !0xff) | (v & 0xff))
     }
 
-    /// IJ_LINEAR_PIXEL (bits 8..=15).
+    /// IJ_LINEAR_PIXEL, bits 8..=15.
     pub const fn ij_linear_pixel(self) -> u32 {
         (self.0 >> 8) & 0xff
     }
 
-    /// Sets IJ_LINEAR_PIXEL; a value over `IJ_LINEAR_PIXEL_MAX` panics in debug builds and is masked in release builds.
+    /// Sets IJ_LINEAR_PIXEL (at most `IJ_LINEAR_PIXEL_MAX`).
     pub const fn with_ij_linear_pixel(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_1.IJ_LINEAR_PIXEL out of range");
         Self((self.0 & !0xff00) | ((v & 0xff) << 8))
     }
 
-    /// IJ_PERSP_CENTROID (bits 16..=23).
+    /// IJ_PERSP_CENTROID, bits 16..=23.
     pub const fn ij_persp_centroid(self) -> u32 {
         (self.0 >> 16) & 0xff
     }
 
-    /// Sets IJ_PERSP_CENTROID; a value over `IJ_PERSP_CENTROID_MAX` panics in debug builds and is masked in release builds.
+    /// Sets IJ_PERSP_CENTROID (at most `IJ_PERSP_CENTROID_MAX`).
     pub const fn with_ij_persp_centroid(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_1.IJ_PERSP_CENTROID out of range");
         Self((self.0 & !0xff0000) | ((v & 0xff) << 16))
     }
 
-    /// IJ_LINEAR_CENTROID (bits 24..=31).
+    /// IJ_LINEAR_CENTROID, bits 24..=31.
     pub const fn ij_linear_centroid(self) -> u32 {
         (self.0 >> 24) & 0xff
     }
 
-    /// Sets IJ_LINEAR_CENTROID; a value over `IJ_LINEAR_CENTROID_MAX` panics in debug builds and is masked in release builds.
+    /// Sets IJ_LINEAR_CENTROID (at most `IJ_LINEAR_CENTROID_MAX`).
     pub const fn with_ij_linear_centroid(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_1.IJ_LINEAR_CENTROID out of range");
         Self((self.0 & !0xff000000) | ((v & 0xff) << 24))
@@ -1094,45 +1098,45 @@ impl SP_REG_PROG_ID_2 {
         self.0
     }
 
-    /// IJ_PERSP_SAMPLE (bits 0..=7).
+    /// IJ_PERSP_SAMPLE, bits 0..=7.
     pub const fn ij_persp_sample(self) -> u32 {
         self.0 & 0xff
     }
 
-    /// Sets IJ_PERSP_SAMPLE; a value over `IJ_PERSP_SAMPLE_MAX` panics in debug builds and is masked in release builds.
+    /// Sets IJ_PERSP_SAMPLE (at most `IJ_PERSP_SAMPLE_MAX`).
     pub const fn with_ij_persp_sample(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_2.IJ_PERSP_SAMPLE out of range");
         Self((self.0 & !0xff) | (v & 0xff))
     }
 
-    /// IJ_LINEAR_SAMPLE (bits 8..=15).
+    /// IJ_LINEAR_SAMPLE, bits 8..=15.
     pub const fn ij_linear_sample(self) -> u32 {
         (self.0 >> 8) & 0xff
     }
 
-    /// Sets IJ_LINEAR_SAMPLE; a value over `IJ_LINEAR_SAMPLE_MAX` panics in debug builds and is masked in release builds.
+    /// Sets IJ_LINEAR_SAMPLE (at most `IJ_LINEAR_SAMPLE_MAX`).
     pub const fn with_ij_linear_sample(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_2.IJ_LINEAR_SAMPLE out of range");
         Self((self.0 & !0xff00) | ((v & 0xff) << 8))
     }
 
-    /// XYCOORDREGID (bits 16..=23).
+    /// XYCOORDREGID, bits 16..=23.
     pub const fn xycoordregid(self) -> u32 {
         (self.0 >> 16) & 0xff
     }
 
-    /// Sets XYCOORDREGID; a value over `XYCOORDREGID_MAX` panics in debug builds and is masked in release builds.
+    /// Sets XYCOORDREGID (at most `XYCOORDREGID_MAX`).
     pub const fn with_xycoordregid(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_2.XYCOORDREGID out of range");
         Self((self.0 & !0xff0000) | ((v & 0xff) << 16))
     }
 
-    /// ZWCOORDREGID (bits 24..=31).
+    /// ZWCOORDREGID, bits 24..=31.
     pub const fn zwcoordregid(self) -> u32 {
         (self.0 >> 24) & 0xff
     }
 
-    /// Sets ZWCOORDREGID; a value over `ZWCOORDREGID_MAX` panics in debug builds and is masked in release builds.
+    /// Sets ZWCOORDREGID (at most `ZWCOORDREGID_MAX`).
     pub const fn with_zwcoordregid(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_2.ZWCOORDREGID out of range");
         Self((self.0 & !0xff000000) | ((v & 0xff) << 24))
@@ -1162,23 +1166,23 @@ impl SP_REG_PROG_ID_3 {
         self.0
     }
 
-    /// LINELENGTHREGID (bits 0..=7).
+    /// LINELENGTHREGID, bits 0..=7.
     pub const fn linelengthregid(self) -> u32 {
         self.0 & 0xff
     }
 
-    /// Sets LINELENGTHREGID; a value over `LINELENGTHREGID_MAX` panics in debug builds and is masked in release builds.
+    /// Sets LINELENGTHREGID (at most `LINELENGTHREGID_MAX`).
     pub const fn with_linelengthregid(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_3.LINELENGTHREGID out of range");
         Self((self.0 & !0xff) | (v & 0xff))
     }
 
-    /// FOVEATIONQUALITYREGID (bits 8..=15).
+    /// FOVEATIONQUALITYREGID, bits 8..=15.
     pub const fn foveationqualityregid(self) -> u32 {
         (self.0 >> 8) & 0xff
     }
 
-    /// Sets FOVEATIONQUALITYREGID; a value over `FOVEATIONQUALITYREGID_MAX` panics in debug builds and is masked in release builds.
+    /// Sets FOVEATIONQUALITYREGID (at most `FOVEATIONQUALITYREGID_MAX`).
     pub const fn with_foveationqualityregid(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_REG_PROG_ID_3.FOVEATIONQUALITYREGID out of range");
         Self((self.0 & !0xff00) | ((v & 0xff) << 8))
@@ -1206,18 +1210,18 @@ impl SP_CS_CONST_CONFIG {
         self.0
     }
 
-    /// CONSTLEN (bits 0..=7).
+    /// CONSTLEN, bits 0..=7.
     pub const fn constlen(self) -> u32 {
         self.0 & 0xff
     }
 
-    /// Sets CONSTLEN; a value over `CONSTLEN_MAX` panics in debug builds and is masked in release builds.
+    /// Sets CONSTLEN (at most `CONSTLEN_MAX`).
     pub const fn with_constlen(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_CS_CONST_CONFIG.CONSTLEN out of range");
         Self((self.0 & !0xff) | (v & 0xff))
     }
 
-    /// ENABLED (bit 8).
+    /// ENABLED, bit 8.
     pub const fn enabled(self) -> bool {
         (self.0 & 0x100) != 0
     }
@@ -1227,7 +1231,7 @@ impl SP_CS_CONST_CONFIG {
         Self((self.0 & !0x100) | ((v as u32) << 8))
     }
 
-    /// READ_IMM_SHARED_CONSTS (bit 9).
+    /// READ_IMM_SHARED_CONSTS, bit 9.
     pub const fn read_imm_shared_consts(self) -> bool {
         (self.0 & 0x200) != 0
     }
@@ -1238,7 +1242,7 @@ impl SP_CS_CONST_CONFIG {
     }
 }
 
-/// SP_CS_NDRANGE_0 at 0xb990: Kernel dimensions and work-group size.
+/// SP_CS_NDRANGE_0 at 0xb990. Kernel dimensions and work-group size.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_NDRANGE_0(pub u32);
 
@@ -1265,52 +1269,52 @@ impl SP_CS_NDRANGE_0 {
         self.0
     }
 
-    /// KERNELDIM (bits 0..=1).
+    /// KERNELDIM, bits 0..=1.
     pub const fn kerneldim(self) -> u32 {
         self.0 & 0x3
     }
 
-    /// Sets KERNELDIM; a value over `KERNELDIM_MAX` panics in debug builds and is masked in release builds.
+    /// Sets KERNELDIM (at most `KERNELDIM_MAX`).
     pub const fn with_kerneldim(self, v: u32) -> Self {
         debug_assert!(v <= 0x3, "SP_CS_NDRANGE_0.KERNELDIM out of range");
         Self((self.0 & !0x3) | (v & 0x3))
     }
 
-    /// LOCALSIZEX (bits 2..=11): Work-group size minus one.
+    /// LOCALSIZEX, bits 2..=11. Work-group size minus one.
     pub const fn localsizex(self) -> u32 {
         (self.0 >> 2) & 0x3ff
     }
 
-    /// Sets LOCALSIZEX; a value over `LOCALSIZEX_MAX` panics in debug builds and is masked in release builds.
+    /// Sets LOCALSIZEX (at most `LOCALSIZEX_MAX`).
     pub const fn with_localsizex(self, v: u32) -> Self {
         debug_assert!(v <= 0x3ff, "SP_CS_NDRANGE_0.LOCALSIZEX out of range");
         Self((self.0 & !0xffc) | ((v & 0x3ff) << 2))
     }
 
-    /// LOCALSIZEY (bits 12..=21).
+    /// LOCALSIZEY, bits 12..=21.
     pub const fn localsizey(self) -> u32 {
         (self.0 >> 12) & 0x3ff
     }
 
-    /// Sets LOCALSIZEY; a value over `LOCALSIZEY_MAX` panics in debug builds and is masked in release builds.
+    /// Sets LOCALSIZEY (at most `LOCALSIZEY_MAX`).
     pub const fn with_localsizey(self, v: u32) -> Self {
         debug_assert!(v <= 0x3ff, "SP_CS_NDRANGE_0.LOCALSIZEY out of range");
         Self((self.0 & !0x3ff000) | ((v & 0x3ff) << 12))
     }
 
-    /// LOCALSIZEZ (bits 22..=31).
+    /// LOCALSIZEZ, bits 22..=31.
     pub const fn localsizez(self) -> u32 {
         (self.0 >> 22) & 0x3ff
     }
 
-    /// Sets LOCALSIZEZ; a value over `LOCALSIZEZ_MAX` panics in debug builds and is masked in release builds.
+    /// Sets LOCALSIZEZ (at most `LOCALSIZEZ_MAX`).
     pub const fn with_localsizez(self, v: u32) -> Self {
         debug_assert!(v <= 0x3ff, "SP_CS_NDRANGE_0.LOCALSIZEZ out of range");
         Self((self.0 & !0xffc00000) | ((v & 0x3ff) << 22))
     }
 }
 
-/// SP_CS_NDRANGE_1 at 0xb991: GLOBALSIZE_X: work items along x.
+/// SP_CS_NDRANGE_1 at 0xb991. GLOBALSIZE_X: work items along x.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_NDRANGE_1(pub u32);
 
@@ -1330,7 +1334,7 @@ impl SP_CS_NDRANGE_1 {
     }
 }
 
-/// SP_CS_NDRANGE_2 at 0xb992: GLOBALOFF_X.
+/// SP_CS_NDRANGE_2 at 0xb992. GLOBALOFF_X.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_NDRANGE_2(pub u32);
 
@@ -1350,7 +1354,7 @@ impl SP_CS_NDRANGE_2 {
     }
 }
 
-/// SP_CS_NDRANGE_3 at 0xb993: GLOBALSIZE_Y.
+/// SP_CS_NDRANGE_3 at 0xb993. GLOBALSIZE_Y.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_NDRANGE_3(pub u32);
 
@@ -1370,7 +1374,7 @@ impl SP_CS_NDRANGE_3 {
     }
 }
 
-/// SP_CS_NDRANGE_4 at 0xb994: GLOBALOFF_Y.
+/// SP_CS_NDRANGE_4 at 0xb994. GLOBALOFF_Y.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_NDRANGE_4(pub u32);
 
@@ -1390,7 +1394,7 @@ impl SP_CS_NDRANGE_4 {
     }
 }
 
-/// SP_CS_NDRANGE_5 at 0xb995: GLOBALSIZE_Z.
+/// SP_CS_NDRANGE_5 at 0xb995. GLOBALSIZE_Z.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_NDRANGE_5(pub u32);
 
@@ -1410,7 +1414,7 @@ impl SP_CS_NDRANGE_5 {
     }
 }
 
-/// SP_CS_NDRANGE_6 at 0xb996: GLOBALOFF_Z.
+/// SP_CS_NDRANGE_6 at 0xb996. GLOBALOFF_Z.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_NDRANGE_6(pub u32);
 
@@ -1430,7 +1434,7 @@ impl SP_CS_NDRANGE_6 {
     }
 }
 
-/// SP_CS_CONST_CONFIG_0 at 0xb997: Where the shader finds its work-group id, size and offset.
+/// SP_CS_CONST_CONFIG_0 at 0xb997. Where the shader finds its work-group id, size and offset.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_CONST_CONFIG_0(pub u32);
 
@@ -1457,45 +1461,45 @@ impl SP_CS_CONST_CONFIG_0 {
         self.0
     }
 
-    /// WGIDCONSTID (bits 0..=7).
+    /// WGIDCONSTID, bits 0..=7.
     pub const fn wgidconstid(self) -> u32 {
         self.0 & 0xff
     }
 
-    /// Sets WGIDCONSTID; a value over `WGIDCONSTID_MAX` panics in debug builds and is masked in release builds.
+    /// Sets WGIDCONSTID (at most `WGIDCONSTID_MAX`).
     pub const fn with_wgidconstid(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_CS_CONST_CONFIG_0.WGIDCONSTID out of range");
         Self((self.0 & !0xff) | (v & 0xff))
     }
 
-    /// WGSIZECONSTID (bits 8..=15).
+    /// WGSIZECONSTID, bits 8..=15.
     pub const fn wgsizeconstid(self) -> u32 {
         (self.0 >> 8) & 0xff
     }
 
-    /// Sets WGSIZECONSTID; a value over `WGSIZECONSTID_MAX` panics in debug builds and is masked in release builds.
+    /// Sets WGSIZECONSTID (at most `WGSIZECONSTID_MAX`).
     pub const fn with_wgsizeconstid(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_CS_CONST_CONFIG_0.WGSIZECONSTID out of range");
         Self((self.0 & !0xff00) | ((v & 0xff) << 8))
     }
 
-    /// WGOFFSETCONSTID (bits 16..=23).
+    /// WGOFFSETCONSTID, bits 16..=23.
     pub const fn wgoffsetconstid(self) -> u32 {
         (self.0 >> 16) & 0xff
     }
 
-    /// Sets WGOFFSETCONSTID; a value over `WGOFFSETCONSTID_MAX` panics in debug builds and is masked in release builds.
+    /// Sets WGOFFSETCONSTID (at most `WGOFFSETCONSTID_MAX`).
     pub const fn with_wgoffsetconstid(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_CS_CONST_CONFIG_0.WGOFFSETCONSTID out of range");
         Self((self.0 & !0xff0000) | ((v & 0xff) << 16))
     }
 
-    /// LOCALIDREGID (bits 24..=31).
+    /// LOCALIDREGID, bits 24..=31.
     pub const fn localidregid(self) -> u32 {
         (self.0 >> 24) & 0xff
     }
 
-    /// Sets LOCALIDREGID; a value over `LOCALIDREGID_MAX` panics in debug builds and is masked in release builds.
+    /// Sets LOCALIDREGID (at most `LOCALIDREGID_MAX`).
     pub const fn with_localidregid(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_CS_CONST_CONFIG_0.LOCALIDREGID out of range");
         Self((self.0 & !0xff000000) | ((v & 0xff) << 24))
@@ -1523,18 +1527,18 @@ impl SP_CS_WGE_CNTL {
         self.0
     }
 
-    /// LINEARLOCALIDREGID (bits 0..=7).
+    /// LINEARLOCALIDREGID, bits 0..=7.
     pub const fn linearlocalidregid(self) -> u32 {
         self.0 & 0xff
     }
 
-    /// Sets LINEARLOCALIDREGID; a value over `LINEARLOCALIDREGID_MAX` panics in debug builds and is masked in release builds.
+    /// Sets LINEARLOCALIDREGID (at most `LINEARLOCALIDREGID_MAX`).
     pub const fn with_linearlocalidregid(self, v: u32) -> Self {
         debug_assert!(v <= 0xff, "SP_CS_WGE_CNTL.LINEARLOCALIDREGID out of range");
         Self((self.0 & !0xff) | (v & 0xff))
     }
 
-    /// SINGLE_SP_CORE (bit 8).
+    /// SINGLE_SP_CORE, bit 8.
     pub const fn single_sp_core(self) -> bool {
         (self.0 & 0x100) != 0
     }
@@ -1544,7 +1548,7 @@ impl SP_CS_WGE_CNTL {
         Self((self.0 & !0x100) | ((v as u32) << 8))
     }
 
-    /// THREADSIZE (bit 9).
+    /// THREADSIZE, bit 9.
     pub const fn threadsize(self) -> Option<ThreadSize> {
         ThreadSize::from_bits((self.0 >> 9) & 0x1)
     }
@@ -1554,7 +1558,7 @@ impl SP_CS_WGE_CNTL {
         Self((self.0 & !0x200) | ((v as u32) << 9))
     }
 
-    /// THREADSIZE_SCALAR (bit 10).
+    /// THREADSIZE_SCALAR, bit 10.
     pub const fn threadsize_scalar(self) -> bool {
         (self.0 & 0x400) != 0
     }
@@ -1565,7 +1569,7 @@ impl SP_CS_WGE_CNTL {
     }
 }
 
-/// SP_CS_KERNEL_GROUP_X at 0xb999: Work-group count along x.
+/// SP_CS_KERNEL_GROUP_X at 0xb999. Work-group count along x.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_CS_KERNEL_GROUP_X(pub u32);
 
@@ -1625,7 +1629,7 @@ impl SP_CS_KERNEL_GROUP_Z {
     }
 }
 
-/// SP_UPDATE_CNTL at 0xbb08: Which cached state the next draw or dispatch reloads.
+/// SP_UPDATE_CNTL at 0xbb08. Which cached state the next draw or dispatch reloads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SP_UPDATE_CNTL(pub u32);
 
@@ -1648,7 +1652,7 @@ impl SP_UPDATE_CNTL {
         self.0
     }
 
-    /// VS_STATE (bit 0).
+    /// VS_STATE, bit 0.
     pub const fn vs_state(self) -> bool {
         (self.0 & 0x1) != 0
     }
@@ -1658,7 +1662,7 @@ impl SP_UPDATE_CNTL {
         Self((self.0 & !0x1) | (v as u32))
     }
 
-    /// HS_STATE (bit 1).
+    /// HS_STATE, bit 1.
     pub const fn hs_state(self) -> bool {
         (self.0 & 0x2) != 0
     }
@@ -1668,7 +1672,7 @@ impl SP_UPDATE_CNTL {
         Self((self.0 & !0x2) | ((v as u32) << 1))
     }
 
-    /// DS_STATE (bit 2).
+    /// DS_STATE, bit 2.
     pub const fn ds_state(self) -> bool {
         (self.0 & 0x4) != 0
     }
@@ -1678,7 +1682,7 @@ impl SP_UPDATE_CNTL {
         Self((self.0 & !0x4) | ((v as u32) << 2))
     }
 
-    /// GS_STATE (bit 3).
+    /// GS_STATE, bit 3.
     pub const fn gs_state(self) -> bool {
         (self.0 & 0x8) != 0
     }
@@ -1688,7 +1692,7 @@ impl SP_UPDATE_CNTL {
         Self((self.0 & !0x8) | ((v as u32) << 3))
     }
 
-    /// FS_STATE (bit 4).
+    /// FS_STATE, bit 4.
     pub const fn fs_state(self) -> bool {
         (self.0 & 0x10) != 0
     }
@@ -1698,7 +1702,7 @@ impl SP_UPDATE_CNTL {
         Self((self.0 & !0x10) | ((v as u32) << 4))
     }
 
-    /// CS_STATE (bit 5).
+    /// CS_STATE, bit 5.
     pub const fn cs_state(self) -> bool {
         (self.0 & 0x20) != 0
     }
@@ -1708,7 +1712,7 @@ impl SP_UPDATE_CNTL {
         Self((self.0 & !0x20) | ((v as u32) << 5))
     }
 
-    /// CS_UAV (bit 6).
+    /// CS_UAV, bit 6.
     pub const fn cs_uav(self) -> bool {
         (self.0 & 0x40) != 0
     }
@@ -1718,7 +1722,7 @@ impl SP_UPDATE_CNTL {
         Self((self.0 & !0x40) | ((v as u32) << 6))
     }
 
-    /// GFX_UAV (bit 7).
+    /// GFX_UAV, bit 7.
     pub const fn gfx_uav(self) -> bool {
         (self.0 & 0x80) != 0
     }
@@ -1728,7 +1732,7 @@ impl SP_UPDATE_CNTL {
         Self((self.0 & !0x80) | ((v as u32) << 7))
     }
 
-    /// GFX_SHARED_CONST (bit 8).
+    /// GFX_SHARED_CONST, bit 8.
     pub const fn gfx_shared_const(self) -> bool {
         (self.0 & 0x100) != 0
     }
@@ -1738,29 +1742,29 @@ impl SP_UPDATE_CNTL {
         Self((self.0 & !0x100) | ((v as u32) << 8))
     }
 
-    /// CS_BINDLESS (bits 9..=13).
+    /// CS_BINDLESS, bits 9..=13.
     pub const fn cs_bindless(self) -> u32 {
         (self.0 >> 9) & 0x1f
     }
 
-    /// Sets CS_BINDLESS; a value over `CS_BINDLESS_MAX` panics in debug builds and is masked in release builds.
+    /// Sets CS_BINDLESS (at most `CS_BINDLESS_MAX`).
     pub const fn with_cs_bindless(self, v: u32) -> Self {
         debug_assert!(v <= 0x1f, "SP_UPDATE_CNTL.CS_BINDLESS out of range");
         Self((self.0 & !0x3e00) | ((v & 0x1f) << 9))
     }
 
-    /// GFX_BINDLESS (bits 14..=18).
+    /// GFX_BINDLESS, bits 14..=18.
     pub const fn gfx_bindless(self) -> u32 {
         (self.0 >> 14) & 0x1f
     }
 
-    /// Sets GFX_BINDLESS; a value over `GFX_BINDLESS_MAX` panics in debug builds and is masked in release builds.
+    /// Sets GFX_BINDLESS (at most `GFX_BINDLESS_MAX`).
     pub const fn with_gfx_bindless(self, v: u32) -> Self {
         debug_assert!(v <= 0x1f, "SP_UPDATE_CNTL.GFX_BINDLESS out of range");
         Self((self.0 & !0x7c000) | ((v & 0x1f) << 14))
     }
 
-    /// CS_SHARED_CONST (bit 19).
+    /// CS_SHARED_CONST, bit 19.
     pub const fn cs_shared_const(self) -> bool {
         (self.0 & 0x80000) != 0
     }

@@ -1,5 +1,6 @@
-//! [`QcomDevice`]: the `pilot_core` [`Device`] over KGSL on an Adreno 630 (`research/qcom.md`), and over the
-//! fake KGSL.
+//! [`QcomDevice`]: the `pilot_core` [`Device`] over KGSL on an Adreno 630 (after tinygrad's `QCOMDevice` in
+//! `tinygrad/runtime/ops_qcom.py`), and over the fake KGSL. The hardware-neutral half (relocations, argument
+//! arena, timeline signal) is [`pilot_core::hcq`].
 //!
 //! - Memory: every buffer and image is a KGSL GPU object mapped into this process (GPU address = CPU address);
 //!   copies are CPU copies through the mapping, after waiting for in-flight work that uses the buffer.

@@ -1,5 +1,7 @@
-//! Encoders for the a630 compute command sequence and the kernel-argument block (`research/qcom.md` §2.4, §3.3,
-//! §4.2), on top of [`RelocBuf`] so that a whole step is encoded once with symbolic addresses and linked later.
+//! Encoders for the a630 compute command sequence and the kernel-argument block (tinygrad's `QCOMComputeQueue` and
+//! `QCOMArgsState` in `tinygrad/runtime/ops_qcom.py`; descriptor fields from Mesa's `A6XX_TEX_CONST_*` in
+//! `src/freedreno/registers/adreno/a6xx.xml`), on top of [`RelocBuf`] so that a whole step is encoded once with
+//! symbolic addresses and linked later.
 //!
 //! The sequences reproduce tinygrad's `QCOMComputeQueue` dword for dword. Register values are packed by field name
 //! with [`crate::a6xx`]; the few that tinygrad writes raw (without Mesa's field shifts, or copied from Qualcomm's
@@ -239,8 +241,8 @@ pub const CONST_LOAD_BYTES: u32 = 4096;
 /// Most textures one dispatch can bind.
 pub const MAX_TEXTURES: u32 = 16;
 
-/// Where the descriptors live inside a kernel-argument block (qcom.md §3.3). The CL path puts IBOs first, ir3
-/// textures first; samplers follow both.
+/// Where the descriptors live inside a kernel-argument block (tinygrad's `QCOMArgsState`). The CL path puts IBOs
+/// first, ir3 textures first; samplers follow both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ArgsLayout {
     pub tex_cnt: u32,

@@ -1,7 +1,8 @@
 //! Owning types over a [`KgslFile`]: the device, draw contexts, GPU objects and user-memory mappings.
 //!
 //! Every resource is released by `Drop`. Objects share the file through an `Arc`, so they may outlive the
-//! [`KgslDevice`] handle that created them. Bring-up follows tinygrad's `QCOMDevice` (`research/qcom.md` §1.3–§1.6).
+//! [`KgslDevice`] handle that created them. Bring-up follows tinygrad's `QCOMDevice`
+//! (`tinygrad/runtime/ops_qcom.py`: `__init__`, `_gpu_alloc`, `_gpu_map`, `_submit`, the signal wait).
 
 use crate::ioctl::{self, KgslFd, KgslFile};
 use crate::sys::*;

@@ -1,10 +1,11 @@
 //! PM4 command-stream packets for Adreno a6xx: header encoding, named opcodes, registers and fields, and a strict
 //! decoder.
 //!
-//! Encodings are those of `research/qcom.md` §2.1–§2.3 (tinygrad `pkt4_hdr`/`pkt7_hdr`/`parity`, Mesa
-//! `adreno_pm4.xml`/`a6xx.xml`). The decoder accepts exactly the packets this crate emits: it rejects unknown
-//! packet types and opcodes, bad parity, truncated packets, reserved header and payload bits, and payload lengths
-//! other than the ones the opcode takes. Every error carries the dword offset of the offending packet header.
+//! Encodings are those of tinygrad's `tinygrad/runtime/ops_qcom.py` (`pkt4_hdr`/`pkt7_hdr`/`parity`) and Mesa's
+//! `src/freedreno/registers/adreno/adreno_pm4.xml` and `a6xx.xml`. The decoder accepts exactly the packets this crate
+//! emits: it rejects unknown packet types and opcodes, bad parity, truncated packets, reserved header and payload bits,
+//! and payload lengths other than the ones the opcode takes. Every error carries the dword offset of the offending
+//! packet header.
 
 use std::fmt;
 
@@ -359,7 +360,7 @@ fn check_reserved(opcode: Opcode, p: &[u32], index: usize, allowed: u32) -> Resu
     Ok(())
 }
 
-/// Checks the payload of a type-7 packet against the layouts in qcom.md §2.2.
+/// Checks the payload of a type-7 packet against its layout in Mesa's `adreno_pm4.xml`.
 pub fn check_payload(opcode: Opcode, p: &[u32]) -> Result<(), DecodeErrorKind> {
     let bad = |what: String| Err(DecodeErrorKind::BadField { opcode, what });
     match opcode {

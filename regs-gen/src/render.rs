@@ -3,6 +3,14 @@
 
 use crate::{Enum, Field, FieldKind, Reg, RegFile};
 
+/// The module docs every generated file ends its header with.
+const API_DOC: &str = "\
+//!
+//! Generated API (regs-gen/src/lib.rs): `offset::R` and the value type `R` per register, with `R::new()`,
+//! `.bits()`, and per field `F` the getter `.f()`, the packer `.with_f(v)` and, for numbers, `R::F_MAX`. A
+//! packer's value is in field units; a wider one panics in debug builds and is masked in release builds.
+";
+
 /// The generated module for `file`, whose data file is `source` (a workspace-relative path, named in the header).
 pub fn render(file: &RegFile, source: &str) -> String {
     let mut o = String::new();
@@ -12,6 +20,7 @@ pub fn render(file: &RegFile, source: &str) -> String {
     for d in &file.doc {
         line(w, &format!("//!{}{d}", if d.is_empty() { "" } else { " " }));
     }
+    w.push_str(API_DOC);
     line(w, "#![allow(non_camel_case_types, clippy::upper_case_acronyms)]");
     line(w, "");
     line(w, "/// Register offsets (dword addresses), by register name.");
@@ -34,8 +43,21 @@ fn line(w: &mut String, s: &str) {
     w.push('\n');
 }
 
+/// A doc comment, wrapped at word boundaries to stay within rustfmt's 120 columns.
 fn doc(w: &mut String, indent: &str, text: &str) {
-    line(w, &format!("{indent}/// {text}"));
+    let width = 120 - indent.len() - 4;
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        if !cur.is_empty() && cur.len() + 1 + word.len() > width {
+            line(w, &format!("{indent}/// {cur}"));
+            cur.clear();
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    line(w, &format!("{indent}/// {cur}"));
 }
 
 fn render_enum(w: &mut String, e: &Enum) {
@@ -69,11 +91,11 @@ fn render_enum(w: &mut String, e: &Enum) {
 
 fn render_reg(w: &mut String, r: &Reg) {
     line(w, "");
-    let span = if r.words == 2 { ", 64-bit (lo, then hi at the next offset)" } else { "" };
-    let summary = format!("{} at {:#x}{span}", r.name, r.offset);
+    let span = if r.words == 2 { ", 64-bit (lo, then hi)" } else { "" };
+    let summary = format!("{} at {:#x}{span}.", r.name, r.offset);
     match &r.doc {
-        Some(d) => doc(w, "", &format!("{summary}: {d}")),
-        None => doc(w, "", &format!("{summary}.")),
+        Some(d) => doc(w, "", &format!("{summary} {d}")),
+        None => doc(w, "", &summary),
     }
     line(w, "#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]");
     line(w, &format!("pub struct {}(pub u32);", r.name));
@@ -125,8 +147,8 @@ fn shl(x: &str, n: u32) -> String {
 fn render_field(w: &mut String, r: &Reg, f: &Field) {
     let name = f.name.to_lowercase();
     let summary = match &f.doc {
-        Some(d) => format!("{} ({}): {d}", f.name, bits(f)),
-        None => format!("{} ({}).", f.name, bits(f)),
+        Some(d) => format!("{}, {}. {d}", f.name, bits(f)),
+        None => format!("{}, {}.", f.name, bits(f)),
     };
     let field = if f.low == 0 { "self.0".to_string() } else { format!("(self.0 >> {})", f.low) };
     let field = if f.max() == u32::MAX { field } else { format!("{field} & {:#x}", f.max()) };
@@ -139,14 +161,7 @@ fn render_field(w: &mut String, r: &Reg, f: &Field) {
             line(w, &format!("        {field}"));
             line(w, "    }");
             line(w, "");
-            doc(
-                w,
-                "    ",
-                &format!(
-                    "Sets {}; a value over `{}_MAX` panics in debug builds and is masked in release builds.",
-                    f.name, f.name
-                ),
-            );
+            doc(w, "    ", &format!("Sets {} (at most `{}_MAX`).", f.name, f.name));
             line(w, &format!("    pub const fn with_{name}(self, v: u32) -> Self {{"));
             if f.max() != u32::MAX {
                 line(
