@@ -19,6 +19,7 @@
 //!     THREADSIZE pos=20 type=ThreadSize  ## an enum field
 //!     MERGEDREGS pos=31                  ## a one-bit field: a bool
 //! reg64 SP_CS_BASE 0xa9b4                ## a 64-bit register: lo at the offset, hi after it
+//! reg regGRBM_GFX_INDEX 0x2200 base=1    ## an offset inside segment 1 (AMD's SOC15 BASE_IDX)
 //! ```
 //!
 //! A field is `NAME pos=BIT` or `NAME low=LOW high=HIGH` (inclusive, as in Mesa's XML), optionally `type=ENUM`.
@@ -28,8 +29,9 @@
 //! # The generated API
 //!
 //! For register `R`: `offset::R` (the dword offset, a `u32`), and a value type `R(pub u32)` with `R::OFFSET`,
-//! `R::WORDS`, `R::new()` (all fields zero), `.bits()`, and per field `F`: `R::F_MAX`, the packer `.with_f(v)` and
-//! the getter `.f()`. For enum `E`: `#[repr(u32)] enum E` with `E::from_bits`.
+//! `R::BASE_IDX` (registers with `base=`), `R::WORDS`, `R::new()` (all fields zero), `.bits()`, and per field `F`: `R::F_MAX`, the packer `.with_f(v)` and
+//! the getter `.f()` (`.r#f()` where the lowercase name is a Rust keyword). For enum `E`: `#[repr(u32)] enum E`
+//! with `E::from_bits`.
 
 mod parse;
 mod render;
@@ -66,6 +68,8 @@ pub struct EnumValue {
 pub struct Reg {
     pub name: String,
     pub offset: u32,
+    /// The segment the offset is relative to (AMD's SOC15 `BASE_IDX`), when the family has segments.
+    pub base: Option<u32>,
     pub words: u32,
     pub doc: Option<String>,
     pub fields: Vec<Field>,

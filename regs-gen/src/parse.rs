@@ -40,11 +40,20 @@ pub fn parse(file: &str, text: &str) -> Result<RegFile, ParseError> {
                     enum_lines.push(line);
                     owner = Owner::Enum;
                 }
-                [kind @ ("reg" | "reg64"), name, offset] => {
+                [kind @ ("reg" | "reg64"), name, offset, rest @ ..] if rest.len() <= 1 => {
                     check_name(name).map_err(|m| err(line, m))?;
                     let offset = number(offset).map_err(|m| err(line, m))?;
+                    let base = match rest.first() {
+                        None => None,
+                        Some(b) => {
+                            let b = b
+                                .strip_prefix("base=")
+                                .ok_or_else(|| err(line, format!("expected base=N, got `{b}`")))?;
+                            Some(number(b).map_err(|m| err(line, m))?)
+                        }
+                    };
                     let words = if *kind == "reg64" { 2 } else { 1 };
-                    out.regs.push(Reg { name: name.to_string(), offset, words, doc, fields: Vec::new() });
+                    out.regs.push(Reg { name: name.to_string(), offset, base, words, doc, fields: Vec::new() });
                     reg_lines.push(line);
                     owner = Owner::Reg;
                 }
@@ -52,7 +61,7 @@ pub fn parse(file: &str, text: &str) -> Result<RegFile, ParseError> {
                     let what = code.trim();
                     return Err(err(
                         line,
-                        format!("expected `enum NAME`, `reg NAME OFFSET` or `reg64 NAME OFFSET`, got `{what}`"),
+                        format!("expected `enum NAME` or `reg`/`reg64 NAME OFFSET [base=N]`, got `{what}`"),
                     ));
                 }
             }
@@ -79,7 +88,8 @@ pub fn parse(file: &str, text: &str) -> Result<RegFile, ParseError> {
                 if reg.words != 1 {
                     return Err(err(line, format!("{} is a reg64: it has no fields", reg.name)));
                 }
-                if let Some(other) = reg.fields.iter().find(|f| f.mask() & field.mask() != 0 || f.name == field.name) {
+                let same_name = |f: &Field| f.name.eq_ignore_ascii_case(&field.name);
+                if let Some(other) = reg.fields.iter().find(|f| f.mask() & field.mask() != 0 || same_name(f)) {
                     return Err(err(line, format!("field {} of {} overlaps {}", field.name, reg.name, other.name)));
                 }
                 if let FieldKind::Enum(_) = field.kind {
@@ -116,6 +126,12 @@ fn split_doc(raw: &str) -> (&str, Option<String>) {
 fn parse_field(words: &[&str], doc: Option<String>) -> Result<Field, String> {
     let (name, attrs) = words.split_first().ok_or("empty field line")?;
     check_name(name)?;
+    if matches!(name.to_ascii_lowercase().as_str(), "new" | "bits" | "self" | "super" | "crate") {
+        return Err(format!(
+            "field {name}: its getter `{}` would clash with the value type or Rust",
+            name.to_lowercase()
+        ));
+    }
     let mut kv: HashMap<&str, &str> = HashMap::new();
     for a in attrs {
         let (k, v) = a.split_once('=').ok_or_else(|| format!("field {name}: expected KEY=VALUE, got `{a}`"))?;
@@ -148,10 +164,10 @@ fn check_unique(f: &RegFile, reg_lines: &[usize], enum_lines: &[usize]) -> Resul
             return Err((line, format!("{n} is declared twice")));
         }
     }
-    let mut dwords: HashMap<u32, &str> = HashMap::new();
+    let mut dwords: HashMap<(Option<u32>, u32), &str> = HashMap::new();
     for (r, line) in f.regs.iter().zip(reg_lines) {
         for d in r.offset..r.offset.saturating_add(r.words) {
-            if let Some(other) = dwords.insert(d, &r.name) {
+            if let Some(other) = dwords.insert((r.base, d), &r.name) {
                 return Err((*line, format!("{} and {other} both cover offset {d:#x}", r.name)));
             }
         }
@@ -211,6 +227,13 @@ reg64 BASE 0xa9b4
     }
 
     #[test]
+    fn segments_keep_equal_offsets_apart() {
+        let f = parse("t.regs", "reg A 0x10 base=0\nreg B 0x10 base=1\nreg C 0x10\n").unwrap();
+        assert_eq!(f.regs.iter().map(|r| r.base).collect::<Vec<_>>(), [Some(0), Some(1), None]);
+        assert_eq!(err("reg A 0x10 base=1\nreg B 0x10 base=1\n"), "t.regs:2: B and A both cover offset 0x10");
+    }
+
+    #[test]
     fn full_width_field_has_every_bit() {
         let f = parse("t.regs", "reg R 1\n    V low=0 high=31\n").unwrap();
         assert_eq!((f.regs[0].fields[0].max(), f.regs[0].fields[0].mask()), (u32::MAX, u32::MAX));
@@ -222,10 +245,7 @@ reg64 BASE 0xa9b4
 
     #[test]
     fn rejects_bad_files_with_the_line() {
-        assert_eq!(
-            err("reg R\n"),
-            "t.regs:1: expected `enum NAME`, `reg NAME OFFSET` or `reg64 NAME OFFSET`, got `reg R`"
-        );
+        assert_eq!(err("reg R\n"), "t.regs:1: expected `enum NAME` or `reg`/`reg64 NAME OFFSET [base=N]`, got `reg R`");
         assert_eq!(err("reg R 0xzz\n"), "t.regs:1: `0xzz` is not a 32-bit number");
         assert_eq!(err("    A pos=1\n"), "t.regs:1: member line before any item");
         assert_eq!(err("reg R 1\n    A pos=1\n    B low=0 high=3\n"), "t.regs:3: field B of R overlaps A");
@@ -241,6 +261,12 @@ reg64 BASE 0xa9b4
         assert_eq!(err("reg R 1\nreg64 S 0\n"), "t.regs:2: S and R both cover offset 0x1");
         assert_eq!(err("reg R 1\nreg R 2\n"), "t.regs:2: R is declared twice");
         assert_eq!(err("enum E\n    X 1\n    X 2\n"), "t.regs:3: E::X is declared twice");
+        assert_eq!(err("reg R 1\n    A pos=1\n    a pos=2\n"), "t.regs:3: field a of R overlaps A");
+        assert_eq!(
+            err("reg R 1\n    NEW pos=1\n"),
+            "t.regs:2: field NEW: its getter `new` would clash with the value type or Rust"
+        );
+        assert_eq!(err("reg R 1 segment=2\n"), "t.regs:1: expected base=N, got `segment=2`");
         assert_eq!(err("reg 1R 1\n"), "t.regs:1: `1R` is not a name (ASCII letter, then letters, digits, `_`)");
     }
 }

@@ -102,6 +102,10 @@ fn render_reg(w: &mut String, r: &Reg) {
     line(w, "");
     line(w, &format!("impl {} {{", r.name));
     line(w, &format!("    pub const OFFSET: u32 = offset::{};", r.name));
+    if let Some(base) = r.base {
+        doc(w, "    ", "The segment the offset is relative to.");
+        line(w, &format!("    pub const BASE_IDX: u32 = {base};"));
+    }
     doc(w, "    ", "Dwords the register spans.");
     line(w, &format!("    pub const WORDS: u32 = {};", r.words));
     for f in &r.fields {
@@ -144,8 +148,18 @@ fn shl(x: &str, n: u32) -> String {
     }
 }
 
+/// Rust keywords (strict and reserved) that a lowercase field name may hit; such getters are raw identifiers. The
+/// parser refuses `self`, `super` and `crate`, which cannot be.
+const KEYWORDS: [&str; 48] = [
+    "abstract", "as", "async", "await", "become", "box", "break", "const", "continue", "do", "dyn", "else", "enum",
+    "extern", "false", "final", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "macro", "match", "mod", "move",
+    "mut", "override", "priv", "pub", "ref", "return", "static", "struct", "trait", "true", "try", "type", "typeof",
+    "unsafe", "unsized", "use", "virtual", "where", "while", "yield",
+];
+
 fn render_field(w: &mut String, r: &Reg, f: &Field) {
     let name = f.name.to_lowercase();
+    let getter = if KEYWORDS.contains(&name.as_str()) { format!("r#{name}") } else { name.clone() };
     let summary = match &f.doc {
         Some(d) => format!("{}, {}. {d}", f.name, bits(f)),
         None => format!("{}, {}.", f.name, bits(f)),
@@ -157,7 +171,7 @@ fn render_field(w: &mut String, r: &Reg, f: &Field) {
     doc(w, "    ", &summary);
     match &f.kind {
         FieldKind::Uint => {
-            line(w, &format!("    pub const fn {name}(self) -> u32 {{"));
+            line(w, &format!("    pub const fn {getter}(self) -> u32 {{"));
             line(w, &format!("        {field}"));
             line(w, "    }");
             line(w, "");
@@ -173,7 +187,7 @@ fn render_field(w: &mut String, r: &Reg, f: &Field) {
             line(w, &format!("        Self({keep}{})", shl(&v, f.low)));
         }
         FieldKind::Bool => {
-            line(w, &format!("    pub const fn {name}(self) -> bool {{"));
+            line(w, &format!("    pub const fn {getter}(self) -> bool {{"));
             line(w, &format!("        (self.0 & {:#x}) != 0", f.mask()));
             line(w, "    }");
             line(w, "");
@@ -182,7 +196,7 @@ fn render_field(w: &mut String, r: &Reg, f: &Field) {
             line(w, &format!("        Self({keep}{})", shl("(v as u32)", f.low)));
         }
         FieldKind::Enum(e) => {
-            line(w, &format!("    pub const fn {name}(self) -> Option<{e}> {{"));
+            line(w, &format!("    pub const fn {getter}(self) -> Option<{e}> {{"));
             line(w, &format!("        {e}::from_bits({field})"));
             line(w, "    }");
             line(w, "");
@@ -211,5 +225,14 @@ mod tests {
         assert!(out.contains("        self.0 & 0xf\n"));
         assert!(out.contains("        Self((self.0 & !0x80000000) | ((v as u32) << 31))\n"));
         assert!(out.contains("    pub const fn with_v(self, v: u32) -> Self {\n        Self(v)\n"));
+    }
+
+    #[test]
+    fn renders_segments_and_keyword_getters() {
+        let f = parse("t.regs", "reg regX 0x2200 base=1\n    TYPE low=0 high=1\n").unwrap();
+        let out = render(&f, "t.regs");
+        assert!(out.contains("    pub const BASE_IDX: u32 = 1;\n"));
+        assert!(out.contains("    pub const fn r#type(self) -> u32 {\n"));
+        assert!(out.contains("    pub const fn with_type(self, v: u32) -> Self {\n"));
     }
 }
