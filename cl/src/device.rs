@@ -13,6 +13,8 @@ use crate::error::{alloc_failed, code_text, failed, failed_at, unavailable};
 use crate::handles::{Context, DeviceId, Image, Kernel, Mem, Program, Queue};
 use crate::platform::{self, ClLimits};
 use crate::step::LinkedStep;
+/// Shared with the step encoder.
+pub(crate) use pilot_core::bounds::check_range;
 
 /// Options every program is built with: OpenCL C 1.2, strict IEEE math (no `-cl-fast-relaxed-math`),
 /// so results can be compared against the reference executor.
@@ -235,14 +237,6 @@ fn summarize_log(log: &str) -> String {
         out.push_str(&format!(" | ... ({} more lines)", lines.len() - LOG_LINES));
     }
     out
-}
-
-/// `offset + len <= size`, else [`DeviceError::OutOfBounds`].
-pub(crate) fn check_range(op: &'static str, offset: u64, len: u64, size: u64) -> DeviceResult<()> {
-    match offset.checked_add(len) {
-        Some(end) if end <= size => Ok(()),
-        _ => Err(DeviceError::OutOfBounds { op, offset, len, size }),
-    }
 }
 
 /// Image transfers move the whole pitched contents: offset 0, `desc.bytes()` bytes.

@@ -1,52 +1,11 @@
 //! The step path (submit, wait, copy_in, copy_out) makes no Rust heap allocation, with profiling on
 //! or off. (The OpenCL driver's own `malloc`s are outside Rust's allocator and not counted.)
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use pilot_cl::ClDevice;
 use pilot_core::device::{Arg, BufferUse, Device, DeviceError, ProgramFormat, ProgramSpec, StepOp};
+use pilot_test_support::thread_allocs;
 
-struct CountingAlloc;
-
-thread_local! {
-    static THREAD_ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn note_alloc() {
-    let _ = THREAD_ALLOCS.try_with(|c| c.set(c.get() + 1));
-}
-
-// SAFETY: forwards every call unchanged to `System`, which upholds the GlobalAlloc contract; the
-// bookkeeping touches only a const-initialised thread-local, which never allocates.
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note_alloc();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note_alloc();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note_alloc();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
-
-fn thread_allocs() -> u64 {
-    THREAD_ALLOCS.with(Cell::get)
-}
+pilot_test_support::counting_allocator!();
 
 const SOURCE: &str = r#"
 __kernel void axpy(__global float* y, __global const float* x) {

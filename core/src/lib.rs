@@ -9,10 +9,12 @@
 //! This crate never depends on protobuf or ONNX code; the compiler depends on it, not the reverse.
 
 pub mod artifact;
+pub mod bounds;
 pub mod cpu;
 pub mod device;
 pub mod dtype;
 pub mod gates;
+pub mod hcq;
 pub mod npy;
 pub mod null;
 pub mod session;

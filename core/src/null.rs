@@ -3,6 +3,7 @@
 //! It still checks what it is given (handles, bounds, argument counts), so a session on it exercises
 //! the whole load path; outputs read back as zeros.
 
+use crate::bounds::check_range;
 use crate::device::{
     BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ProgramId, ProgramSpec, StepId, StepOp,
 };
@@ -28,11 +29,7 @@ impl NullDevice {
     }
 
     fn check(&self, op: &'static str, b: BufferId, offset: u64, len: u64) -> DeviceResult<()> {
-        let size = self.size(b)?;
-        match offset.checked_add(len) {
-            Some(end) if end <= size => Ok(()),
-            _ => Err(DeviceError::OutOfBounds { op, offset, len, size }),
-        }
+        Ok(check_range(op, offset, len, self.size(b)?)?)
     }
 }
 

@@ -1,5 +1,6 @@
-//! [`QcomDevice`]: the `pilot_core` [`Device`] over KGSL on an Adreno 630 (`research/qcom.md`), and over the
-//! fake KGSL.
+//! [`QcomDevice`]: the `pilot_core` [`Device`] over KGSL on an Adreno 630 (after tinygrad's `QCOMDevice` in
+//! `tinygrad/runtime/ops_qcom.py`), and over the fake KGSL. The hardware-neutral half (relocations, argument
+//! arena, timeline signal) is [`pilot_core::hcq`].
 //!
 //! - Memory: every buffer and image is a KGSL GPU object mapped into this process (GPU address = CPU address);
 //!   copies are CPU copies through the mapping, after waiting for in-flight work that uses the buffer.
@@ -19,11 +20,15 @@ use crate::dispatch::{
 };
 use crate::ioctl::{KgslFd, KgslFile};
 use crate::kgsl::{Context, GpuObject, KgslDevice, KgslError, UserMapping, DEFAULT_PRIORITY, KGSL_PATH, PAGE};
-use crate::reloc::{Addr, RelocKind, Resolve, Sym, ValueSym, Word};
+use crate::reloc::{Addr, LinkError, Resolve, Sym, ValueSlot, ValueSym, Word};
+use pilot_core::bounds::check_range;
 use pilot_core::device::{
-    check_submitted, Arg, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ImageChannel, ImageDesc,
-    ProgramFormat, ProgramId, ProgramSpec, StepId, StepOp,
+    Arg, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ImageChannel, ImageDesc, ProgramFormat,
+    ProgramId, ProgramSpec, StepId, StepOp,
 };
+use pilot_core::hcq::args::{ArgsArena, BlockExtent, BufferRef};
+use pilot_core::hcq::signal::{Timeline, SIGNAL_VALUE};
+use std::fmt;
 use std::io;
 use std::path::Path;
 use std::ptr::NonNull;
@@ -38,6 +43,16 @@ pub const SHADER_KIND: ShaderKind = ShaderKind::QcomCl;
 pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Submissions whose KGSL timestamps are remembered for exact waits; older values wait for a later submission.
 const TS_RING: usize = 64;
+
+/// The fence of a submission: the KGSL timestamp `IOCTL_KGSL_GPU_COMMAND` returned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct KgslTimestamp(u32);
+
+impl fmt::Display for KgslTimestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "KGSL timestamp {}", self.0)
+    }
+}
 
 /// A [`KgslFile`] that counts the ioctls going through it.
 struct CountingFile {
@@ -86,13 +101,13 @@ struct LinkedStep {
     /// The linked command stream; only the timeline dwords change between submissions.
     stream: GpuObject,
     ndwords: usize,
-    /// Dword offsets (and deltas) of the timeline value.
-    timeline_at: Vec<(usize, i64)>,
+    /// The dwords of the stream that hold the timeline value.
+    timeline_at: Vec<ValueSlot>,
     /// The last timeline value this step was submitted with (0 before the first submission).
     last_value: u64,
-    /// Where each buffer's address sits in the argument blocks: (buffer, byte offset in `args`, addend),
-    /// so an input bound to host memory is re-pointed without relinking.
-    buffer_refs: Vec<(u32, u64, u64)>,
+    /// Where each buffer's address sits in `args`, so an input bound to host memory is re-pointed without
+    /// relinking.
+    buffer_refs: Vec<BufferRef>,
     /// Inputs bound to host memory (KGSL user mappings), by buffer.
     bound: Vec<(u32, UserMapping)>,
     args: Option<GpuObject>,
@@ -113,11 +128,8 @@ pub struct QcomDevice {
     ctx: Context,
     kgsl: KgslDevice,
     file: Arc<CountingFile>,
-    /// The last timeline value handed out, and the last one known complete.
-    submitted: u64,
-    completed: u64,
-    /// KGSL timestamp of the submission of timeline value `v`, at `v % TS_RING`.
-    ts_ring: [u32; TS_RING],
+    /// The timeline values handed out and completed, with the KGSL timestamps of the last submissions.
+    sync: Timeline<KgslTimestamp, TS_RING>,
     wait_timeout_ms: u32,
     /// Time spent in `submit`, and inside its GPU_COMMAND ioctl, in ns.
     submit_ns: u64,
@@ -129,7 +141,7 @@ impl std::fmt::Debug for QcomDevice {
         f.debug_struct("QcomDevice")
             .field("backend", &self.backend)
             .field("context", &self.ctx.id())
-            .field("submitted", &self.submitted)
+            .field("submitted", &self.sync.submitted())
             .finish_non_exhaustive()
     }
 }
@@ -146,11 +158,6 @@ fn alloc_obj(kgsl: &KgslDevice, size: u64) -> DeviceResult<GpuObject> {
         }
         e => e.into(),
     })
-}
-
-/// The timeline memory (low 32 bits) has reached `value`, in wrapping order.
-fn reached(memory: u32, value: u64) -> bool {
-    (memory.wrapping_sub(value as u32) as i32) >= 0
 }
 
 impl QcomDevice {
@@ -195,9 +202,7 @@ impl QcomDevice {
             ctx,
             kgsl,
             file,
-            submitted: 0,
-            completed: 0,
-            ts_ring: [0; TS_RING],
+            sync: Timeline::new(),
             wait_timeout_ms: DEFAULT_WAIT_TIMEOUT.as_millis() as u32,
             submit_ns: 0,
             submit_ioctl_ns: 0,
@@ -255,21 +260,10 @@ impl QcomDevice {
 
     /// Waits for submitted work if `id` is referenced by a linked step, so CPU copies are ordered after it.
     fn settle(&mut self, id: BufferId) -> DeviceResult<()> {
-        if self.buffer(id)?.links > 0 && self.submitted > self.completed {
+        if self.buffer(id)?.links > 0 && self.sync.busy() {
             self.synchronize()?;
         }
         Ok(())
-    }
-
-    fn timeline_value(&self) -> DeviceResult<u32> {
-        Ok(self.timeline.read_u32(0)?)
-    }
-}
-
-fn check_range(op: &'static str, offset: u64, len: usize, size: u64) -> DeviceResult<()> {
-    match offset.checked_add(len as u64) {
-        Some(end) if end <= size => Ok(()),
-        _ => Err(DeviceError::OutOfBounds { op, offset, len: len as u64, size }),
     }
 }
 
@@ -290,7 +284,7 @@ fn write_const(block: &mut ArgsBlock, c: &Const) -> Result<(), DispatchError> {
 struct LinkResolve<'a> {
     dev: &'a QcomDevice,
     args: u64,
-    arg_offsets: &'a [u64],
+    arena: &'a ArgsArena,
     stack: u64,
 }
 
@@ -299,7 +293,7 @@ impl Resolve for LinkResolve<'_> {
         match sym {
             Sym::Buffer(i) => self.dev.buffer_va(BufferId(i)),
             Sym::Program(i) => self.dev.program_va(ProgramId(i)),
-            Sym::Args(n) => self.arg_offsets.get(n as usize).map(|o| self.args + o),
+            Sym::Args(n) => self.arena.addr(self.args, n),
             Sym::Stack => (self.stack != 0).then_some(self.stack),
             Sym::Dummy => Some(self.dev.dummy.va()),
             Sym::BorderColor => Some(self.dev.border_color.va()),
@@ -357,7 +351,7 @@ impl Device for QcomDevice {
         }
         let last =
             self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?.last_value;
-        if last > self.completed {
+        if last > self.sync.completed() {
             self.wait(last)?;
         }
         // SAFETY: the caller keeps `host..host + len` valid and unwritten while submissions read it, as
@@ -366,12 +360,9 @@ impl Device for QcomDevice {
         let s = &mut self.steps[step.0 as usize];
         let args = s.args.as_mut().ok_or_else(|| failed("bind_host", "the step has no dispatches"))?;
         let mut uses = 0;
-        for &(id, at, addend) in &s.buffer_refs {
-            if id == buffer.0 {
-                let va = mapping.va() + addend;
-                args.write_u32s(at, &[va as u32, (va >> 32) as u32])?;
-                uses += 1;
-            }
+        for r in s.buffer_refs.iter().filter(|r| r.buffer == buffer.0) {
+            args.write_u32s(r.at, &r.words(mapping.va()))?;
+            uses += 1;
         }
         if uses == 0 {
             return Err(failed("bind_host", format!("step {} does not use buffer {}", step.0, buffer.0)));
@@ -392,7 +383,7 @@ impl Device for QcomDevice {
     /// Copies into the mapping, after waiting for submitted work if a linked step uses the buffer. Images take any
     /// range of their pitched bytes.
     fn copy_in(&mut self, dst: BufferId, offset: u64, src: &[u8]) -> DeviceResult<()> {
-        check_range("copy_in", offset, src.len(), self.buffer(dst)?.size)?;
+        check_range("copy_in", offset, src.len() as u64, self.buffer(dst)?.size)?;
         self.settle(dst)?;
         let b = self.buffers[dst.0 as usize].as_mut().expect("checked");
         Ok(b.obj.write(offset, src)?)
@@ -401,7 +392,7 @@ impl Device for QcomDevice {
     /// Copies out of the mapping, after waiting for submitted work if a linked step uses the buffer.
     fn copy_out(&mut self, src: BufferId, offset: u64, dst: &mut [u8]) -> DeviceResult<()> {
         let b = self.buffer(src)?;
-        check_range("copy_out", offset, dst.len(), b.size)?;
+        check_range("copy_out", offset, dst.len() as u64, b.size)?;
         self.settle(src)?;
         Ok(self.buffer(src)?.obj.read(offset, dst)?)
     }
@@ -553,41 +544,31 @@ impl Device for QcomDevice {
 
         // Argument blocks back to back (each a multiple of 256 bytes); the allocation covers the 4 KiB constant
         // load of the last one.
-        let mut arg_offsets = Vec::with_capacity(blocks.len());
-        let (mut next, mut end) = (0u64, 0u64);
-        for b in &blocks {
-            arg_offsets.push(next);
-            end = end.max(next + b.layout().footprint() as u64);
-            next += b.layout().size as u64;
-        }
-        let mut args_obj = if blocks.is_empty() { None } else { Some(alloc_obj(&self.kgsl, end)?) };
+        let arena = ArgsArena::new(
+            blocks
+                .iter()
+                .map(|b| BlockExtent { stride: b.layout().size as u64, footprint: b.layout().footprint() as u64 }),
+        );
+        let mut args_obj = if arena.is_empty() { None } else { Some(alloc_obj(&self.kgsl, arena.size())?) };
         let stack = if execs.is_empty() { None } else { Some(alloc_obj(&self.kgsl, stack_bytes)?) };
         let resolve = LinkResolve {
             dev: self,
             args: args_obj.as_ref().map_or(0, GpuObject::va),
-            arg_offsets: &arg_offsets,
+            arena: &arena,
             stack: stack.as_ref().map_or(0, GpuObject::va),
         };
-        let link_err = |e: crate::reloc::LinkError| failed("link_step", e.to_string());
+        let link_err = |e: LinkError| failed("link_step", e.to_string());
         let linked_blocks = blocks.iter().map(|b| b.buf().link(&resolve)).collect::<Result<Vec<_>, _>>();
         let words = s.buf().link(&resolve).map_err(link_err)?;
         let linked_blocks = linked_blocks.map_err(link_err)?;
         if let Some(obj) = args_obj.as_mut() {
-            for (words, off) in linked_blocks.iter().zip(&arg_offsets) {
+            for (words, off) in linked_blocks.iter().zip(arena.offsets()) {
                 obj.write_u32s(*off, words)?;
             }
         }
         let mut stream = alloc_obj(&self.kgsl, words.len() as u64 * 4)?;
         stream.write_u32s(0, &words)?;
-        let timeline_at = s
-            .buf()
-            .relocs()
-            .iter()
-            .filter_map(|r| match r.kind {
-                RelocKind::Value32 { sym: ValueSym::Timeline, delta } => Some((r.at, delta)),
-                _ => None,
-            })
-            .collect();
+        let timeline_at = s.buf().value_slots(ValueSym::Timeline);
 
         used.sort_unstable();
         used.dedup();
@@ -596,18 +577,7 @@ impl Device for QcomDevice {
                 b.links += 1;
             }
         }
-        let buffer_refs = blocks
-            .iter()
-            .zip(&arg_offsets)
-            .flat_map(|(b, &off)| {
-                b.buf().relocs().iter().filter_map(move |r| match r.kind {
-                    RelocKind::Addr64(Addr { sym: Sym::Buffer(id), offset }) => {
-                        Some((id, off + r.at as u64 * 4, offset))
-                    }
-                    _ => None,
-                })
-            })
-            .collect();
+        let buffer_refs = arena.buffer_refs(blocks.iter().map(ArgsBlock::buf));
         self.steps.push(LinkedStep {
             stream,
             ndwords: words.len(),
@@ -637,7 +607,7 @@ impl Device for QcomDevice {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("ioctls", self.ioctl_count()),
-            ("submits", self.submitted),
+            ("submits", self.sync.submitted()),
             ("host_submit_ns", self.submit_ns.saturating_sub(self.submit_ioctl_ns)),
             ("gpu_command_ns", self.submit_ioctl_ns),
             ("step_dwords", self.steps.last().map_or(0, |s| s.ndwords as u64)),
@@ -649,34 +619,13 @@ impl Device for QcomDevice {
     /// timeout). Fails for a value never submitted, on a timeout or a faulted context, and when the submission
     /// retired without writing the signal.
     fn wait(&mut self, value: u64) -> DeviceResult<()> {
-        check_submitted(value, self.submitted)?;
-        if value <= self.completed {
-            return Ok(());
-        }
-        if reached(self.timeline_value()?, value) {
-            self.completed = value;
-            return Ok(());
-        }
-        // Submissions older than the ring wait for the oldest one it remembers, which retires after them.
-        let v = value.max(self.submitted.saturating_sub(TS_RING as u64 - 1));
-        let ts = self.ts_ring[v as usize % TS_RING];
-        self.ctx
-            .wait(ts, self.wait_timeout_ms)
-            .map_err(|e| failed("wait", format!("timeline value {value} (KGSL timestamp {ts}): {e}")))?;
-        let now = self.timeline_value()?;
-        if !reached(now, value) {
-            return Err(failed(
-                "wait",
-                format!("KGSL timestamp {ts} retired but the timeline signal holds {now}, not {value}"),
-            ));
-        }
-        self.completed = value;
-        Ok(())
+        let (signal, ctx, timeout_ms) = (&self.timeline, &self.ctx, self.wait_timeout_ms);
+        self.sync.wait(value, || Ok(signal.read_u32(SIGNAL_VALUE)?), |KgslTimestamp(ts)| ctx.wait(ts, timeout_ms))
     }
 
     fn synchronize(&mut self) -> DeviceResult<()> {
-        if self.submitted > self.completed {
-            self.wait(self.submitted)?;
+        if self.sync.busy() {
+            self.wait(self.sync.submitted())?;
         }
         Ok(())
     }
@@ -694,13 +643,13 @@ impl QcomDevice {
     /// [`Device::submit`] without the timing.
     fn submit_step(&mut self, step: StepId) -> DeviceResult<u64> {
         let last = self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
-        if last.last_value > self.completed {
+        if last.last_value > self.sync.completed() {
             self.wait(last.last_value)?;
         }
-        let value = self.submitted + 1;
+        let value = self.sync.next_value();
         let s = &mut self.steps[step.0 as usize];
-        for &(at, delta) in &s.timeline_at {
-            s.stream.write_u32s(at as u64 * 4, &[value.wrapping_add_signed(delta) as u32])?;
+        for slot in &s.timeline_at {
+            s.stream.write_u32s(slot.at as u64 * 4, &[slot.word(value)])?;
         }
         let t = Instant::now();
         // SAFETY: the stream lives in a GPU object owned by the step, which lives as long as the device, and Drop
@@ -711,8 +660,6 @@ impl QcomDevice {
         self.submit_ioctl_ns += t.elapsed().as_nanos() as u64;
         let ts = ts?;
         s.last_value = value;
-        self.submitted = value;
-        self.ts_ring[value as usize % TS_RING] = ts;
-        Ok(value)
+        Ok(self.sync.record(KgslTimestamp(ts)))
     }
 }

@@ -1,10 +1,12 @@
 //! Owning types over a [`KgslFile`]: the device, draw contexts, GPU objects and user-memory mappings.
 //!
 //! Every resource is released by `Drop`. Objects share the file through an `Arc`, so they may outlive the
-//! [`KgslDevice`] handle that created them. Bring-up follows tinygrad's `QCOMDevice` (`research/qcom.md` §1.3–§1.6).
+//! [`KgslDevice`] handle that created them. Bring-up follows tinygrad's `QCOMDevice`
+//! (`tinygrad/runtime/ops_qcom.py`: `__init__`, `_gpu_alloc`, `_gpu_map`, `_submit`, the signal wait).
 
 use crate::ioctl::{self, KgslFd, KgslFile};
 use crate::sys::*;
+use pilot_core::bounds::{check_range, OutOfBounds};
 use pilot_core::device::DeviceError;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -63,6 +65,12 @@ impl From<KgslError> for DeviceError {
             KgslError::Ioctl { op, ref source } => DeviceError::Failed { op, reason: os_msg(source) },
             _ => DeviceError::Failed { op: "kgsl", reason: e.to_string() },
         }
+    }
+}
+
+impl From<OutOfBounds> for KgslError {
+    fn from(e: OutOfBounds) -> Self {
+        KgslError::OutOfBounds { op: e.op, offset: e.offset, len: e.len, size: e.size }
     }
 }
 
@@ -333,11 +341,10 @@ impl Drop for Context {
     }
 }
 
-fn check_range(op: &'static str, offset: u64, len: usize, size: usize) -> Result<usize> {
-    match offset.checked_add(len as u64) {
-        Some(end) if end <= size as u64 => Ok(offset as usize),
-        _ => Err(KgslError::OutOfBounds { op, offset, len: len as u64, size: size as u64 }),
-    }
+/// Checks a byte range of a mapping of `size` bytes and returns its start.
+fn mapped_range(op: &'static str, offset: u64, len: usize, size: usize) -> Result<usize> {
+    check_range(op, offset, len as u64, size as u64)?;
+    Ok(offset as usize)
 }
 
 /// GPU memory mapped into this process; GPU address = CPU address. Freed and unmapped on drop.
@@ -384,7 +391,7 @@ impl GpuObject {
 
     /// Copies `data` to byte `offset`.
     pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<()> {
-        let off = check_range("write", offset, data.len(), self.len)?;
+        let off = mapped_range("write", offset, data.len(), self.len)?;
         // SAFETY: the range is inside our live mapping and `&mut self` excludes other CPU access.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(off), data.len()) };
         Ok(())
@@ -397,7 +404,7 @@ impl GpuObject {
 
     /// Copies from byte `offset` into `out`.
     pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<()> {
-        let off = check_range("read", offset, out.len(), self.len)?;
+        let off = mapped_range("read", offset, out.len(), self.len)?;
         // SAFETY: the range is inside our live mapping; no CPU writer exists while `&self` is held.
         unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(off), out.as_mut_ptr(), out.len()) };
         Ok(())
@@ -405,7 +412,7 @@ impl GpuObject {
 
     /// Reads the u32 at byte `offset` (a signal value, say) with a volatile load, so polling sees GPU writes.
     pub fn read_u32(&self, offset: u64) -> Result<u32> {
-        let off = check_range("read", offset, 4, self.len)?;
+        let off = mapped_range("read", offset, 4, self.len)?;
         if !off.is_multiple_of(4) {
             return Err(KgslError::Invalid(format!("unaligned u32 read at {offset}")));
         }

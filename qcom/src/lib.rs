@@ -2,8 +2,9 @@
 //!
 //! Layers, bottom up:
 //! - [`sys`]: the KGSL ABI as plain data (structs, ioctl numbers, flags);
-//! - [`pm4`]: PM4 packet headers, opcodes, registers, and a strict decoder;
-//! - [`reloc`]: dword buffers with a relocation table, so a step is encoded once and linked later;
+//! - [`a6xx`]: the a6xx registers pilot programs, with packers by field name (generated from `qcom/regs/a6xx.regs`);
+//! - [`pm4`]: PM4 packet headers, opcodes, register offsets, and a strict decoder;
+//! - [`reloc`]: dword buffers with a relocation table (core's shared [`pilot_core::hcq::reloc`], re-exported);
 //! - [`dispatch`]: the compute dispatch sequence and the texture/sampler descriptors;
 //! - [`ioctl`]: the [`ioctl::KgslFile`] seam (ioctl + mmap) and its implementation over the real device node;
 //! - [`kgsl`]: owning types: [`kgsl::KgslDevice`], contexts, GPU objects, user-memory mappings;
@@ -14,8 +15,10 @@
 //! - [`fake_shader`]: the shader image `--qcom-compiler fake` writes: a kernel's OpenCL source and argument layout;
 //! - `fake_exec` (feature `fake-cl`): an executor that runs those kernels on OpenCL behind the fake KGSL.
 //!
-//! This crate never depends on the compiler or on protobuf/ONNX.
+//! The hardware-neutral half (relocations, argument arena, timeline signal) is [`pilot_core::hcq`], shared with the
+//! next command-queue backends. This crate never depends on the compiler or on protobuf/ONNX.
 
+pub mod a6xx;
 pub mod blob;
 pub mod device;
 pub mod dispatch;
@@ -26,6 +29,6 @@ pub mod fake_shader;
 pub mod ioctl;
 pub mod kgsl;
 pub mod pm4;
-pub mod reloc;
+pub use pilot_core::hcq::reloc;
 #[allow(non_camel_case_types)]
 pub mod sys;

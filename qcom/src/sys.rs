@@ -1,8 +1,8 @@
 //! The KGSL kernel ABI as plain data: `#[repr(C)]` structs, ioctl numbers and flag values.
 //!
-//! Source: Qualcomm's `msm_kgsl.h` as used by tinygrad (`tinygrad/runtime/autogen/kgsl.py`), summarised in
-//! `research/qcom.md` §1. These are not our structs and we cannot change them. Sizes and offsets are those of aarch64
-//! LP64 (`unsigned long`, `size_t` and pointers are 8 bytes); pointers are carried as `u64`. Padding that the C
+//! Source: Qualcomm's `msm_kgsl.h` as used by tinygrad (`tinygrad/runtime/autogen/kgsl.py`, driven by
+//! `tinygrad/runtime/ops_qcom.py`). These are not our structs and we cannot change them. Sizes and offsets are those of
+//! aarch64 LP64 (`unsigned long`, `size_t` and pointers are 8 bytes); pointers are carried as `u64`. Padding that the C
 //! compiler inserts is spelled out as `_pad*` fields so that every struct is `Pod`; it must stay zero.
 
 use bytemuck::{Pod, Zeroable};
@@ -16,7 +16,7 @@ pub const KGSL_IOC_TYPE: u64 = 0x09;
 const IOC_WRITE: u64 = 1;
 const IOC_READ: u64 = 2;
 
-/// Linux `_IOC(dir, type, nr, size)`: `dir<<30 | size<<16 | type<<8 | nr` (qcom.md §1.1).
+/// Linux `_IOC(dir, type, nr, size)`: `dir<<30 | size<<16 | type<<8 | nr` (Linux `include/uapi/asm-generic/ioctl.h`).
 pub const fn ioc(dir: u64, ty: u64, nr: u64, size: usize) -> u64 {
     (dir << 30) | ((size as u64) << 16) | (ty << 8) | nr
 }

@@ -2,11 +2,8 @@
 //! KGSL's ioctl, which decodes the stream and may allocate): a counting global allocator that pauses
 //! while the ioctl runs.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::io;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pilot_core::device::{Arg, BufferUse, Device, ProgramFormat, ProgramSpec, StepOp};
 use pilot_qcom::blob::write_fake;
@@ -14,49 +11,17 @@ use pilot_qcom::device::QcomDevice;
 use pilot_qcom::fake::FakeKgsl;
 use pilot_qcom::fake_shader::{FakeShader, ShaderArg};
 use pilot_qcom::ioctl::KgslFile;
+use pilot_test_support::{paused, thread_allocs};
 
-struct Counting;
-
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+pilot_test_support::counting_allocator!();
 
 /// The fake, with counting paused while it runs: what it allocates is the kernel's business.
 struct Paused(FakeKgsl);
 
 impl KgslFile for Paused {
     unsafe fn ioctl(&self, request: u64, arg: &mut [u8]) -> io::Result<()> {
-        let was = COUNTING.with(|c| c.replace(false));
         // SAFETY: forwarded unchanged; the caller upholds the contract.
-        let r = unsafe { self.0.ioctl(request, arg) };
-        COUNTING.with(|c| c.set(was));
-        r
+        paused(|| unsafe { self.0.ioctl(request, arg) })
     }
     fn mmap(&self, len: usize, offset: u64) -> io::Result<NonNull<u8>> {
         self.0.mmap(len, offset)
@@ -90,14 +55,14 @@ fn submit_and_wait_do_not_allocate() {
     let step = dev.link_step(&ops).unwrap();
     let v = dev.submit(step).unwrap();
     dev.wait(v).unwrap();
-    COUNTING.with(|c| c.set(true));
     // The counter sees allocations on this thread.
+    let before = thread_allocs();
     drop(std::hint::black_box(Vec::<u8>::with_capacity(8)));
-    assert_eq!(ALLOCS.swap(0, Ordering::Relaxed), 1, "the counting allocator counts");
+    assert_eq!(thread_allocs() - before, 1, "the counting allocator counts");
+    let before = thread_allocs();
     for _ in 0..50 {
         let v = dev.submit(step).unwrap();
         dev.wait(v).unwrap();
     }
-    COUNTING.with(|c| c.set(false));
-    assert_eq!(ALLOCS.load(Ordering::Relaxed), 0, "heap allocations in submit/wait outside the ioctl");
+    assert_eq!(thread_allocs() - before, 0, "heap allocations in submit/wait outside the ioctl");
 }

@@ -36,6 +36,7 @@ mod mem;
 pub mod pool;
 mod reloc;
 
+use crate::bounds::check_range;
 use crate::device::{
     Arg, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, HostBytes, ProgramFormat, ProgramId,
     ProgramSpec, StepId, StepOp,
@@ -145,10 +146,7 @@ impl CpuDevice {
     fn address(&self, op: &'static str, arg: Arg, len: u64) -> DeviceResult<*mut u8> {
         let storage = &self.buffer(arg.buffer)?.storage;
         let size = storage.len() as u64;
-        match arg.offset.checked_add(len) {
-            Some(end) if end <= size => {}
-            _ => return Err(DeviceError::OutOfBounds { op, offset: arg.offset, len, size }),
-        }
+        check_range(op, arg.offset, len, size)?;
         // `offset <= size`, so this stays inside (or one past the end of) the allocation.
         Ok(storage.base().wrapping_add(arg.offset as usize))
     }

@@ -1,65 +1,26 @@
 //! End-to-end tests of the CPU device: C kernels compiled at test time with the system C compiler,
 //! loaded by our ELF loader and run on the pool. The loader's failure modes are in `tests_elf.rs`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::*;
 use crate::device::{Arg, BufferId, BufferUse, Device, HostBytes, ProgramFormat, ProgramSpec, StepOp};
+use pilot_test_support::{tagged_allocs, thread_allocs};
 
 #[path = "tests_elf.rs"]
 mod elf_tests;
 
 // ---- allocation counting: the step path must not touch the heap ----
 
-struct CountingAlloc;
-
-thread_local! {
-    static THREAD_ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-static WORKER_ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-fn note_alloc() {
-    let _ = THREAD_ALLOCS.try_with(|c| c.set(c.get() + 1));
-    if super::pool::IS_WORKER.try_with(Cell::get).unwrap_or(false) {
-        WORKER_ALLOCS.fetch_add(1, Ordering::Relaxed);
-    }
+/// Pool workers' allocations are tagged, so `tagged_allocs` counts them.
+fn on_pool_worker() -> bool {
+    super::pool::IS_WORKER.try_with(Cell::get).unwrap_or(false)
 }
 
-// SAFETY: forwards every call unchanged to `System`, which upholds the GlobalAlloc contract; the
-// bookkeeping touches only const-initialised thread-locals and an atomic, which never allocate.
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note_alloc();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note_alloc();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note_alloc();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
-
-fn thread_allocs() -> u64 {
-    THREAD_ALLOCS.with(Cell::get)
-}
+pilot_test_support::counting_allocator!(tagging on_pool_worker);
 
 // ---- compiling kernels ----
 
@@ -350,7 +311,7 @@ fn submit_does_not_allocate() {
         dev.copy_out(ids[2], 0, &mut out).unwrap();
     }
     assert_eq!(thread_allocs() - before, 0, "allocations on the submitting thread");
-    assert_eq!(WORKER_ALLOCS.load(Ordering::Relaxed), 0, "allocations on pool workers");
+    assert_eq!(tagged_allocs(), 0, "allocations on pool workers");
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! A step (its command stream and its kernel-argument blocks) is encoded once with symbolic addresses and values;
 //! linking resolves every symbol and writes the patched dwords. Because a relocation names its dword offset, a bound
 //! step already in GPU memory can be re-patched in place (for example the timeline value of each replay) without
-//! re-encoding it.
+//! re-encoding it. Addresses are written little-endian as two dwords, lo then hi ([`addr_words`]), which is how
+//! PM4 packets and kernel-argument blocks hold them on both Adreno and AMD.
 
 use std::fmt;
 
@@ -76,6 +77,25 @@ pub enum RelocKind {
     Addr64(Addr),
     /// One dword: the low 32 bits of the resolved value plus `delta` (wrapping).
     Value32 { sym: ValueSym, delta: i64 },
+}
+
+/// The two dwords (lo, hi) of a 64-bit GPU address.
+pub const fn addr_words(va: u64) -> [u32; 2] {
+    [va as u32, (va >> 32) as u32]
+}
+
+/// A dword that holds a symbolic value: at `at`, the value plus `delta`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueSlot {
+    pub at: usize,
+    pub delta: i64,
+}
+
+impl ValueSlot {
+    /// The dword for `value`: its low 32 bits plus the delta, wrapping.
+    pub const fn word(self, value: u64) -> u32 {
+        value.wrapping_add_signed(self.delta) as u32
+    }
 }
 
 /// A relocation at dword offset `at`.
@@ -213,6 +233,17 @@ impl RelocBuf {
         }
     }
 
+    /// Every dword that holds `sym`, in buffer order: what a replay re-patches in place.
+    pub fn value_slots(&self, sym: ValueSym) -> Vec<ValueSlot> {
+        self.relocs
+            .iter()
+            .filter_map(|r| match r.kind {
+                RelocKind::Value32 { sym: s, delta } if s == sym => Some(ValueSlot { at: r.at, delta }),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Appends `other`, shifting its relocations.
     pub fn append(&mut self, other: &RelocBuf) {
         let base = self.words.len();
@@ -229,12 +260,12 @@ impl RelocBuf {
                     let base = resolve.addr(a.sym).ok_or(LinkError::UnresolvedAddr { at: r.at, sym: a.sym })?;
                     let va = base.wrapping_add(a.offset);
                     let dst = out.get_mut(r.at..r.at + 2).ok_or(LinkError::OutOfRange { at: r.at, len: self.len() })?;
-                    dst.copy_from_slice(&[va as u32, (va >> 32) as u32]);
+                    dst.copy_from_slice(&addr_words(va));
                 }
                 RelocKind::Value32 { sym, delta } => {
                     let v = resolve.value(sym).ok_or(LinkError::UnresolvedValue { at: r.at, sym })?;
                     let dst = out.get_mut(r.at).ok_or(LinkError::OutOfRange { at: r.at, len: self.len() })?;
-                    *dst = v.wrapping_add_signed(delta) as u32;
+                    *dst = ValueSlot { at: r.at, delta }.word(v);
                 }
             }
         }
@@ -308,6 +339,19 @@ mod tests {
         b.push(1);
         b.push(Addr::base(Sym::Program(3)));
         assert_eq!(b.link(&resolver()).unwrap_err().to_string(), "dword 1: unresolved program 3");
+    }
+
+    #[test]
+    fn value_slots_list_every_use_of_a_value() {
+        let mut b = RelocBuf::new();
+        b.push(Word::Value(ValueSym::Timeline, -1));
+        b.push(Addr::base(Sym::Timeline));
+        b.push(Word::Value(ValueSym::Timeline, 0));
+        let slots = b.value_slots(ValueSym::Timeline);
+        assert_eq!(slots, [ValueSlot { at: 0, delta: -1 }, ValueSlot { at: 3, delta: 0 }]);
+        assert_eq!(slots[0].word(0), u32::MAX);
+        assert_eq!(slots[1].word(0x1_0000_0007), 7);
+        assert_eq!(addr_words(0x7f_8000_1010), [0x8000_1010, 0x7f]);
     }
 
     #[test]
