@@ -109,3 +109,6 @@ pub fn default_local(global: [u32; 3]) -> [u32; 3] {
     }
     local
 }
+
+#[cfg(test)]
+mod tests;

@@ -94,3 +94,6 @@ impl Codegen for Cpu {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;
