@@ -14,8 +14,10 @@ use pilot_core::Target;
 
 use super::{Built, BuiltKernel, Codegen, Gates};
 use crate::error::{CompileError, Result};
-use crate::plan;
 use crate::program::Program;
+
+/// Byte alignment of every buffer in the scratch arena (a cache line).
+pub const ARENA_ALIGN: usize = 64;
 
 /// The CPU back end for `target` (backend `cpu` or `null`), with an optional C compiler override.
 pub struct Cpu {
@@ -87,7 +89,7 @@ impl Codegen for Cpu {
             format: ProgramFormat::Elf,
             codes,
             kernels,
-            align: plan::ALIGN,
+            align: ARENA_ALIGN,
             pitch_align: 1,
             target: self.target.clone(),
             read_images: (0, 0),
