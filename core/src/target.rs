@@ -282,6 +282,21 @@ mod tests {
     }
 
     #[test]
+    fn devices_say_what_they_run() {
+        use crate::device::Device;
+        let Ok(host) = Target::default_for(Backend::Cpu) else { return };
+        let other =
+            Target { arch: if host.arch == Arch::X86_64 { Arch::Aarch64 } else { Arch::X86_64 }, ..host.clone() };
+        let cpu = crate::cpu::CpuDevice::new(1);
+        assert!(cpu.runs(&host));
+        assert!(!cpu.runs(&other), "the CPU runs its own architecture only");
+        assert!(!cpu.runs(&Target { backend: Backend::Null, ..host.clone() }), "null artifacts run on the NULL device");
+        let null = crate::null::NullDevice::new(host.arch.name());
+        let qcom = Target::default_for(Backend::Qcom).unwrap();
+        assert!(null.runs(&host) && null.runs(&other) && null.runs(&qcom));
+    }
+
+    #[test]
     fn rules_refuse_what_a_backend_does_not_take() {
         let err = |b: &str, a: Option<&str>, m: Modes| Target::parse(b, a, m).unwrap_err().to_string();
         let none = Modes::default();
