@@ -416,3 +416,7 @@ pub fn sanitize(name: &str) -> String {
     let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(40).collect();
     s
 }
+
+#[cfg(test)]
+#[path = "lazy_tests.rs"]
+mod tests;

@@ -1,4 +1,4 @@
-//! `pilot`: compile, run, load, inspect, gate, smi, usb (SPEC §5).
+//! `pilot`: compile, run, load, inspect, gate, smi, usb (README.md, "The `pilot` command").
 //!
 //! Exit codes: 0 success, 1 a gate or check failed, 2 bad usage or bad input (one line on stderr).
 

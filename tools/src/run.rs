@@ -153,7 +153,7 @@ fn build_inputs(session: &Session, args: &RunArgs) -> anyhow::Result<Vec<Vec<u8>
         .collect())
 }
 
-/// Replaces every character outside `[A-Za-z0-9._-]` with `_` (SPEC §5).
+/// Replaces every character outside `[A-Za-z0-9._-]` with `_` (README.md, `--save-outputs`).
 pub fn file_name_for(output: &str) -> String {
     output.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect()
 }

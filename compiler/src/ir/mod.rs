@@ -569,3 +569,8 @@ pub fn validate(ctx: &Ctx, roots: &[N]) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod simplify_tests;
+#[cfg(test)]
+mod tests;

@@ -11,8 +11,9 @@
 
 mod einsum;
 mod elementwise;
+mod hyperbolic;
 pub mod image;
-mod more;
+mod index_ops;
 mod nn;
 mod norm;
 mod reduce;
@@ -59,7 +60,8 @@ fn lookup(op: &str) -> Option<OpFn> {
         .or_else(|| reduce::lookup(op))
         .or_else(|| resize::lookup(op))
         .or_else(|| rnn::lookup(op))
-        .or_else(|| more::lookup(op))
+        .or_else(|| hyperbolic::lookup(op))
+        .or_else(|| index_ops::lookup(op))
         .or_else(|| einsum::lookup(op))
         .or_else(|| norm::lookup(op))
         .or_else(|| scatter::lookup(op))

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::more::wrap_clamp;
+use super::index_ops::wrap_clamp;
 use super::{NodeCtx, OpFn};
 use crate::error::Result;
 use crate::ir::subst::substitute;

@@ -1,4 +1,5 @@
-//! The out-of-band container openpilot and tinygrad write with `PICKLE_OOB=1` (SPEC §3):
+//! The out-of-band container openpilot and tinygrad write with `PICKLE_OOB=1` (tinygrad
+//! `examples/openpilot/compile3.py`, `dump_pickle`/`load_pickle`, copied from openpilot's modeld helpers):
 //!
 //! ```text
 //! int64 LE  N        length of the pickle stream

@@ -1,4 +1,4 @@
-//! The artifact: an openpilot-style out-of-band pickle (SPEC §3).
+//! The artifact: an openpilot-style out-of-band pickle (ARCHITECTURE.md, "The artifact").
 //!
 //! Layers, bottom up: [`container`] (the `<q N> pickle (<q n> bytes)*` framing), [`pickle`] (the strict
 //! plain-data subset), [`schema`] (the typed payload, version 1, decoded with bounds checks) and

@@ -4,9 +4,6 @@ use std::collections::HashMap;
 
 use crate::program::{BufKind, Program};
 
-/// Byte alignment of every buffer in the arena on the CPU.
-pub const ALIGN: usize = 64;
-
 #[derive(Debug, Default)]
 pub struct Plan {
     /// Arena offset of every scratch buffer.

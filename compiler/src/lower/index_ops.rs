@@ -1,11 +1,11 @@
-//! Miscellaneous operators: hyperbolic functions, Trilu, EyeLike, Hardmax, OneHot, TopK, and the
-//! data-dependent-shape ops NonZero and Compress (compile-time inputs only).
+//! Operators computed from element coordinates: masks (Trilu, EyeLike, OneHot), selections (Hardmax,
+//! TopK), and the data-dependent-shape ops NonZero and Compress (compile-time inputs only); with the
+//! coordinate and index helpers other lowerings share (`coord`, `scalar`, `wrap_clamp`).
 
 use std::collections::HashMap;
 
 use pilot_core::DType;
 
-use super::elementwise::{konst, with};
 use super::{NodeCtx, OpFn};
 use crate::error::Result;
 use crate::ir::subst::substitute;
@@ -16,11 +16,6 @@ use crate::tensor::Tensor;
 
 pub(super) fn lookup(op: &str) -> Option<OpFn> {
     Some(match op {
-        "Sinh" => |c| hyperbolic(c, Hyp::Sinh),
-        "Cosh" => |c| hyperbolic(c, Hyp::Cosh),
-        "Asinh" => |c| hyperbolic(c, Hyp::Asinh),
-        "Acosh" => |c| hyperbolic(c, Hyp::Acosh),
-        "Atanh" => |c| hyperbolic(c, Hyp::Atanh),
         "Trilu" => trilu,
         "EyeLike" => eye_like,
         "Hardmax" => hardmax,
@@ -30,60 +25,6 @@ pub(super) fn lookup(op: &str) -> Option<OpFn> {
         "Compress" => compress,
         _ => return None,
     })
-}
-
-#[derive(Clone, Copy)]
-enum Hyp {
-    Sinh,
-    Cosh,
-    Asinh,
-    Acosh,
-    Atanh,
-}
-
-fn hyperbolic(c: &mut NodeCtx<'_>, f: Hyp) -> Result<Vec<Lazy>> {
-    let x = c.input(0)?;
-    if !x.dtype.is_float() {
-        return Err(c.err(format!("{} input is not supported", x.dtype)));
-    }
-    let p = c.p();
-    let y = match f {
-        Hyp::Sinh | Hyp::Cosh => {
-            let e = p.unary(UnOp::Exp, &x);
-            let n = p.unary(UnOp::Neg, &x);
-            let en = p.unary(UnOp::Exp, &n);
-            let op = if matches!(f, Hyp::Sinh) { BinOp::Sub } else { BinOp::Add };
-            let s = p.binary(op, &e, &en);
-            with(p, BinOp::Mul, &s, 0.5)
-        }
-        Hyp::Asinh => {
-            // sign(x) · log(|x| + sqrt(x² + 1)), accurate for negative x.
-            let a = p.unary(UnOp::Abs, &x);
-            let x2 = p.binary(BinOp::Mul, &x, &x);
-            let r = with(p, BinOp::Add, &x2, 1.0);
-            let r = p.unary(UnOp::Sqrt, &r);
-            let s = p.binary(BinOp::Add, &a, &r);
-            let l = p.unary(UnOp::Log, &s);
-            let sg = p.unary(UnOp::Sign, &x);
-            p.binary(BinOp::Mul, &sg, &l)
-        }
-        Hyp::Acosh => {
-            let x2 = p.binary(BinOp::Mul, &x, &x);
-            let r = with(p, BinOp::Sub, &x2, 1.0);
-            let r = p.unary(UnOp::Sqrt, &r);
-            let s = p.binary(BinOp::Add, &x, &r);
-            p.unary(UnOp::Log, &s)
-        }
-        Hyp::Atanh => {
-            let one = konst(p, &x, 1.0);
-            let num = p.binary(BinOp::Add, &one, &x);
-            let den = p.binary(BinOp::Sub, &one, &x);
-            let q = p.binary(BinOp::Div, &num, &den);
-            let l = p.unary(UnOp::Log, &q);
-            with(p, BinOp::Mul, &l, 0.5)
-        }
-    };
-    Ok(vec![y])
 }
 
 /// The coordinate along `axis` of `shape`, as an INDEX tensor.

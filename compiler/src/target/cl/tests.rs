@@ -1,0 +1,95 @@
+//! The OpenCL renderer on small hand-built kernels: work-item mapping, accumulators, half storage
+//! and images (writes by pixel, reads through the sampler, guarded reads counted as gated).
+
+use pilot_core::gates::read_image_counts;
+use pilot_core::DType;
+
+use super::prepare::prepare;
+use super::render::{render, ClKernel};
+use crate::ir::{BinOp, RedOp, UnOp};
+use crate::program::{BufKind, Program};
+
+/// Renders every kernel of `p`, as the back end does.
+fn render_all(p: &mut Program) -> Vec<ClKernel> {
+    (0..p.kernels.len())
+        .map(|i| {
+            let k = p.kernels[i].clone();
+            let prep = prepare(p, &k);
+            render(p, &k, &prep, true).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn one_work_item_per_element_with_half_as_storage_only() {
+    let mut p = Program::new();
+    let x = p.input(0, DType::F16, &[4, 5]);
+    let y = p.unary(UnOp::Exp, &x);
+    p.realize(&y, BufKind::Output(0), "e");
+    let k = &render_all(&mut p)[0];
+    assert_eq!(k.global, [5, 4, 1], "innermost dimension first");
+    let src = &k.source;
+    assert!(src.starts_with("__kernel void k0_e(__global half *restrict b1, __global const half *restrict b0)"));
+    assert!(src.contains("= get_global_id(0);") && src.contains("= get_global_id(1);"), "{src}");
+    assert!(src.contains("vload_half(") && src.contains("vstore_half("), "{src}");
+    assert!(!src.contains("b0[") && !src.contains(" half t"), "no half arithmetic or direct half reads:\n{src}");
+}
+
+#[test]
+fn a_reduction_is_a_loop_with_a_private_accumulator() {
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[4, 8]);
+    let e = p.unary(UnOp::Exp, &x);
+    let m = p.reduce(RedOp::Max, &e, &[1]);
+    p.realize(&m, BufKind::Output(0), "rowmax");
+    let k = &render_all(&mut p)[0];
+    let src = &k.source;
+    assert_eq!(k.global, [4, 1, 1]);
+    let acc = src.find("float acc").unwrap_or_else(|| panic!("{src}"));
+    let lp = src.find("for (long v").unwrap();
+    let fold = src.find("= pl_fmax(acc").unwrap();
+    let store = src.find("b1[").unwrap();
+    assert!(acc < lp && lp < fold && fold < store, "{src}");
+    assert!(src.contains("(-INFINITY)"), "{src}");
+}
+
+#[test]
+fn images_are_written_by_pixel_and_read_through_the_sampler() {
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[2, 3, 4]);
+    let img = p.realize_image(&x, 2, 3, "img");
+    let two = p.full(DType::F32, &[2, 3, 4], 2.0);
+    let y = p.binary(BinOp::Mul, &img, &two);
+    let s = p.reduce(RedOp::Sum, &y, &[2]);
+    p.realize(&s, BufKind::Output(0), "out");
+    let ks = render_all(&mut p);
+    let (write, read) = (&ks[0], &ks[1]);
+    // The writer: one work-item per pixel (width × height), four channels in one write.
+    assert_eq!(write.global, [3, 2, 1]);
+    assert!(write.source.contains("write_only image2d_t b1"), "{}", write.source);
+    assert!(write.source.contains("write_imagef(b1, (int2)(") && write.source.contains("(float4)("));
+    // The reader: the channel reduction is unrolled over one pixel read, no gate.
+    assert!(read.source.contains("read_only image2d_t b1"), "{}", read.source);
+    assert_eq!(read_image_counts(&read.source), (1, 0), "{}", read.source);
+    assert!(read.source.contains("read_imagef(b1, smp, (int2)("));
+    for c in ["x", "y", "z", "w"] {
+        assert!(read.source.contains(&format!("px0.{c}")), "{}", read.source);
+    }
+    assert!(!read.source.contains("for ("), "unrolled:\n{}", read.source);
+}
+
+#[test]
+fn padded_image_reads_are_gated_and_half_images_store_half() {
+    let mut p = Program::new();
+    let x = p.input(0, DType::F16, &[2, 3, 4]);
+    let img = p.realize_image(&x, 2, 3, "img");
+    let padded = p.pad(&img, &[1, 0, 0], &[1, 0, 0], 0.0);
+    p.realize(&padded, BufKind::Output(0), "out");
+    let ks = render_all(&mut p);
+    assert!(ks[0].source.contains("vload_half("), "a half input is read as float:\n{}", ks[0].source);
+    let src = &ks[1].source;
+    assert_eq!(read_image_counts(src), (1, 1), "{src}");
+    assert!(src.contains("?read_imagef(") && src.contains(": (float4)(0.0f)"), "{src}");
+    assert!(src.contains("pl_channel(px0,"), "a channel chosen at run time:\n{src}");
+    assert_eq!(ks[1].global, [4, 3, 4]);
+}

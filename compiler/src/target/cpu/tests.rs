@@ -1,0 +1,85 @@
+//! The C renderer on small hand-built kernels: the loop structure the CPU's speed depends on.
+
+use pilot_core::DType;
+
+use super::render::render;
+use crate::ir::{BinOp, RedOp, UnOp};
+use crate::program::{BufKind, Program};
+
+/// The line index of the first line containing `needle`.
+fn line_of(source: &str, needle: &str) -> usize {
+    source.lines().position(|l| l.contains(needle)).unwrap_or_else(|| panic!("`{needle}` not in:\n{source}"))
+}
+
+/// `out[i, j] = Σ_k a[i, k] · b[k, j]` for `a: [m, kk]`, `b: [kk, n]`.
+fn matmul(m: usize, kk: usize, n: usize) -> Program {
+    let mut p = Program::new();
+    let a = p.input(0, DType::F32, &[m, kk]);
+    let b = p.input(1, DType::F32, &[kk, n]);
+    let a3 = p.reshape(&a, &[m, kk, 1]);
+    let b3 = p.reshape(&b, &[1, kk, n]);
+    let ab = p.broadcast(&[&a3, &b3]).unwrap();
+    let prod = p.binary(BinOp::Mul, &ab[0], &ab[1]);
+    let sum = p.reduce(RedOp::Sum, &prod, &[1]);
+    let out = p.reshape(&sum, &[m, n]);
+    p.realize(&out, BufKind::Output(0), "mm");
+    p
+}
+
+#[test]
+fn matmul_accumulates_in_arrays_around_a_vectorized_inner_loop() {
+    let p = matmul(8, 32, 16);
+    let ck = render(&p, &p.kernels[0]);
+    let src = &ck.source;
+    assert_eq!(ck.args, vec![2, 0, 1], "output first, then the inputs");
+    assert!(src.starts_with("void k0_mm(void *const *args, unsigned part, unsigned nparts) {"), "{src}");
+    // Rows are blocked by 4: one accumulator array per replica, as wide as the output row.
+    for u in 0..4 {
+        assert!(src.contains(&format!("float acc0_u{u}[16];")), "{src}");
+    }
+    assert_eq!(ck.parts, 2, "8 rows in blocks of 4 make two independent parts");
+    assert!(src.contains("part / nparts"), "{src}");
+    // Reduction loop outside, vectorized loop over the output row inside; the row of `a` (b0) is
+    // loaded once per reduction step, outside the inner loop, the column of `b` (b1) inside it.
+    let red = line_of(src, "< 32;");
+    let simd = line_of(src, "PL_SIMD for");
+    let a_load = line_of(src, "= b0[");
+    let b_load = line_of(src, "= b1[");
+    assert!(red < a_load && a_load < simd && simd < b_load, "{src}");
+    assert!(src.contains("acc0_u3[") && src.contains("+= "), "{src}");
+}
+
+#[test]
+fn elementwise_hoists_what_the_inner_loop_does_not_change() {
+    let mut p = Program::new();
+    let x = p.input(0, DType::F16, &[4, 5]);
+    let y = p.unary(UnOp::Exp, &x);
+    p.realize(&y, BufKind::Output(0), "e");
+    let ck = render(&p, &p.kernels[0]);
+    let src = &ck.source;
+    assert!(src.contains("const f16 *restrict b0") && src.contains("f16 *restrict b1"), "{src}");
+    // The row offset depends only on the outer variable: computed before the inner loop opens.
+    let inner = line_of(src, "< 5; v");
+    let row = line_of(src, "* 5LL)");
+    assert!(row < inner, "{src}");
+    // Half is computed in float (through the prelude's double-precision exp) and stored as half.
+    assert!(src.contains("pl_exp("), "{src}");
+    assert!(src.contains("b1[") && src.contains("] = "), "{src}");
+    assert_eq!(ck.parts, 4);
+}
+
+#[test]
+fn a_row_reduction_keeps_one_accumulator_per_output() {
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[4, 8]);
+    let e = p.unary(UnOp::Exp, &x);
+    let m = p.reduce(RedOp::Max, &e, &[1]);
+    p.realize(&m, BufKind::Output(0), "rowmax");
+    let src = render(&p, &p.kernels[0]).source;
+    // Max starts from -inf and folds with the NaN-propagating pl_fmax.
+    assert!(src.contains("float acc0[4];") && src.contains("(-PL_INF)"), "{src}");
+    assert!(src.contains("= pl_fmax(acc0["), "{src}");
+    let red = line_of(&src, "< 8;");
+    let simd = line_of(&src, "PL_SIMD for");
+    assert!(red < simd, "the reduction runs outside the vectorized loop over outputs:\n{src}");
+}
