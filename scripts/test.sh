@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 
-# core, qcom and usbgpu must never link protobuf/ONNX code (SPEC §2).
+# core, qcom and usbgpu must never link protobuf/ONNX code (the dependency rule in ARCHITECTURE.md).
 for crate in pilot-core pilot-qcom pilot-usbgpu; do
   if cargo tree -p "$crate" -e normal --prefix none | grep -Eiq '^(prost|protobuf|onnx|pilot-compiler)'; then
     echo "dependency rule broken: $crate depends on protobuf/ONNX/compiler code" >&2
