@@ -119,8 +119,7 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
         return Err(CompileError::Graph("--float16 stores images as half: it needs --image".into()));
     }
     progress("import");
-    let bytes =
-        std::fs::read(model).map_err(|source| CompileError::Io { path: model.display().to_string(), source })?;
+    let bytes = crate::onnx::read_model_file(model)?;
     let base = model.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let m = crate::onnx::load_bytes(&bytes, Some(base))?;
     progress("lower");

@@ -12,6 +12,7 @@ pub mod artifact;
 pub mod cpu;
 pub mod device;
 pub mod dtype;
+pub mod fsio;
 pub mod gates;
 pub mod npy;
 pub mod null;

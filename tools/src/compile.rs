@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 
 #[derive(clap::Args)]
 pub struct CompileArgs {
@@ -95,6 +95,11 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
     let shapes: HashMap<String, Vec<usize>> =
         args.shapes.iter().map(|s| parse_shape(s)).collect::<anyhow::Result<_>>()?;
     let output = args.output.clone().unwrap_or_else(|| args.model.with_extension("pkl"));
+    // Checked before compiling (the writer checks again): a device node, FIFO or the model itself
+    // as the output is refused at once, not after minutes of work.
+    pilot_core::fsio::output_target(&output)
+        .and_then(|target| pilot_core::fsio::refuse_same_file(&target, &[&args.model]))
+        .with_context(|| format!("output {}", output.display()))?;
     let gate = |n: Option<i64>| n.filter(|&n| n >= 0).map(|n| n as usize);
     let mut opts = pilot_compiler::CompileOptions::new(&args.target);
     if let Some(arch) = &args.arch {

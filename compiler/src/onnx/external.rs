@@ -1,6 +1,5 @@
 //! Tensor data stored outside the model file (`data_location = EXTERNAL`).
 
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path};
 
@@ -10,7 +9,8 @@ use super::proto::StringStringEntryProto;
 /// Reads the `nbytes` bytes of tensor `name` described by its `external_data` entries.
 ///
 /// `location` must be a relative path without `..` components (no absolute paths, no escape from
-/// the model's directory `base_dir`) naming a regular file; `offset` (default 0) and `length`
+/// the model's directory `base_dir`, symlinks included: the resolved path must lie inside the
+/// resolved directory) naming a regular file (see `pilot_core::fsio::open_regular`); `offset` (default 0) and `length`
 /// (default: what the dims need) are decimal byte counts; `length` must equal `nbytes` and the
 /// range must lie inside the file. Other keys (`checksum`, ...) are ignored. Nothing is allocated
 /// before the range has been checked against the file's size.
@@ -46,12 +46,12 @@ pub(crate) fn read(
     }
     let path = base_dir.join(location);
     let io = |e: std::io::Error| err(format!("{}: {e}", path.display()));
-    let mut file = File::open(&path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(err(format!("{} is not a regular file", path.display())));
+    let inside = |dir: &Path| std::fs::canonicalize(&path).map_err(io).map(|p| p.starts_with(dir));
+    if !inside(&std::fs::canonicalize(base_dir).map_err(io)?)? {
+        return Err(err(format!("location {location:?} leads out of the model's directory through a symlink")));
     }
-    let size = meta.len();
+    let mut file = pilot_core::fsio::open_regular(&path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
     if offset.checked_add(want).is_none_or(|end| end > size) {
         return Err(err(format!("bytes {offset}..+{want} lie outside {location:?} ({size} bytes)")));
     }

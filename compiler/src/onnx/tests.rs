@@ -203,6 +203,29 @@ fn external_data_needs_base_dir_and_a_relative_location() {
 }
 
 #[test]
+fn external_data_stays_inside_the_model_directory_and_in_regular_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), [7u8; 4]).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("w.bin")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("sub")).unwrap();
+    nix::unistd::mkfifo(&dir.path().join("fifo.bin"), nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    std::fs::write(dir.path().join("ok.bin"), 1.5f32.to_le_bytes()).unwrap();
+    std::os::unix::fs::symlink("ok.bin", dir.path().join("inner.bin")).unwrap();
+    let ext = |loc: &str| {
+        let mut t = tensor("x", DataType::Float, &[1]);
+        t.data_location = Some(DataLocation::External as i32);
+        t.external_data = vec![pb::StringStringEntryProto { key: Some("location".into()), value: Some(loc.into()) }];
+        data::decode_tensor(t, Some(dir.path()))
+    };
+    for (loc, why) in [("w.bin", "through a symlink"), ("sub/secret", "through a symlink"), ("fifo.bin", "FIFO")] {
+        let e = message(ext(loc).unwrap_err());
+        assert!(e.contains(why), "{loc}: {e}");
+    }
+    assert_eq!(ext("inner.bin").unwrap().to_f32(), [1.5]);
+}
+
+#[test]
 fn model_level_checks() {
     let e = load_proto(&pb::ModelProto { ir_version: Some(8), ..Default::default() }).unwrap_err();
     assert!(matches!(e, ImportError::MissingGraph));
