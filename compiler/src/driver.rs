@@ -9,7 +9,7 @@ use crate::backend::cl::{self, ClOptions};
 use crate::backend::emit::{self, EmitOptions};
 use crate::error::{CompileError, Result};
 use crate::lower::image::ImageMode;
-use crate::lower::{lower_with, Port};
+use crate::lower::{budget, lower_limited, Port};
 
 /// What to compile for.
 #[derive(Clone, Debug)]
@@ -29,6 +29,9 @@ pub struct CompileOptions {
     /// The `ALLOWED_READ_IMAGE` and `ALLOWED_GATED_READ_IMAGE` gates (exact, OpenCL targets).
     pub allowed_read_image: Option<usize>,
     pub allowed_gated_read_image: Option<usize>,
+    /// The most bytes one value or buffer, all the weights, or the whole planned memory may take
+    /// (see [`budget`]).
+    pub max_memory: u64,
 }
 
 impl CompileOptions {
@@ -47,6 +50,7 @@ impl CompileOptions {
             allowed_kernel_count: None,
             allowed_read_image: None,
             allowed_gated_read_image: None,
+            max_memory: budget::DEFAULT_MAX_MEMORY,
         }
     }
 }
@@ -125,7 +129,8 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
     progress("lower");
     let images =
         (gpu && opts.cl.image).then_some(ImageMode { float16: opts.cl.float16, max_width: opts.cl.max_image_width });
-    let mut lowered = lower_with(&m, &opts.shapes, images)?;
+    let limits = budget::Limits { max_memory: opts.max_memory };
+    let mut lowered = lower_limited(&m, &opts.shapes, images, limits)?;
     let kernels = lowered.program.kernels.len();
     if let Some(expected) = opts.allowed_kernel_count {
         if expected != kernels {

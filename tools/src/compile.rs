@@ -55,6 +55,10 @@ pub struct CompileArgs {
     /// Exact number of gated `read_image` (ALLOWED_GATED_READ_IMAGE; OpenCL targets).
     #[arg(long, env = "ALLOWED_GATED_READ_IMAGE", allow_negative_numbers = true)]
     pub allowed_gated_read_image: Option<i64>,
+    /// The most memory one value or buffer, all the weights, or the planned total may take, e.g.
+    /// 16G or 512M (PILOT_MAX_MEMORY too); a model over it is refused.
+    #[arg(long, env = "PILOT_MAX_MEMORY", default_value = "16G", value_parser = pilot_compiler::lower::budget::parse_size)]
+    pub max_memory: u64,
 }
 
 /// Parses `NAME=1x3x256x512`.
@@ -120,6 +124,7 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
     opts.allowed_kernel_count = gate(args.allowed_kernel_count);
     opts.allowed_read_image = gate(args.allowed_read_image);
     opts.allowed_gated_read_image = gate(args.allowed_gated_read_image);
+    opts.max_memory = args.max_memory;
     let st = Instant::now();
     let report = match pilot_compiler::compile(&args.model, &output, &opts, &progress(std::io::stderr().is_terminal()))
     {

@@ -17,6 +17,7 @@
 //! - Malformed input gives an [`ImportError`], never a panic. Nested graphs (If/Loop/Scan bodies)
 //!   are bounded by prost's recursion limit of 100 messages.
 
+pub mod check;
 mod convert;
 pub mod data;
 mod error;

@@ -375,3 +375,55 @@ fn every_prefix_of_a_model_is_handled() {
     }
     assert!(truncated > bytes.len() / 2, "{truncated} of {} prefixes reported as truncated", bytes.len());
 }
+
+#[test]
+fn the_reference_checks_refuse_bad_models() {
+    let relu = |name: &str, input: &str, out: &str| pb::NodeProto {
+        name: Some(name.into()),
+        op_type: Some("Relu".into()),
+        input: vec![input.into()],
+        output: vec![out.into()],
+        ..Default::default()
+    };
+    let graph = |nodes: Vec<pb::NodeProto>| pb::GraphProto {
+        node: nodes,
+        input: vec![value("x", DataType::Float as i32, vec![dim_value(2)])],
+        output: vec![value("y", DataType::Float as i32, vec![dim_value(2)])],
+        ..Default::default()
+    };
+    let checked = |m: pb::ModelProto| check::check(&load_proto(&m).unwrap()).map_err(message);
+    assert_eq!(checked(model(graph(vec![relu("a", "x", "y")]))), Ok(()));
+
+    let mut cases: Vec<(pb::ModelProto, &str)> = Vec::new();
+    let empty = pb::GraphProto { name: Some("main".into()), ..Default::default() };
+    cases.push((model(empty), "graph \"main\" has no outputs"));
+    cases.push((
+        model(graph(vec![relu("a", "x", "y"), relu("b", "x", "y")])),
+        "node `b` (Relu): output `y` is already produced by node `a` (Relu)",
+    ));
+    cases.push((
+        model(graph(vec![relu("a", "y", "x")])),
+        "node `a` (Relu): output `x` is already produced by a graph input",
+    ));
+    for (ir, why) in [(0, "ir_version 0 is not set"), (999, "ir_version 999 is not supported")] {
+        let mut m = model(graph(vec![relu("a", "x", "y")]));
+        m.ir_version = Some(ir);
+        cases.push((m, why));
+    }
+    for (domain, version, why) in [
+        ("", 0, "opset 0 of domain ai.onnx"),
+        ("", 99, "opset 99 of domain ai.onnx"),
+        ("com.x", 0, "opset 0 of domain com.x"),
+    ] {
+        let mut m = model(graph(vec![relu("a", "x", "y")]));
+        m.opset_import.push(pb::OperatorSetIdProto { domain: Some(domain.into()), version: Some(version) });
+        if domain.is_empty() {
+            m.opset_import.remove(0);
+        }
+        cases.push((m, why));
+    }
+    for (m, want) in cases {
+        let e = checked(m).unwrap_err();
+        assert!(e.contains(want), "{e:?} lacks {want:?}");
+    }
+}
