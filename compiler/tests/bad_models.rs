@@ -210,3 +210,15 @@ fn folding_is_bounded_by_work_not_just_size() {
     let [k] = &lowered.program.kernels[..] else { panic!("one kernel expected") };
     assert!(!lowered.program.ctx.has_reduce(k.expr), "the sum was folded");
 }
+
+#[test]
+fn the_planned_total_is_within_the_limit() {
+    // Each value is 1 KiB, within a 2 KiB limit; input, weight and output together need 3 KiB.
+    let w = floats("w", &[256], &[0.5; 256]);
+    let add = named(node("Add", &[], vec![]), "a", &["x", "w"], "y");
+    let limits = Limits { max_memory: 2048 };
+    let lowered = lower_graph(vec![add], vec![w], &[256], limits).unwrap();
+    let e = pilot_compiler::lower::budget::check_planned(&lowered.program, limits).unwrap_err();
+    assert!(e.starts_with("the model needs 3 KiB at run time") && e.contains("the limit is 2 KiB"), "{e}");
+    pilot_compiler::lower::budget::check_planned(&lowered.program, Limits { max_memory: 3072 }).unwrap();
+}

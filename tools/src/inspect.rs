@@ -47,7 +47,7 @@ pub fn describe(a: &Artifact) -> Value {
     json!({
         "file_size": a.file_size(),
         "target": {
-            "backend": m.target.backend, "arch": m.target.arch,
+            "backend": m.target.backend.name(), "arch": m.target.arch.name(),
             "image": m.target.image, "float16": m.target.float16, "nolocals": m.target.nolocals,
         },
         "inputs": m.inputs.iter().map(tensor).collect::<Vec<_>>(),
@@ -120,7 +120,7 @@ pub fn inspect(path: &Path, as_json: bool) -> anyhow::Result<()> {
         .filter_map(|(n, on)| on.then_some(n))
         .collect();
     println!("{}  ({})", printable(&path.display().to_string()), mib(a.file_size()));
-    println!("target    {}:{} {}", printable(&t.backend), printable(&t.arch), flags.join(" "));
+    println!("target    {}:{} {}", t.backend, t.arch, flags.join(" "));
     for (what, list) in [("input ", &m.inputs), ("output", &m.outputs)] {
         for x in list {
             println!("{what}    {:<32} {:<8} {:?}", printable(&x.name), x.dtype.name(), x.shape);

@@ -13,6 +13,7 @@
 use pilot_core::DType;
 
 use crate::ir::{Ctx, Op, N};
+use crate::program::{BufKind, Program};
 
 /// The default of [`Limits::max_memory`]: 16 GiB, more than any device pilot targets has.
 pub const DEFAULT_MAX_MEMORY: u64 = 16 << 30;
@@ -86,6 +87,31 @@ impl Limits {
             None => Err(format!("{what} of shape {shape:?} has more bytes than a 64-bit size can count")),
         }
     }
+}
+
+/// Refuses a lowered program whose memory at run time, as the planner would lay it out (the
+/// scratch arena after reuse, plus weights, inputs, outputs, state and images), exceeds the limit.
+pub fn check_planned(p: &Program, limits: Limits) -> Result<(), String> {
+    let plan = crate::plan::plan(p, crate::plan::ALIGN);
+    let arena = plan.arena_bytes as u64;
+    let others: u64 = p
+        .bufs
+        .iter()
+        .enumerate()
+        .filter(|(i, b)| !(b.kind == BufKind::Scratch && plan.offsets.contains_key(&(*i as u32))))
+        .map(|(_, b)| b.nbytes() as u64)
+        .sum();
+    let total = arena.saturating_add(others);
+    if total > limits.max_memory {
+        return Err(format!(
+            "the model needs {} at run time ({} of scratch after reuse, {} in weights, inputs, outputs and images), the limit is {} ({MEMORY_KNOBS})",
+            human(total),
+            human(arena),
+            human(others),
+            human(limits.max_memory)
+        ));
+    }
+    Ok(())
 }
 
 /// Element evaluations to fold `root` over `numel` points: `numel` times the work per point, where
