@@ -277,3 +277,25 @@ fn errors_do_not_repeat_and_names_are_escaped() {
     assert!(!text.contains('\u{1b}') && !text.contains("\nfake line"), "{text}");
     assert!(text.contains("x\\u{1b}[2J\\nfake line"), "{text}");
 }
+
+#[test]
+fn opencl_compiler_chatter_stays_off_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.onnx");
+    std::fs::write(&model, add_model("x")).unwrap();
+    let art = dir.path().join("m.pkl");
+    let o = pilot(&["compile", s(&model), "-o", s(&art), "--target", "cl"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let good = pilot(&["run", s(&art), "--steps", "1"]);
+    if good.status.code() != Some(0) {
+        eprintln!("skipped: no OpenCL device here ({})", stderr(&good).trim());
+        return;
+    }
+    // Break the kernel source in place (same length): the driver's compiler rejects it.
+    let mut bytes = std::fs::read(&art).unwrap();
+    let at = bytes.windows(8).position(|w| w == b"__kernel").expect("OpenCL source in the artifact");
+    bytes[at..at + 8].copy_from_slice(b"__kernal");
+    std::fs::write(&art, &bytes).unwrap();
+    let e = refused(&pilot(&["run", s(&art), "--steps", "1"]));
+    assert!(!e.contains("generated"), "{e}");
+}
