@@ -247,6 +247,7 @@ fn usage_errors_are_one_line() {
         vec!["load", "x.pkl", "--assert-min-load-time", "NaN"],
         vec!["load", "x.pkl", "--assert-min-load-time", "-1"],
         vec!["gate", "--baseline", "a", "--current", "b", "--max-regression", "nan"],
+        vec!["compile", "m.onnx", "--max-memory", "lots"],
     ] {
         refused(&pilot(&args));
     }
@@ -298,4 +299,19 @@ fn opencl_compiler_chatter_stays_off_stderr() {
     std::fs::write(&art, &bytes).unwrap();
     let e = refused(&pilot(&["run", s(&art), "--steps", "1"]));
     assert!(!e.contains("generated"), "{e}");
+}
+
+#[test]
+fn the_memory_limit_is_configurable() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.onnx");
+    std::fs::write(&model, add_model("x")).unwrap();
+    let out = dir.path().join("m.pkl");
+    let args = ["compile", s(&model), "-o", s(&out), "--target", "null"];
+    let e = refused(&pilot_in(dir.path(), &args, &[("PILOT_MAX_MEMORY", "24")]));
+    assert!(e.contains("needs 32 bytes at run time") && e.contains("the limit is 24 bytes"), "{e}");
+    let e = refused(&pilot(&[&args[..], &["--max-memory", "8"]].concat()));
+    assert!(e.contains("input `x` of shape [1, 4] needs 16 bytes, the limit is 8 bytes"), "{e}");
+    assert!(!out.exists());
+    assert_eq!(pilot(&[&args[..], &["--max-memory", "1K"]].concat()).status.code(), Some(0));
 }

@@ -6,13 +6,16 @@ use std::path::{Component, Path};
 use super::error::ImportError;
 use super::proto::StringStringEntryProto;
 
+/// The largest tensor read from external data: the compiler's default memory limit.
+pub const MAX_EXTERNAL_BYTES: u64 = crate::lower::budget::DEFAULT_MAX_MEMORY;
+
 /// Reads the `nbytes` bytes of tensor `name` described by its `external_data` entries.
 ///
 /// `location` must be a relative path without `..` components (no absolute paths, no escape from
 /// the model's directory `base_dir`, symlinks included: the resolved path must lie inside the
 /// resolved directory) naming a regular file (see `pilot_core::fsio::open_regular`); `offset` (default 0) and `length`
-/// (default: what the dims need) are decimal byte counts; `length` must equal `nbytes` and the
-/// range must lie inside the file. Other keys (`checksum`, ...) are ignored. Nothing is allocated
+/// (default: what the dims need) are decimal byte counts; `length` must equal `nbytes` (at most
+/// [`MAX_EXTERNAL_BYTES`]) and the range must lie inside the file. Other keys (`checksum`, ...) are ignored. Nothing is allocated
 /// before the range has been checked against the file's size.
 pub(crate) fn read(
     name: &str,
@@ -41,6 +44,11 @@ pub(crate) fn read(
         ))
     })?;
     let want = nbytes as u64;
+    if want > MAX_EXTERNAL_BYTES {
+        return Err(err(format!(
+            "{want} bytes, more than the {MAX_EXTERNAL_BYTES} one tensor may take (the default --max-memory)"
+        )));
+    }
     if let Some(length) = length.filter(|&l| l != want) {
         return Err(err(format!("length {length} but the dims need {want} bytes")));
     }

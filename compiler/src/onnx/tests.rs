@@ -223,6 +223,12 @@ fn external_data_stays_inside_the_model_directory_and_in_regular_files() {
         assert!(e.contains(why), "{loc}: {e}");
     }
     assert_eq!(ext("inner.bin").unwrap().to_f32(), [1.5]);
+    let mut huge = tensor("x", DataType::Float, &[1 << 33]);
+    huge.data_location = Some(DataLocation::External as i32);
+    huge.external_data =
+        vec![pb::StringStringEntryProto { key: Some("location".into()), value: Some("ok.bin".into()) }];
+    let e = message(data::decode_tensor(huge, Some(dir.path())).unwrap_err());
+    assert!(e.contains("34359738368 bytes, more than the 17179869184 one tensor may take"), "{e}");
 }
 
 #[test]
