@@ -117,10 +117,14 @@ pub fn output_target(path: &Path) -> io::Result<PathBuf> {
         return Ok(path.to_path_buf());
     }
     let target = std::fs::canonicalize(path).map_err(|e| {
-        io::Error::new(e.kind(), format!("is a symlink whose target cannot be resolved ({e}); pilot writes through a link but does not create its target"))
+        let why = format!("is a symlink whose target cannot be resolved ({e}): links are written through, not created");
+        io::Error::new(e.kind(), why)
     })?;
-    check_regular(&std::fs::metadata(&target)?)
-        .map_err(|e| io::Error::new(e.kind(), format!("is a symlink to what {e}")))?;
+    let kind = std::fs::metadata(&target)?.file_type();
+    if !kind.is_file() {
+        let why = format!("is a symlink to {}, not a regular file", kind_name(kind));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, why));
+    }
     Ok(target)
 }
 
