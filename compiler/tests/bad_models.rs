@@ -222,3 +222,24 @@ fn the_planned_total_is_within_the_limit() {
     assert!(e.starts_with("the model needs 3 KiB at run time") && e.contains("the limit is 2 KiB"), "{e}");
     pilot_compiler::lower::budget::check_planned(&lowered.program, Limits { max_memory: 3072 }).unwrap();
 }
+
+/// Compile time is kept linear in the node count by bounding what one kernel fuses; the timing
+/// itself is measured by `scripts/compile_scaling.sh`. Here: a chain of 5000 Adds is cut into
+/// kernels no deeper than the cap, so no pass ever walks an expression of the whole chain.
+#[test]
+fn long_chains_are_cut_into_kernels_of_bounded_depth() {
+    let n = 5000;
+    let nodes: Vec<pb::NodeProto> = (0..n)
+        .map(|i| {
+            let input = if i == 0 { "x".to_string() } else { format!("v{}", i - 1) };
+            let output = if i == n - 1 { "y".to_string() } else { format!("v{i}") };
+            named(node("Add", &[], vec![]), &format!("add{i}"), &[&input, "x"], &output)
+        })
+        .collect();
+    let lowered = lower_graph(nodes, vec![], &[1, 16], Limits::default()).unwrap();
+    let p = &lowered.program;
+    let cap = pilot_compiler::lower::MAX_FUSED_DEPTH;
+    assert!(p.kernels.iter().all(|k| p.ctx.depth(k.expr) <= cap + 8), "a kernel fused past the depth cap");
+    let fewest = n / cap as usize;
+    assert!((fewest..=2 * fewest + 1).contains(&p.kernels.len()), "{} kernels", p.kernels.len());
+}
