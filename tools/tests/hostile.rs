@@ -93,7 +93,8 @@ fn specials(dir: &Path) -> Vec<PathBuf> {
     let fifo = dir.join("fifo");
     nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o644)).unwrap();
     let sock = dir.join("sock");
-    std::mem::forget(std::os::unix::net::UnixListener::bind(&sock).unwrap());
+    // The socket file stays after the listener closes: a socket on disk is all these tests need.
+    drop(std::os::unix::net::UnixListener::bind(&sock).unwrap());
     let mut out = vec![fifo, sock];
     let node = dir.join("null");
     if mknod(&node, SFlag::S_IFCHR, Mode::from_bits_truncate(0o666), makedev(1, 3)).is_ok() {
