@@ -184,8 +184,11 @@ impl ClDevice {
         let text = std::str::from_utf8(code).map_err(|e| format!("OpenCL C source is not UTF-8: {e}"))?;
         let program = Program::with_source(&self.context, text)
             .map_err(|c| format!("clCreateProgramWithSource: {}", code_text(c)))?;
-        if let Err(c) = program.build(self.device, BUILD_OPTIONS) {
-            let log = summarize_log(&program.build_log(self.device));
+        // The implementation's compiler may print to stderr besides filling the build log: captured.
+        let (built, chatter) = crate::quiet::capture_stderr(|| program.build(self.device, BUILD_OPTIONS));
+        if let Err(c) = built {
+            let log = program.build_log(self.device);
+            let log = summarize_log(if log.trim().is_empty() { &chatter } else { &log });
             return Err(format!("build failed: {}: {log}", code_text(c)));
         }
         self.sources.push(Source { code: code.into(), program });

@@ -23,6 +23,7 @@ mod device;
 mod error;
 mod handles;
 mod platform;
+mod quiet;
 mod step;
 
 pub use device::ClDevice;

@@ -10,7 +10,7 @@ use pilot_core::Target;
 use crate::artifact::{self, ModelInfo};
 use crate::error::{CompileError, Result};
 use crate::lower::image::ImageMode;
-use crate::lower::{lower_with, Port};
+use crate::lower::{budget, lower_limited, Port};
 use crate::target::cl::ClOptions;
 use crate::target::{self, Gates};
 
@@ -31,6 +31,9 @@ pub struct CompileOptions {
     /// The `ALLOWED_READ_IMAGE` and `ALLOWED_GATED_READ_IMAGE` gates (exact, OpenCL targets).
     pub allowed_read_image: Option<usize>,
     pub allowed_gated_read_image: Option<usize>,
+    /// The most bytes one value or buffer, all the weights, or the whole planned memory may take
+    /// (see [`budget`]).
+    pub max_memory: u64,
 }
 
 impl CompileOptions {
@@ -44,6 +47,7 @@ impl CompileOptions {
             allowed_kernel_count: None,
             allowed_read_image: None,
             allowed_gated_read_image: None,
+            max_memory: budget::DEFAULT_MAX_MEMORY,
         }
     }
 }
@@ -101,14 +105,15 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
     opts.target.check().map_err(|e| CompileError::Graph(e.to_string()))?;
     let codegen = target::codegen(opts)?;
     progress("import");
-    let bytes =
-        std::fs::read(model).map_err(|source| CompileError::Io { path: model.display().to_string(), source })?;
+    let bytes = crate::onnx::read_model_file(model)?;
     let base = model.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let m = crate::onnx::load_bytes(&bytes, Some(base))?;
     progress("lower");
     let images =
         opts.target.image.then_some(ImageMode { float16: opts.target.float16, max_width: opts.cl.max_image_width });
-    let mut lowered = lower_with(&m, &opts.shapes, images)?;
+    let limits = budget::Limits { max_memory: opts.max_memory };
+    let mut lowered = lower_limited(&m, &opts.shapes, images, limits)?;
+    budget::check_planned(&lowered.program, limits).map_err(CompileError::Graph)?;
     let kernels = lowered.program.kernels.len();
     if let Some(expected) = opts.allowed_kernel_count {
         if expected != kernels {

@@ -10,6 +10,7 @@ use pilot_core::DType;
 
 use crate::ir::subst::substitute;
 use crate::ir::{interp, BinOp, Const, Op, RedOp, UnOp, N};
+use crate::lower::budget;
 use crate::program::{BufKind, Kernel, Program};
 use crate::tensor::Tensor;
 
@@ -30,6 +31,9 @@ impl Lazy {
         self.shape.iter().product()
     }
 }
+
+/// Operand costs above this count as equal when choosing whose variables an elementwise op keeps.
+const BASE_COST_CAP: usize = 64;
 
 /// C-order strides of `shape`.
 pub fn strides(shape: &[usize]) -> Vec<i64> {
@@ -232,7 +236,12 @@ impl Program {
     /// The operand whose variables the result keeps: the most expensive one, so that the others
     /// (constants, plain loads) are the ones substituted.
     fn base<'a>(&self, xs: &[&'a Lazy]) -> &'a Lazy {
-        xs.iter().copied().max_by_key(|x| (self.ctx.has_reduce(x.expr), self.ctx.cost(x.expr))).expect("operands")
+        // Costs are capped: past the cap any operand is heavy enough, and an exact count would make
+        // a long fused chain quadratic.
+        xs.iter()
+            .copied()
+            .max_by_key(|x| (self.ctx.has_reduce(x.expr), self.ctx.cost_capped(x.expr, BASE_COST_CAP)))
+            .expect("operands")
     }
 
     /// `a op b` elementwise; shapes must match (see [`Program::broadcast`]).
@@ -351,17 +360,41 @@ impl Program {
         (self.flat_index(&x.vars, &x.shape) == index).then_some(buf)
     }
 
-    /// Whether `x` depends only on compile-time constants.
+    /// Whether `x` depends only on compile-time constants. Memoized per node, so that asking after
+    /// every lowered node costs O(new nodes), not O(expression): a long fused chain stays linear.
     pub fn is_constant(&self, x: &Lazy) -> bool {
-        self.ctx.loads(x.expr).iter().all(|&b| matches!(self.bufs[b as usize].kind, BufKind::Weight(_)))
+        let mut memo = self.constant_memo.lock().unwrap_or_else(|p| p.into_inner());
+        let mut stack = vec![(x.expr, false)];
+        while let Some((n, children_done)) = stack.pop() {
+            if memo.contains_key(&n) {
+                continue;
+            }
+            let children = self.ctx.children(n);
+            if children_done {
+                let own = match self.ctx.op(n) {
+                    Op::Load { buf, .. } => matches!(self.bufs[*buf as usize].kind, BufKind::Weight(_)),
+                    _ => true,
+                };
+                let all = own && children.iter().all(|c| memo.get(c).copied().unwrap_or(false));
+                memo.insert(n, all);
+            } else {
+                stack.push((n, true));
+                stack.extend(children.into_iter().filter(|c| !memo.contains_key(c)).map(|c| (c, false)));
+            }
+        }
+        memo.get(&x.expr).copied().unwrap_or(false)
     }
 
-    /// Evaluates a constant lazy tensor at compile time; `None` if it reads run-time data.
+    /// Evaluates a constant lazy tensor at compile time; `None` if it reads run-time data or would
+    /// take more than [`budget::FOLD_WORK_LIMIT`] element evaluations (see [`budget::fold_work`]).
     pub fn fold(&self, x: &Lazy) -> Option<Tensor> {
         if !self.is_constant(x) {
             return None;
         }
-        let n = x.numel();
+        let n = x.shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))?;
+        if budget::fold_work(&self.ctx, x.expr, n) > budget::FOLD_WORK_LIMIT {
+            return None;
+        }
         let st = strides(&x.shape);
         let mut env = HashMap::new();
         // Fast path for pure movement (a transposed or sliced weight): only the index is

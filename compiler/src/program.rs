@@ -74,6 +74,9 @@ pub struct Program {
     pub ctx: Ctx,
     pub bufs: Vec<Buf>,
     pub kernels: Vec<Kernel>,
+    /// Whether each expression node reads only weights, filled by `Program::is_constant` (valid
+    /// forever: nodes are immutable and a weight buffer never changes kind).
+    pub(crate) constant_memo: std::sync::Mutex<std::collections::HashMap<crate::ir::N, bool>>,
 }
 
 impl Program {

@@ -15,6 +15,7 @@ pub mod bounds;
 pub mod cpu;
 pub mod device;
 pub mod dtype;
+pub mod fsio;
 pub mod gates;
 pub mod hcq;
 pub mod npy;

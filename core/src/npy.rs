@@ -15,7 +15,7 @@
 //! - Nothing here panics on malformed input; every error renders as one line.
 
 use std::fs::OpenOptions;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -104,15 +104,56 @@ fn in_file(path: &Path) -> impl Fn(NpyError) -> NpyError + '_ {
     move |e| NpyError::In { path: path.into(), error: Box::new(e) }
 }
 
-/// Reads a `.npy` file. Errors name the file.
+/// The largest header read (numpy's own reader stops at 10000 bytes by default).
+pub const MAX_HEADER: usize = 1 << 20;
+
+/// Reads a `.npy` file: a regular file only (see [`crate::fsio::open_regular`]), its header at most
+/// [`MAX_HEADER`] bytes, its size checked against the header's shape before the data is read.
+/// Errors name the file.
 pub fn read(path: impl AsRef<Path>) -> Result<Array, NpyError> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|error| NpyError::Io { path: path.into(), error })?;
-    read_bytes(&bytes).map_err(in_file(path))
+    let io = |error| NpyError::Io { path: path.into(), error };
+    let file = crate::fsio::open_regular(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    let mut reader = file.take(size);
+    let mut head = Vec::new();
+    (&mut reader).take(12 + MAX_HEADER as u64).read_to_end(&mut head).map_err(io)?;
+    let (h, start) = parse_head(&head).map_err(in_file(path))?;
+    let expected = byte_len(h.dtype, &h.shape).map_err(in_file(path))?;
+    let actual = usize::try_from(size - start as u64).unwrap_or(usize::MAX);
+    if actual != expected {
+        let e = NpyError::DataLength { dtype: h.dtype, shape: h.shape, expected, actual };
+        return Err(in_file(path)(e));
+    }
+    let mut data = Vec::new();
+    data.try_reserve_exact(expected).map_err(|_| in_file(path)(NpyError::Overflow(h.shape.clone())))?;
+    data.extend_from_slice(&head[start..]);
+    reader.read_to_end(&mut data).map_err(io)?;
+    if data.len() != expected {
+        let e = NpyError::DataLength { dtype: h.dtype, shape: h.shape, expected, actual: data.len() };
+        return Err(in_file(path)(e));
+    }
+    finish(h, data)
 }
 
 /// Parses the bytes of a `.npy` file.
 pub fn read_bytes(bytes: &[u8]) -> Result<Array, NpyError> {
+    let (h, start) = parse_head(bytes)?;
+    let payload = &bytes[start..];
+    check_len(h.dtype, &h.shape, payload.len())?;
+    finish(h, payload.to_vec())
+}
+
+fn finish(h: Header, mut data: Vec<u8>) -> Result<Array, NpyError> {
+    if h.swap {
+        data.chunks_exact_mut(h.dtype.size()).for_each(|c| c.reverse());
+    }
+    Ok(Array { dtype: h.dtype, shape: h.shape, data })
+}
+
+/// Parses the magic, version and header at the start of `bytes`; returns the header and the offset
+/// of the data.
+fn parse_head(bytes: &[u8]) -> Result<(Header, usize), NpyError> {
     if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
         return Err(NpyError::BadMagic);
     }
@@ -128,24 +169,18 @@ pub fn read_bytes(bytes: &[u8]) -> Result<Array, NpyError> {
     };
     let len_bytes = bytes.get(8..8 + len_size).ok_or(NpyError::Truncated("no header length"))?;
     let header_len = len_bytes.iter().rev().fold(0usize, |acc, &b| (acc << 8) | b as usize);
+    if header_len > MAX_HEADER {
+        return Err(NpyError::Header(format!("{header_len} bytes, more than the {MAX_HEADER} allowed")));
+    }
     let start = 8 + len_size;
-    let header_bytes = start
-        .checked_add(header_len)
-        .and_then(|end| bytes.get(start..end))
-        .ok_or(NpyError::Truncated("header runs past the end of the file"))?;
+    let header_bytes =
+        bytes.get(start..start + header_len).ok_or(NpyError::Truncated("header runs past the end of the file"))?;
     let header: String = if utf8 {
         std::str::from_utf8(header_bytes).map_err(|_| NpyError::Header("header is not valid UTF-8".into()))?.to_owned()
     } else {
         header_bytes.iter().map(|&b| b as char).collect() // latin-1
     };
-    let h = parse_header(&header)?;
-    let payload = &bytes[start + header_len..];
-    check_len(h.dtype, &h.shape, payload.len())?;
-    let mut data = payload.to_vec();
-    if h.swap {
-        data.chunks_exact_mut(h.dtype.size()).for_each(|c| c.reverse());
-    }
-    Ok(Array { dtype: h.dtype, shape: h.shape, data })
+    Ok((parse_header(&header)?, start + header_len))
 }
 
 /// Serialises an array to `.npy` bytes; fails if `data` does not match `shape` and `dtype`.
@@ -189,11 +224,14 @@ pub fn to_bytes(array: &Array) -> Result<Vec<u8>, NpyError> {
 }
 
 /// Writes `array` to `path` atomically: a temporary file in the same directory, then a rename.
+/// Only regular files are written, through a symlink if `path` is one (see
+/// [`crate::fsio::output_target`]); the temporary file is registered for removal on a signal.
 pub fn write(path: impl AsRef<Path>, array: &Array) -> Result<(), NpyError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let path = path.as_ref();
     let bytes = to_bytes(array).map_err(in_file(path))?;
     let io_err = |error| NpyError::Io { path: path.into(), error };
+    let path = &crate::fsio::output_target(path).map_err(io_err)?;
     let name = path
         .file_name()
         .ok_or_else(|| io_err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path")))?;
@@ -211,6 +249,7 @@ pub fn write(path: impl AsRef<Path>, array: &Array) -> Result<(), NpyError> {
             Err(e) => return Err(io_err(e)),
         }
     };
+    let _registered = crate::fsio::remove_on_signal(&tmp);
     let result = file.write_all(&bytes).and_then(|()| file.sync_all()).and_then(|()| {
         drop(file);
         std::fs::rename(&tmp, path)
@@ -505,6 +544,33 @@ mod tests {
         assert!(!dir.path().join("bad.npy").exists());
         let e = read(dir.path().join("missing.npy")).unwrap_err().to_string();
         assert!(e.contains("missing.npy") && !e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn file_reads_refuse_fifos_huge_headers_and_wrong_sizes() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("in.npy");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+        let e = read(&fifo).unwrap_err().to_string();
+        assert!(e.ends_with("is a FIFO, not a regular file"), "{e}");
+        let e = write(&fifo, &Array::new(DType::U8, vec![1], vec![1]).unwrap()).unwrap_err().to_string();
+        assert!(e.ends_with("not a regular file"), "{e}");
+
+        let path = dir.path().join("h.npy");
+        let mut huge = b"\x93NUMPY\x02\x00".to_vec();
+        huge.extend_from_slice(&(u32::MAX).to_le_bytes());
+        std::fs::write(&path, &huge).unwrap();
+        let e = read(&path).unwrap_err().to_string();
+        assert!(e.contains("more than the 1048576 allowed"), "{e}");
+
+        let good = to_bytes(&Array::new(DType::F32, vec![4], pattern(16)).unwrap()).unwrap();
+        for (bytes, actual) in [(&good[..good.len() - 1], 15), (&[&good[..], &[0]].concat()[..], 17)] {
+            std::fs::write(&path, bytes).unwrap();
+            let e = read(&path).unwrap_err().to_string();
+            assert!(e.contains(&format!("data is {actual} bytes")) && e.contains("h.npy"), "{e}");
+        }
+        std::fs::write(&path, &good).unwrap();
+        assert_eq!(read(&path).unwrap(), read_bytes(&good).unwrap());
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use pilot_compiler::target::qcom::QcomCompiler;
 use pilot_core::target::{Backend, Modes, Target};
 
@@ -57,6 +57,10 @@ pub struct CompileArgs {
     /// Exact number of gated `read_image` (ALLOWED_GATED_READ_IMAGE; OpenCL targets).
     #[arg(long, env = "ALLOWED_GATED_READ_IMAGE", allow_negative_numbers = true)]
     pub allowed_gated_read_image: Option<i64>,
+    /// The most memory one value or buffer, all the weights, or the planned total may take, e.g.
+    /// 16G or 512M (PILOT_MAX_MEMORY too); a model over it is refused.
+    #[arg(long, env = "PILOT_MAX_MEMORY", default_value = "16G", value_parser = pilot_compiler::lower::budget::parse_size)]
+    pub max_memory: u64,
 }
 
 /// Parses `NAME=1x3x256x512`.
@@ -97,6 +101,11 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
     let shapes: HashMap<String, Vec<usize>> =
         args.shapes.iter().map(|s| parse_shape(s)).collect::<anyhow::Result<_>>()?;
     let output = args.output.clone().unwrap_or_else(|| args.model.with_extension("pkl"));
+    // Checked before compiling (the writer checks again): a device node, FIFO or the model itself
+    // as the output is refused at once, not after minutes of work.
+    pilot_core::fsio::output_target(&output)
+        .and_then(|target| pilot_core::fsio::refuse_same_file(&target, &[&args.model]))
+        .with_context(|| format!("output {}", output.display()))?;
     let gate = |n: Option<i64>| n.filter(|&n| n >= 0).map(|n| n as usize);
     let null = backend == Backend::Null;
     let mut opts = pilot_compiler::CompileOptions::new(target);
@@ -111,6 +120,7 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
     opts.allowed_kernel_count = gate(args.allowed_kernel_count);
     opts.allowed_read_image = gate(args.allowed_read_image);
     opts.allowed_gated_read_image = gate(args.allowed_gated_read_image);
+    opts.max_memory = args.max_memory;
     let st = Instant::now();
     let report = match pilot_compiler::compile(&args.model, &output, &opts, &progress(std::io::stderr().is_terminal()))
     {

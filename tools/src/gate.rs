@@ -40,14 +40,19 @@ pub const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Coverage of the confidence interval.
 pub const CONFIDENCE: f64 = 0.95;
 
+/// The largest benchmark log read (a million steps of `{"step":…,"wall_ms":…,"enqueue_ms":…}`).
+pub const MAX_LOG_BYTES: u64 = 64 << 20;
+
 /// Reads the `wall_ms` of every step of a JSON-lines benchmark log, in file order.
 ///
-/// Blank lines are skipped. Errors (one line, naming the file and line number): unreadable file, a line
+/// Blank lines are skipped. Errors (one line, naming the file and line number): unreadable file (or
+/// not a regular file, or over [`MAX_LOG_BYTES`]), a line
 /// that is not a JSON object, a missing or non-numeric `wall_ms`, a negative or non-finite `wall_ms`,
 /// and a log without any step.
 pub fn read_log(path: impl AsRef<Path>) -> Result<Vec<f64>> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    let text =
+        pilot_core::fsio::read_regular_string(path, MAX_LOG_BYTES).with_context(|| format!("{}", path.display()))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -71,6 +76,15 @@ pub fn read_log(path: impl AsRef<Path>) -> Result<Vec<f64>> {
         bail!("{}: the log has no steps", path.display());
     }
     Ok(out)
+}
+
+/// Parses a time limit (`--assert-min-step-time`, `--assert-min-load-time`): a finite number above
+/// zero. NaN would make every comparison false and pass any gate.
+pub fn parse_time_limit(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a positive number, got {s:?}")),
+    }
 }
 
 /// Parses a regression allowance into a fraction.
@@ -457,5 +471,26 @@ mod tests {
         }
         let e = read_log("/nonexistent/bench.jsonl").unwrap_err();
         assert!(format!("{e:#}").contains("/nonexistent/bench.jsonl"));
+    }
+
+    #[test]
+    fn logs_must_be_small_regular_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.jsonl");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+        let e = format!("{:#}", read_log(&fifo).unwrap_err());
+        assert!(e.ends_with("is a FIFO, not a regular file"), "{e}");
+        let big = dir.path().join("big.jsonl");
+        std::fs::File::create(&big).unwrap().set_len(MAX_LOG_BYTES + 1).unwrap();
+        let e = format!("{:#}", read_log(&big).unwrap_err());
+        assert!(e.contains("more than the"), "{e}");
+    }
+
+    #[test]
+    fn time_limits_are_positive_and_finite() {
+        assert_eq!(parse_time_limit(" 12.5"), Ok(12.5));
+        for bad in ["nan", "NaN", "inf", "-1", "0", "", "fast"] {
+            assert!(parse_time_limit(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -96,6 +96,12 @@ fn program_read_images(a: &Artifact, p: &pilot_core::artifact::ProgramEntry) -> 
     }
 }
 
+/// `text` with control characters (terminal escapes, newlines, NUL, ...) shown as Rust escapes, so
+/// that names read from an artifact cannot drive the terminal or fake extra lines.
+pub fn printable(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
 fn mib(bytes: usize) -> String {
     format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
@@ -113,13 +119,13 @@ pub fn inspect(path: &Path, as_json: bool) -> anyhow::Result<()> {
         .into_iter()
         .filter_map(|(n, on)| on.then_some(n))
         .collect();
-    println!("{}  ({})", path.display(), mib(a.file_size()));
+    println!("{}  ({})", printable(&path.display().to_string()), mib(a.file_size()));
     println!("target    {}:{} {}", t.backend, t.arch, flags.join(" "));
     for (what, list) in [("input ", &m.inputs), ("output", &m.outputs)] {
         for x in list {
-            println!("{what}    {:<32} {:<8} {:?}", x.name, x.dtype.name(), x.shape);
+            println!("{what}    {:<32} {:<8} {:?}", printable(&x.name), x.dtype.name(), x.shape);
             for (n, s, e) in &x.slices {
-                println!("            slice {n} [{s}, {e})");
+                println!("            slice {} [{s}, {e})", printable(n));
             }
         }
     }
@@ -137,11 +143,19 @@ pub fn inspect(path: &Path, as_json: bool) -> anyhow::Result<()> {
     if images > 0 || reads > 0 {
         println!("images    {images} image buffers; {reads} read_image, {gated} gated");
     }
-    println!("compiler  {}", m.metadata.compiler);
-    println!("model     {}", m.metadata.model_hash);
+    println!("compiler  {}", printable(&m.metadata.compiler));
+    println!("model     {}", printable(&m.metadata.model_hash));
     for (k, v) in &m.metadata.props {
         let shown: String = v.chars().take(60).collect();
-        println!("prop      {k} = {shown}{}", if v.chars().count() > 60 { "…" } else { "" });
+        println!("prop      {} = {}{}", printable(k), printable(&shown), if v.chars().count() > 60 { "…" } else { "" });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(super::printable("a\x1b[2Jb\nc\u{0}é"), "a\\u{1b}[2Jb\\nc\\u{0}é");
+    }
 }

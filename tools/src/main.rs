@@ -106,20 +106,70 @@ fn dispatch(cli: Cli) -> anyhow::Result<bool> {
     }
 }
 
+/// An error chain on one line. Many library errors print their source inside their own text and
+/// also return it from `source()`, so each cause is added only if the text so far lacks it.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !msg.contains(&text) {
+            if !msg.is_empty() {
+                msg.push_str(": ");
+            }
+            msg.push_str(&text);
+        }
+    }
+    pilot_tools::inspect::printable(&msg.replace(['\n', '\r'], " "))
+}
+
+/// clap's error as one line: its first line without the `error: ` prefix, and where to look for more.
+fn usage_error(e: &clap::Error) -> String {
+    use clap::error::ErrorKind;
+    let first = match e.kind() {
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
+            "arguments or a subcommand are missing".to_string()
+        }
+        _ => {
+            // The first paragraph: the message and any list under it; tips and usage follow a blank line.
+            let text = e.render().to_string();
+            let lines: Vec<&str> =
+                text.lines().map(str::trim).skip_while(|l| l.is_empty()).take_while(|l| !l.is_empty()).collect();
+            let joined = lines.join(" ");
+            joined.strip_prefix("error: ").unwrap_or(&joined).to_string()
+        }
+    };
+    format!("{first} (see pilot --help)")
+}
+
 fn main() -> ExitCode {
     // Output piped into `head` ends the process quietly, as for any Unix tool, instead of a panic
     // on the failed write.
     // SAFETY: setting a signal's disposition to the default installs no handler code.
     let _ =
         unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl) };
+    // First, before any thread starts: SIGINT/SIGTERM/SIGHUP remove temporary files and scratch.
+    if let Err(e) = pilot_core::fsio::install_signal_cleanup() {
+        eprintln!("pilot: error: installing the signal handler: {e}");
+        return ExitCode::from(2);
+    }
     env_logger::Builder::from_env(env_logger::Env::default().filter_or("PILOT_LOG", "warn")).init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version: clap's full text on stdout, exit 0.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("pilot: error: {}", usage_error(&e));
+            return ExitCode::from(2);
+        }
+    };
     match dispatch(cli) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            let msg = format!("{e:#}").replace('\n', " ");
-            eprintln!("pilot: error: {msg}");
+            eprintln!("pilot: error: {}", one_line(&e));
             ExitCode::from(2)
         }
     }

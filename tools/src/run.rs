@@ -39,7 +39,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub benchmark_log: Option<PathBuf>,
     /// Fail (exit 1) unless the fastest step takes less than MS milliseconds.
-    #[arg(long, env = "ASSERT_MIN_STEP_TIME", value_name = "MS")]
+    #[arg(long, env = "ASSERT_MIN_STEP_TIME", value_name = "MS", value_parser = crate::gate::parse_time_limit)]
     pub assert_min_step_time: Option<f64>,
     /// Print the time spent in each kernel over all steps.
     #[arg(long)]
@@ -62,7 +62,7 @@ pub struct LoadArgs {
     #[arg(long, env = "QCOM_PRIORITY")]
     pub priority: Option<u8>,
     /// Fail (exit 1) unless the fastest load takes less than S seconds.
-    #[arg(long, env = "ASSERT_MIN_LOAD_TIME", value_name = "S")]
+    #[arg(long, env = "ASSERT_MIN_LOAD_TIME", value_name = "S", value_parser = crate::gate::parse_time_limit)]
     pub assert_min_load_time: Option<f64>,
 }
 
@@ -175,7 +175,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
     let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
     let mut log = match benchmark_log_path(args) {
         Some(p) => Some(std::io::BufWriter::new(
-            std::fs::File::create(&p).with_context(|| format!("creating {}", p.display()))?,
+            pilot_core::fsio::create_regular(&p).with_context(|| format!("creating {}", p.display()))?,
         )),
         None => None,
     };

@@ -314,6 +314,11 @@ fn malformed_artifacts_are_refused_with_one_line() {
             assert_eq!(code(&o), 2, "{name} / {cmd}: {err}");
             assert_eq!(err.trim_end().lines().count(), 1, "{name} / {cmd}: {err}");
             assert!(err.starts_with("pilot: error: ") && !err.contains("panicked"), "{name} / {cmd}: {err}");
+            // No part of the message is said twice (an error chain printing a cause its parent already shows).
+            let parts: Vec<&str> = err.trim_end().split(": ").filter(|p| p.len() > 8).collect();
+            for (i, part) in parts.iter().enumerate() {
+                assert!(!parts[i + 1..].contains(part), "{name} / {cmd}: `{part}` repeats in {err}");
+            }
         }
     }
     // A missing file and a directory are bad input too.

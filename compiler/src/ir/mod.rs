@@ -152,6 +152,10 @@ pub const INDEX: DType = DType::I64;
 #[derive(Default, Debug)]
 pub struct Ctx {
     nodes: Vec<Node>,
+    /// Whether a reduction is reachable from each node (kept at intern time: asked per lowered node).
+    reduces: Vec<bool>,
+    /// The longest path from each node to a leaf, in nodes (kept at intern time).
+    depths: Vec<u32>,
     dedup: HashMap<Node, N>,
     /// Extent of every loop variable: `Var(v)` ranges over `0..var_extents[v]`.
     var_extents: Vec<u64>,
@@ -192,6 +196,11 @@ impl Ctx {
         }
         let n = N(self.nodes.len() as u32);
         self.nodes.push(node.clone());
+        let children = self.children(n);
+        let reduces = matches!(node.op, Op::Reduce { .. }) || children.iter().any(|c| self.reduces[c.0 as usize]);
+        self.reduces.push(reduces);
+        let depth = children.iter().map(|c| self.depths[c.0 as usize]).max().unwrap_or(0).saturating_add(1);
+        self.depths.push(depth);
         self.dedup.insert(node, n);
         n
     }
@@ -402,9 +411,10 @@ impl Ctx {
         }
     }
 
-    /// All nodes reachable from `roots`, children before parents.
+    /// All nodes reachable from `roots`, children before parents. Costs O(nodes reached), not
+    /// O(nodes in the context): it runs once per kernel and per lowered node.
     pub fn toposort(&self, roots: &[N]) -> Vec<N> {
-        let mut seen = vec![false; self.nodes.len()];
+        let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
         let mut stack: Vec<(N, bool)> = roots.iter().rev().map(|&r| (r, false)).collect();
         while let Some((n, expanded)) = stack.pop() {
@@ -412,12 +422,12 @@ impl Ctx {
                 out.push(n);
                 continue;
             }
-            if std::mem::replace(&mut seen[n.0 as usize], true) {
+            if !seen.insert(n.0) {
                 continue;
             }
             stack.push((n, true));
             for c in self.children(n).into_iter().rev() {
-                if !seen[c.0 as usize] {
+                if !seen.contains(&c.0) {
                     stack.push((c, false));
                 }
             }
@@ -442,18 +452,40 @@ impl Ctx {
 
     /// Whether any reduction occurs under `root`.
     pub fn has_reduce(&self, root: N) -> bool {
-        self.toposort(&[root]).into_iter().any(|n| matches!(self.op(n), Op::Reduce { .. }))
+        self.reduces[root.0 as usize]
+    }
+
+    /// The longest path from `root` to a leaf, in nodes (1 for a leaf).
+    pub fn depth(&self, root: N) -> u32 {
+        self.depths[root.0 as usize]
     }
 
     /// Number of non-trivial operations under `root` (a cost estimate per output element).
     pub fn cost(&self, root: N) -> usize {
-        self.toposort(&[root])
-            .into_iter()
-            .filter(|&n| {
-                matches!(self.op(n), Op::Unary(..) | Op::Binary(..) | Op::Where(..) | Op::Reduce { .. })
-                    && self.dtype(n) != INDEX
-            })
-            .count()
+        self.cost_capped(root, usize::MAX)
+    }
+
+    /// [`Ctx::cost`], but counting stops at `cap`: the work is bounded by what is visited before
+    /// the cap, so threshold tests on long fused chains stay cheap.
+    pub fn cost_capped(&self, root: N, cap: usize) -> usize {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![root];
+        let mut count = 0;
+        while let Some(n) = stack.pop() {
+            if count >= cap {
+                break;
+            }
+            if !seen.insert(n.0) {
+                continue;
+            }
+            if matches!(self.op(n), Op::Unary(..) | Op::Binary(..) | Op::Where(..) | Op::Reduce { .. })
+                && self.dtype(n) != INDEX
+            {
+                count += 1;
+            }
+            stack.extend(self.children(n));
+        }
+        count
     }
 }
 

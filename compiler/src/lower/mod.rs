@@ -6,9 +6,11 @@
 //! - a value that contains a reduction and has several consumers is realized once;
 //! - an input of a reduction (conv, matmul, pooling) is realized when it carries computation that the
 //!   reduction would otherwise repeat for every reuse (see [`NodeCtx::reduce_input`]);
+//! - a value whose expression is deeper than [`MAX_FUSED_DEPTH`] is realized;
 //! - everything else (elementwise chains, activations, bias, normalization, residual adds, movement)
 //!   fuses into its producer or consumer.
 
+pub mod budget;
 mod einsum;
 mod elementwise;
 mod hyperbolic;
@@ -34,6 +36,11 @@ use crate::tensor::Tensor;
 
 /// Constants up to this many elements are folded at compile time into fresh constants.
 pub const FOLD_LIMIT: usize = 1 << 22;
+
+/// A value whose expression is deeper than this is realized, whatever its uses: a chain of
+/// thousands of fused operations would make one kernel that the C compiler schedules in quadratic
+/// time (and every recursive pass deeper).
+pub const MAX_FUSED_DEPTH: u32 = 512;
 
 /// A named model input or output.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,6 +89,7 @@ struct Lowerer {
     images: Option<image::ImageMode>,
     /// Images already packed, by what they hold (see [`image::ImageKey`]): consumers share them.
     packed: HashMap<image::ImageKey, Lazy>,
+    limits: budget::Limits,
 }
 
 /// What an op implementation sees: its node, its inputs, and the program being built.
@@ -112,6 +120,12 @@ impl NodeCtx<'_> {
     /// Remembers the image packed for `key`.
     pub fn remember_image(&mut self, key: image::ImageKey, view: Lazy) {
         self.l.packed.insert(key, view);
+    }
+
+    /// Refuses a value of `shape` and `dtype` larger than the memory limit (see [`budget`]); ops
+    /// that build tensors at compile time call it before allocating.
+    pub fn check_value(&self, what: &str, dtype: DType, shape: &[usize]) -> Result<()> {
+        self.l.limits.check_value(what, dtype, shape).map_err(|e| self.err(e))
     }
 
     pub fn err(&self, reason: impl Into<String>) -> CompileError {
@@ -156,11 +170,17 @@ impl NodeCtx<'_> {
             return Ok(t.clone());
         }
         let x = self.input(i)?;
-        let t = self
-            .l
-            .p
-            .fold(&x)
-            .ok_or_else(|| self.err(format!("input {i} (`{name}`) must be a compile-time constant")))?;
+        if !self.l.p.is_constant(&x) {
+            return Err(self.err(format!("input {i} (`{name}`) must be a compile-time constant")));
+        }
+        self.check_value(&format!("input {i} (`{name}`)"), x.dtype, &x.shape)?;
+        let t = self.l.p.fold(&x).ok_or_else(|| {
+            self.err(format!(
+                "input {i} (`{name}`) of shape {:?} is a constant too costly to evaluate at compile time (over {} element evaluations)",
+                x.shape,
+                budget::FOLD_WORK_LIMIT
+            ))
+        })?;
         self.l.consts.insert(name, t.clone());
         Ok(t)
     }
@@ -205,7 +225,7 @@ impl NodeCtx<'_> {
         if p.is_buffer_view(x).is_some() || p.is_constant(x) {
             return x.clone();
         }
-        let cost = p.ctx.cost(x.expr);
+        let cost = p.ctx.cost_capped(x.expr, 8);
         if p.ctx.has_reduce(x.expr) || (reuse > 1.5 && cost >= 2) || cost >= 8 {
             let name = format!("{}_in", self.node.name);
             return self.l.p.realize(x, BufKind::Scratch, &name);
@@ -318,6 +338,17 @@ pub fn lower_with(
     shapes: &HashMap<String, Vec<usize>>,
     images: Option<image::ImageMode>,
 ) -> Result<Lowered> {
+    lower_limited(model, shapes, images, budget::Limits::default())
+}
+
+/// [`lower_with`] within `limits` (see [`budget`]).
+pub fn lower_limited(
+    model: &Model,
+    shapes: &HashMap<String, Vec<usize>>,
+    images: Option<image::ImageMode>,
+    limits: budget::Limits,
+) -> Result<Lowered> {
+    crate::onnx::check::check(model)?;
     let g = &model.graph;
     let opset = model.opsets.iter().find(|(d, _)| d.is_empty() || d == "ai.onnx").map(|(_, v)| *v).unwrap_or(1);
     let mut l = Lowerer {
@@ -328,6 +359,7 @@ pub fn lower_with(
         opset,
         images,
         packed: HashMap::new(),
+        limits,
     };
     for name in shapes.keys() {
         if !g.real_inputs().any(|i| &i.name == name) {
@@ -345,6 +377,7 @@ pub fn lower_with(
             .dtype
             .ok_or_else(|| CompileError::Graph(format!("input `{}` has no supported element type", vi.name)))?;
         let shape = resolve_dims(&vi.name, &vi.dims, shapes.get(&vi.name))?;
+        limits.check_value(&format!("input `{}`", vi.name), dtype, &shape).map_err(CompileError::Graph)?;
         let x = l.p.input(i, dtype, &shape);
         l.values.insert(vi.name.clone(), x);
         inputs.push(Port { name: vi.name.clone(), dtype, shape });
@@ -378,6 +411,7 @@ pub fn lower_with(
             if name.is_empty() {
                 continue;
             }
+            NodeCtx { l: &mut l, node }.check_value(&format!("output `{name}`"), x.dtype, &x.shape)?;
             let x = settle(&mut l, name, x);
             l.values.insert(name.clone(), x);
         }
@@ -402,6 +436,16 @@ pub fn lower_with(
         }
         outputs.push(Port { name: o.name.clone(), dtype: x.dtype, shape: x.shape.clone() });
     }
+    let weights: u64 =
+        l.p.bufs.iter().filter(|b| matches!(b.kind, BufKind::Weight(_))).map(|b| b.nbytes() as u64).sum();
+    if weights > limits.max_memory {
+        return Err(CompileError::Graph(format!(
+            "the weights need {}, the limit is {} ({})",
+            budget::human(weights),
+            budget::human(limits.max_memory),
+            budget::MEMORY_KNOBS
+        )));
+    }
     Ok(Lowered { program: l.p, inputs, outputs })
 }
 
@@ -418,7 +462,10 @@ fn settle(l: &mut Lowerer, name: &str, x: Lazy) -> Lazy {
         }
     }
     let uses = l.uses.get(name).copied().unwrap_or(0);
-    if uses > 1 && (p.ctx.has_reduce(x.expr) || p.ctx.cost(x.expr) >= 4) {
+    if p.ctx.depth(x.expr) > MAX_FUSED_DEPTH {
+        return p.realize(&x, BufKind::Scratch, name);
+    }
+    if uses > 1 && (p.ctx.has_reduce(x.expr) || p.ctx.cost_capped(x.expr, 4) >= 4) {
         return p.realize(&x, BufKind::Scratch, name);
     }
     x

@@ -39,15 +39,25 @@ pub(super) struct Window {
     pub out: Vec<usize>,
 }
 
+/// The values of attribute `name`, each of which must be at least 1.
+fn positive(c: &NodeCtx<'_>, name: &str, v: &[i64]) -> Result<Vec<usize>> {
+    match v.iter().find(|&&x| x < 1) {
+        Some(bad) => Err(c.err(format!("{name} {v:?} has {bad}: every value must be at least 1"))),
+        None => Ok(v.iter().map(|&x| x as usize).collect()),
+    }
+}
+
 fn window(c: &NodeCtx<'_>, spatial: &[usize], kernel: Vec<usize>, ceil_mode: bool) -> Result<Window> {
     let k = spatial.len();
-    let get = |name: &str, default: usize| -> Vec<usize> {
-        c.attr_ints(name).map_or(vec![default; k], |v| v.iter().map(|&x| x as usize).collect())
+    let get = |name: &str| -> Result<Vec<usize>> {
+        match c.attr_ints(name) {
+            None => Ok(vec![1; k]),
+            Some(v) => positive(c, name, &v),
+        }
     };
-    let strides = get("strides", 1);
-    let dilations = get("dilations", 1);
-    if kernel.len() != k || strides.len() != k || dilations.len() != k || strides.contains(&0) || dilations.contains(&0)
-    {
+    let strides = get("strides")?;
+    let dilations = get("dilations")?;
+    if kernel.len() != k || strides.len() != k || dilations.len() != k {
         return Err(c.err("kernel_shape, strides or dilations do not match the spatial rank"));
     }
     let auto = c.attr_str("auto_pad", "NOTSET");
@@ -119,15 +129,20 @@ fn conv(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     if x.rank() < 3 || wt.rank() != x.rank() {
         return Err(c.err(format!("input {:?} and weight {:?} ranks do not fit", x.shape, wt.shape)));
     }
-    let groups = c.attr_int("group", 1).max(1) as usize;
+    let groups = match c.attr_int("group", 1) {
+        g if g >= 1 => g as usize,
+        g => return Err(c.err(format!("group {g}: must be at least 1"))),
+    };
     let (n, cin) = (x.shape[0], x.shape[1]);
     let cout = wt.shape[0];
     let cig = wt.shape[1];
     if cin != cig * groups || cout % groups != 0 {
         return Err(c.err(format!("channels: input {cin}, weight {:?}, groups {groups}", wt.shape)));
     }
-    let kernel =
-        c.attr_ints("kernel_shape").map_or(wt.shape[2..].to_vec(), |k| k.iter().map(|&v| v as usize).collect());
+    let kernel = match c.attr_ints("kernel_shape") {
+        Some(k) => positive(c, "kernel_shape", &k)?,
+        None => wt.shape[2..].to_vec(),
+    };
     let w = window(c, &x.shape[2..], kernel, false)?;
     if let Some(y) = super::image::conv(c, &x, &wt, bias.as_ref(), &w, groups) {
         return Ok(vec![y]);
@@ -172,7 +187,10 @@ fn conv_transpose(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     if x.rank() < 3 || wt.rank() != x.rank() {
         return Err(c.err("input and weight ranks do not fit"));
     }
-    let groups = c.attr_int("group", 1).max(1) as usize;
+    let groups = match c.attr_int("group", 1) {
+        g if g >= 1 => g as usize,
+        g => return Err(c.err(format!("group {g}: must be at least 1"))),
+    };
     let (n, cin) = (x.shape[0], x.shape[1]);
     let cog = wt.shape[1];
     let cout = cog * groups;
@@ -447,8 +465,8 @@ fn pool(c: &mut NodeCtx<'_>, op: RedOp) -> Result<Vec<Lazy>> {
     if x.rank() < 3 {
         return Err(c.err("expects rank >= 3"));
     }
-    let kernel: Vec<usize> =
-        c.attr_ints("kernel_shape").ok_or_else(|| c.err("missing kernel_shape"))?.iter().map(|&k| k as usize).collect();
+    let kernel =
+        positive(c, "kernel_shape", &c.attr_ints("kernel_shape").ok_or_else(|| c.err("missing kernel_shape"))?)?;
     let w = window(c, &x.shape[2..], kernel, c.attr_int("ceil_mode", 0) != 0)?;
     let reuse = w.kernel.iter().product::<usize>() as f64 / w.strides.iter().product::<usize>() as f64;
     let fill = if op == RedOp::Max { f64::NEG_INFINITY } else { 0.0 };

@@ -235,6 +235,7 @@ fn resize(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let plan: Vec<AxisPlan> =
         (0..n).map(|i| AxisPlan { axis: axes[i], out: out[i], scale: scale[i], roi: (roi[i], roi[n + i]) }).collect();
     let extrapolation = c.attr_float("extrapolation_value", 0.0) as f64;
+    check_plan(c, &x, &plan)?;
     Ok(vec![run_plan(c, &x, &spec, &plan, extrapolation)?])
 }
 
@@ -271,5 +272,15 @@ fn upsample(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         .enumerate()
         .map(|(a, &s)| AxisPlan { axis: a, out: out_len(s, x.shape[a]), scale: s, roi: (0.0, 1.0) })
         .collect();
+    check_plan(c, &x, &plan)?;
     Ok(vec![run_plan(c, &x, &spec, &plan, 0.0)?])
+}
+
+/// Refuses an output over the memory limit before any index table is built.
+fn check_plan(c: &NodeCtx<'_>, x: &Lazy, plan: &[AxisPlan]) -> Result<()> {
+    let mut shape = x.shape.clone();
+    for a in plan {
+        shape[a.axis] = a.out;
+    }
+    c.check_value("output", x.dtype, &shape)
 }

@@ -2,6 +2,7 @@
 
 use pilot_core::DType;
 
+use super::budget;
 use super::{NodeCtx, OpFn};
 use crate::error::Result;
 use crate::ir::BinOp;
@@ -66,6 +67,7 @@ fn constant_of_shape(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         Some(v) => (v.dtype, v.to_f64().first().copied().unwrap_or(0.0)),
         None => (DType::F32, 0.0),
     };
+    c.check_value("output", dtype, &shape)?;
     Ok(vec![c.p().full(dtype, &shape, v)])
 }
 
@@ -75,7 +77,18 @@ fn range(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     if delta == 0.0 {
         return Err(c.err("delta is zero"));
     }
-    let n = ((limit - start) / delta).ceil().max(0.0) as usize;
+    let n = ((limit - start) / delta).ceil().max(0.0);
+    if !n.is_finite() {
+        return Err(c.err(format!("range {start}..{limit} by {delta} has no finite length")));
+    }
+    let n = n as usize;
+    c.check_value("output", s.dtype, &[n])?;
+    if n as u64 > budget::FOLD_WORK_LIMIT {
+        return Err(c.err(format!(
+            "a range of {n} values is too long to build at compile time (limit {})",
+            budget::FOLD_WORK_LIMIT
+        )));
+    }
     let vals: Vec<f64> = (0..n).map(|i| start + i as f64 * delta).collect();
     Ok(vec![c.p().constant(Tensor::from_f64(s.dtype, vec![n], &vals))])
 }
@@ -173,6 +186,9 @@ fn unsqueeze(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let out_rank = x.rank() + axes.len();
     let mut axes: Vec<usize> = axes.iter().map(|&a| c.axis(a, out_rank)).collect::<Result<_>>()?;
     axes.sort_unstable();
+    if let Some(w) = axes.windows(2).find(|w| w[0] == w[1]) {
+        return Err(c.err(format!("axis {} is repeated", w[0])));
+    }
     let mut shape = x.shape.clone();
     for a in axes {
         shape.insert(a, 1);
@@ -184,6 +200,7 @@ fn expand(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
     let t = c.const_input(1)?;
     let target = dims_of(c, &t)?;
+    c.check_value("target shape", x.dtype, &target)?;
     let spec = c.p().full(DType::Bool, &target, 0.0);
     let v = c.broadcast(&[&x, &spec])?;
     Ok(vec![v[0].clone()])
@@ -196,6 +213,8 @@ fn tile(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     if reps.len() != x.rank() {
         return Err(c.err(format!("repeats has {} entries for rank {}", reps.len(), x.rank())));
     }
+    let out: Vec<usize> = x.shape.iter().zip(&reps).map(|(&d, &r)| d.saturating_mul(r)).collect();
+    c.check_value("output", x.dtype, &out)?;
     // Insert a repeat axis before each dimension, broadcast it, and merge.
     let mut with_axes = Vec::new();
     let mut expanded = Vec::new();
@@ -206,7 +225,6 @@ fn tile(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let p = c.p();
     let y = p.reshape(&x, &with_axes);
     let y = p.expand(&y, &expanded);
-    let out: Vec<usize> = x.shape.iter().zip(&reps).map(|(d, r)| d * r).collect();
     Ok(vec![p.reshape(&y, &out)])
 }
 
@@ -363,7 +381,13 @@ fn pad(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     for (k, &a) in axes.iter().enumerate() {
         lo[a] = pads[k];
         hi[a] = pads[k + axes.len()];
+        let d = x.shape[a] as i64;
+        if d.checked_add(lo[a]).and_then(|n| n.checked_add(hi[a])).is_none_or(|n| n < 0) {
+            return Err(c.err(format!("pads {}/{} make axis {a} of size {d} negative", lo[a], hi[a])));
+        }
     }
+    let out: Vec<usize> = (0..r).map(|a| (x.shape[a] as i64 + lo[a] + hi[a]) as usize).collect();
+    c.check_value("output", x.dtype, &out)?;
     match mode.as_str() {
         "constant" => Ok(vec![c.p().pad(&x, &lo, &hi, value)]),
         "edge" | "reflect" | "wrap" => Ok(vec![index_pad(c, &x, &lo, &hi, &mode)?]),
@@ -430,6 +454,13 @@ fn gather(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let (x, idx) = (c.input(0)?, c.input(1)?);
     let axis = c.axis(c.attr_int("axis", 0), x.rank())?;
     let d = x.shape[axis] as i64;
+    if c.p().is_constant(&idx) {
+        // Constant indices are checked as onnxruntime checks them; only run-time ones are clamped.
+        let t = c.const_input(1)?;
+        if let Some(bad) = t.to_i64().into_iter().find(|&i| i < -d || i >= d) {
+            return Err(c.err(format!("index {bad} is out of range for axis {axis} of size {d}")));
+        }
+    }
     let p = c.p();
     // Output shape: x.shape[..axis] + idx.shape + x.shape[axis+1..].
     let mut shape = x.shape[..axis].to_vec();

@@ -1,18 +1,21 @@
 //! Tensor data stored outside the model file (`data_location = EXTERNAL`).
 
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path};
 
 use super::error::ImportError;
 use super::proto::StringStringEntryProto;
 
+/// The largest tensor read from external data: the compiler's default memory limit.
+pub const MAX_EXTERNAL_BYTES: u64 = crate::lower::budget::DEFAULT_MAX_MEMORY;
+
 /// Reads the `nbytes` bytes of tensor `name` described by its `external_data` entries.
 ///
 /// `location` must be a relative path without `..` components (no absolute paths, no escape from
-/// the model's directory `base_dir`) naming a regular file; `offset` (default 0) and `length`
-/// (default: what the dims need) are decimal byte counts; `length` must equal `nbytes` and the
-/// range must lie inside the file. Other keys (`checksum`, ...) are ignored. Nothing is allocated
+/// the model's directory `base_dir`, symlinks included: the resolved path must lie inside the
+/// resolved directory) naming a regular file (see `pilot_core::fsio::open_regular`); `offset` (default 0) and `length`
+/// (default: what the dims need) are decimal byte counts; `length` must equal `nbytes` (at most
+/// [`MAX_EXTERNAL_BYTES`]) and the range must lie inside the file. Other keys (`checksum`, ...) are ignored. Nothing is allocated
 /// before the range has been checked against the file's size.
 pub(crate) fn read(
     name: &str,
@@ -41,17 +44,22 @@ pub(crate) fn read(
         ))
     })?;
     let want = nbytes as u64;
+    if want > MAX_EXTERNAL_BYTES {
+        return Err(err(format!(
+            "{want} bytes, more than the {MAX_EXTERNAL_BYTES} one tensor may take (the default --max-memory)"
+        )));
+    }
     if let Some(length) = length.filter(|&l| l != want) {
         return Err(err(format!("length {length} but the dims need {want} bytes")));
     }
     let path = base_dir.join(location);
     let io = |e: std::io::Error| err(format!("{}: {e}", path.display()));
-    let mut file = File::open(&path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(err(format!("{} is not a regular file", path.display())));
+    let inside = |dir: &Path| std::fs::canonicalize(&path).map_err(io).map(|p| p.starts_with(dir));
+    if !inside(&std::fs::canonicalize(base_dir).map_err(io)?)? {
+        return Err(err(format!("location {location:?} leads out of the model's directory through a symlink")));
     }
-    let size = meta.len();
+    let mut file = pilot_core::fsio::open_regular(&path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
     if offset.checked_add(want).is_none_or(|end| end > size) {
         return Err(err(format!("bytes {offset}..+{want} lie outside {location:?} ({size} bytes)")));
     }

@@ -17,6 +17,7 @@
 //! - Malformed input gives an [`ImportError`], never a panic. Nested graphs (If/Loop/Scan bodies)
 //!   are bounded by prost's recursion limit of 100 messages.
 
+pub mod check;
 mod convert;
 pub mod data;
 mod error;
@@ -113,9 +114,18 @@ pub enum Dim {
     Unknown,
 }
 
+/// The largest model file read: protobuf messages are limited to 2 GiB.
+pub const MAX_MODEL_BYTES: u64 = i32::MAX as u64;
+
+/// Reads the model file at `path` (a regular file of at most [`MAX_MODEL_BYTES`]).
+pub fn read_model_file(path: &Path) -> Result<Vec<u8>, ImportError> {
+    pilot_core::fsio::read_regular(path, MAX_MODEL_BYTES)
+        .map_err(|source| ImportError::Io { path: path.to_path_buf(), source })
+}
+
 /// Reads and imports the model at `path`; external data is resolved relative to its directory.
 pub fn load(path: &Path) -> Result<Model, ImportError> {
-    let bytes = std::fs::read(path).map_err(|source| ImportError::Io { path: path.to_path_buf(), source })?;
+    let bytes = read_model_file(path)?;
     let dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
     load_bytes(&bytes, dir)
 }

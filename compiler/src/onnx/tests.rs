@@ -203,6 +203,35 @@ fn external_data_needs_base_dir_and_a_relative_location() {
 }
 
 #[test]
+fn external_data_stays_inside_the_model_directory_and_in_regular_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), [7u8; 4]).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("w.bin")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("sub")).unwrap();
+    nix::unistd::mkfifo(&dir.path().join("fifo.bin"), nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    std::fs::write(dir.path().join("ok.bin"), 1.5f32.to_le_bytes()).unwrap();
+    std::os::unix::fs::symlink("ok.bin", dir.path().join("inner.bin")).unwrap();
+    let ext = |loc: &str| {
+        let mut t = tensor("x", DataType::Float, &[1]);
+        t.data_location = Some(DataLocation::External as i32);
+        t.external_data = vec![pb::StringStringEntryProto { key: Some("location".into()), value: Some(loc.into()) }];
+        data::decode_tensor(t, Some(dir.path()))
+    };
+    for (loc, why) in [("w.bin", "through a symlink"), ("sub/secret", "through a symlink"), ("fifo.bin", "FIFO")] {
+        let e = message(ext(loc).unwrap_err());
+        assert!(e.contains(why), "{loc}: {e}");
+    }
+    assert_eq!(ext("inner.bin").unwrap().to_f32(), [1.5]);
+    let mut huge = tensor("x", DataType::Float, &[1 << 33]);
+    huge.data_location = Some(DataLocation::External as i32);
+    huge.external_data =
+        vec![pb::StringStringEntryProto { key: Some("location".into()), value: Some("ok.bin".into()) }];
+    let e = message(data::decode_tensor(huge, Some(dir.path())).unwrap_err());
+    assert!(e.contains("34359738368 bytes, more than the 17179869184 one tensor may take"), "{e}");
+}
+
+#[test]
 fn model_level_checks() {
     let e = load_proto(&pb::ModelProto { ir_version: Some(8), ..Default::default() }).unwrap_err();
     assert!(matches!(e, ImportError::MissingGraph));
@@ -351,4 +380,56 @@ fn every_prefix_of_a_model_is_handled() {
         }
     }
     assert!(truncated > bytes.len() / 2, "{truncated} of {} prefixes reported as truncated", bytes.len());
+}
+
+#[test]
+fn the_reference_checks_refuse_bad_models() {
+    let relu = |name: &str, input: &str, out: &str| pb::NodeProto {
+        name: Some(name.into()),
+        op_type: Some("Relu".into()),
+        input: vec![input.into()],
+        output: vec![out.into()],
+        ..Default::default()
+    };
+    let graph = |nodes: Vec<pb::NodeProto>| pb::GraphProto {
+        node: nodes,
+        input: vec![value("x", DataType::Float as i32, vec![dim_value(2)])],
+        output: vec![value("y", DataType::Float as i32, vec![dim_value(2)])],
+        ..Default::default()
+    };
+    let checked = |m: pb::ModelProto| check::check(&load_proto(&m).unwrap()).map_err(message);
+    assert_eq!(checked(model(graph(vec![relu("a", "x", "y")]))), Ok(()));
+
+    let mut cases: Vec<(pb::ModelProto, &str)> = Vec::new();
+    let empty = pb::GraphProto { name: Some("main".into()), ..Default::default() };
+    cases.push((model(empty), "graph \"main\" has no outputs"));
+    cases.push((
+        model(graph(vec![relu("a", "x", "y"), relu("b", "x", "y")])),
+        "node `b` (Relu): output `y` is already produced by node `a` (Relu)",
+    ));
+    cases.push((
+        model(graph(vec![relu("a", "y", "x")])),
+        "node `a` (Relu): output `x` is already produced by a graph input",
+    ));
+    for (ir, why) in [(0, "ir_version 0 is not set"), (999, "ir_version 999 is not supported")] {
+        let mut m = model(graph(vec![relu("a", "x", "y")]));
+        m.ir_version = Some(ir);
+        cases.push((m, why));
+    }
+    for (domain, version, why) in [
+        ("", 0, "opset 0 of domain ai.onnx"),
+        ("", 99, "opset 99 of domain ai.onnx"),
+        ("com.x", 0, "opset 0 of domain com.x"),
+    ] {
+        let mut m = model(graph(vec![relu("a", "x", "y")]));
+        m.opset_import.push(pb::OperatorSetIdProto { domain: Some(domain.into()), version: Some(version) });
+        if domain.is_empty() {
+            m.opset_import.remove(0);
+        }
+        cases.push((m, why));
+    }
+    for (m, want) in cases {
+        let e = checked(m).unwrap_err();
+        assert!(e.contains(want), "{e:?} lacks {want:?}");
+    }
 }

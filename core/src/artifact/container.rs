@@ -218,13 +218,18 @@ fn len_field(len: u64) -> io::Result<[u8; 8]> {
 /// then fsync and rename over `path`. On any error the temporary file is removed and an existing
 /// file at `path` is untouched. A blob that writes other than [`BlobSource::len`] bytes is an
 /// [`io::ErrorKind::InvalidData`] error. The new file keeps an existing file's permissions, else
-/// gets 0o644.
+/// gets 0o644. Only regular files are written: a symlink is written through (its target replaced,
+/// the link kept), and a device node, FIFO, socket or directory is refused (see
+/// [`crate::fsio::output_target`]). The temporary file is removed if a signal kills the process
+/// (see [`crate::fsio::install_signal_cleanup`]).
 pub fn write(path: &Path, pickle: &[u8], records: &[Record]) -> io::Result<()> {
+    let path = &crate::fsio::output_target(path)?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let _registered = crate::fsio::remove_on_signal(tmp.path());
     {
         let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
         w.write_all(&len_field(pickle.len() as u64)?)?;
@@ -401,6 +406,60 @@ mod tests {
         let path = dir.path().join("no/such/dir/a.pkl");
         assert!(write(&path, b"x", &[]).is_err());
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn writes_through_symlinks_and_refuses_special_files() {
+        use nix::sys::stat::{makedev, mknod, Mode, SFlag};
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.pkl");
+        std::fs::write(&real, b"old").unwrap();
+        let link = dir.path().join("link.pkl");
+        std::os::unix::fs::symlink("real.pkl", &link).unwrap();
+        write(&link, b"new", &[]).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+        assert_eq!(&std::fs::read(&real).unwrap()[8..], b"new");
+
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o644)).unwrap();
+        let node = dir.path().join("null");
+        // A character device with /dev/null's numbers, made here (needs root; skipped without it).
+        let have_node = mknod(&node, SFlag::S_IFCHR, Mode::from_bits_truncate(0o666), makedev(1, 3)).is_ok();
+        for p in [&fifo, &node].into_iter().filter(|p| p.exists()) {
+            let err = write(p, b"x", &[]).unwrap_err().to_string();
+            assert!(err.ends_with("not a regular file"), "{err}");
+        }
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        if have_node {
+            assert!(std::fs::symlink_metadata(&node).unwrap().file_type().is_char_device());
+        }
+        let names = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(names, 3 + usize::from(have_node), "temporary files left behind");
+    }
+
+    /// A blob that records the paths registered for removal on a signal while it is written.
+    struct Spy(std::cell::RefCell<Vec<std::path::PathBuf>>);
+
+    impl BlobSource for Spy {
+        fn len(&self) -> u64 {
+            0
+        }
+        fn write_to(&self, _: &mut dyn Write) -> io::Result<()> {
+            *self.0.borrow_mut() = crate::fsio::registered();
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_temporary_file_is_registered_for_signal_cleanup_while_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.pkl");
+        let spy = Spy(Default::default());
+        write(&path, b"p", &[Record::Data(&spy)]).unwrap();
+        let seen = spy.0.borrow();
+        assert!(seen.iter().any(|p| p.parent() == Some(dir.path()) && p != &path), "{seen:?}");
+        assert!(crate::fsio::registered().iter().all(|p| p.parent() != Some(dir.path())));
     }
 
     fn valid_container() -> impl Strategy<Value = Vec<u8>> {

@@ -58,13 +58,10 @@ impl AsRef<[u8]> for Mapped {
 }
 
 impl Artifact {
-    /// Memory-maps `path` read-only and parses and verifies it (structure, then meaning).
+    /// Memory-maps `path` (a regular file: see [`crate::fsio::open_regular`]) read-only and parses and verifies it (structure, then meaning).
     pub fn open(path: &Path) -> Result<Artifact, ArtifactError> {
         let io = |source| ArtifactError::Io { path: path.display().to_string(), source };
-        let file = std::fs::File::open(path).map_err(io)?;
-        if file.metadata().map_err(io)?.is_dir() {
-            return Err(io(std::io::Error::other("is a directory")));
-        }
+        let file = crate::fsio::open_regular(path).map_err(io)?;
         // SAFETY: the map is read-only and private to this process. Artifacts are written atomically
         // (temp file + rename), so the file behind a path is never modified in place by pilot; a file
         // truncated by someone else while mapped would fault on access, which is the documented

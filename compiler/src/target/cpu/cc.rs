@@ -64,7 +64,8 @@ fn flags(cc: &Path, arch: &str) -> Vec<String> {
 
 /// Compiles each `(name, source)` into an object; returns the objects in order.
 pub fn compile_all(sources: &[(String, String)], cc: &Path, arch: &str) -> Result<Vec<Vec<u8>>> {
-    let dir = tempdir()?;
+    let scratch = Scratch::new()?;
+    let dir = &scratch.dir;
     let flags = flags(cc, arch);
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(sources.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -76,14 +77,12 @@ pub fn compile_all(sources: &[(String, String)], cc: &Path, arch: &str) -> Resul
                 if i >= sources.len() {
                     break;
                 }
-                let r = compile_one(&dir, &sources[i].0, &sources[i].1, cc, &flags);
+                let r = compile_one(dir, &sources[i].0, &sources[i].1, cc, &flags);
                 *results[i].lock().expect("no poisoning: compile_one does not panic") = Some(r);
             });
         }
     });
-    let out = results.into_iter().map(|m| m.into_inner().expect("no poisoning").expect("every index ran")).collect();
-    let _ = std::fs::remove_dir_all(&dir);
-    out
+    results.into_iter().map(|m| m.into_inner().expect("no poisoning").expect("every index ran")).collect()
 }
 
 fn compile_one(dir: &Path, name: &str, source: &str, cc: &Path, flags: &[String]) -> Result<Vec<u8>> {
@@ -105,10 +104,44 @@ fn compile_one(dir: &Path, name: &str, source: &str, cc: &Path, flags: &[String]
     std::fs::read(&o).map_err(|source| CompileError::Io { path: o.display().to_string(), source })
 }
 
-fn tempdir() -> Result<PathBuf> {
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("pilot-cc-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|source| CompileError::Io { path: dir.display().to_string(), source })?;
-    Ok(dir)
+/// The C compiler's scratch directory, `$TMPDIR/pilot-cc-<pid>-<n>`: removed when dropped (every
+/// return and unwind) and, while it exists, when a signal kills the process (see
+/// `pilot_core::fsio::install_signal_cleanup`).
+struct Scratch {
+    dir: PathBuf,
+    _on_signal: pilot_core::fsio::RemoveOnSignal,
+}
+
+impl Scratch {
+    fn new() -> Result<Scratch> {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("pilot-cc-{}-{n}", std::process::id()));
+        // Registered before it exists: a signal between the two still finds it.
+        let on_signal = pilot_core::fsio::remove_on_signal(&dir);
+        std::fs::create_dir_all(&dir).map_err(|source| CompileError::Io { path: dir.display().to_string(), source })?;
+        Ok(Scratch { dir, _on_signal: on_signal })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scratch_is_registered_while_alive_and_removed_when_dropped() {
+        let s = Scratch::new().unwrap();
+        std::fs::write(s.dir.join("k0.c"), "int x;").unwrap();
+        assert!(pilot_core::fsio::registered().contains(&s.dir));
+        let dir = s.dir.clone();
+        drop(s);
+        assert!(!dir.exists());
+        assert!(!pilot_core::fsio::registered().contains(&dir));
+    }
 }
