@@ -44,22 +44,15 @@ pub struct Session {
     bound: Vec<bool>,
 }
 
-/// Whether a device of backend `device` runs artifacts made for `target`.
-pub fn compatible(target: &str, device: &str) -> bool {
-    device == target || device == "null" || (target == "qcom" && device == "fake-kgsl")
-}
-
 impl Session {
     /// Allocates every buffer, uploads weights (zero-copy where the device can), loads the programs
     /// and links the step.
     pub fn new(artifact: Artifact, mut device: Box<dyn Device>) -> Result<Session, SessionError> {
         let m = &artifact.manifest;
-        let info = device.info();
-        // OpenCL C is portable: a `cl` artifact (written for the a630's limits) runs on any OpenCL device.
-        let arch_bound = !matches!(info.backend.as_str(), "null" | "cl");
-        if !compatible(&m.target.backend, &info.backend) || (arch_bound && m.target.arch != info.arch) {
+        if !device.runs(&m.target) {
+            let info = device.info();
             return Err(SessionError::Incompatible {
-                target: format!("{}:{}", m.target.backend, m.target.arch),
+                target: m.target.to_string(),
                 device: format!("{}:{}", info.backend, info.arch),
             });
         }
