@@ -34,7 +34,7 @@ fn manifest() -> Manifest {
             buf(64, BufferUse::Weight, Some(1)),
             buf(16, BufferUse::Output, None),
         ],
-        programs: vec![ProgramEntry { name: "k".into(), format: ProgramFormat::Elf, blob: 3, args: 3 }],
+        programs: vec![ProgramEntry { name: "k".into(), format: ProgramFormat::Elf, blob: 3, args: 3, amdgpu: None }],
         step: vec![
             StepOp::Dispatch {
                 program: ProgramId(0),
