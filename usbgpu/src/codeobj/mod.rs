@@ -86,6 +86,8 @@ pub struct Kernel {
     pub workitem_id_dims: u32,
     /// The largest work-group the kernel was compiled for.
     pub max_workgroup_size: u32,
+    /// The work-group size the kernel was compiled for exactly (`reqd_work_group_size`), if pinned.
+    pub reqd_workgroup_size: Option<[u32; 3]>,
 }
 
 impl CodeObject {
@@ -262,5 +264,6 @@ fn kernel(e: &elf::Elf, m: &metadata::KernelMeta) -> Result<Kernel, Refusal> {
         workgroup_ids: d.workgroup_ids(),
         workitem_id_dims: d.workitem_id_dims(),
         max_workgroup_size: m.max_flat_workgroup_size,
+        reqd_workgroup_size: m.reqd_workgroup_size,
     })
 }
