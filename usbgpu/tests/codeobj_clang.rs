@@ -287,8 +287,21 @@ fn what_pilot_cannot_dispatch_is_refused_by_kernel_and_field() {
         CodeObject::parse(&b).unwrap_err().to_string(),
         "code object: OS ABI is 0, not ELFOSABI_AMDGPU_HSA (64)"
     );
-    // Truncations never panic.
+    // Metadata: a key pilot does not know (same length, so the msgpack stays well formed).
+    let at = bytes.windows(11).position(|w| w == b".vgpr_count").unwrap();
+    let mut b = bytes.clone();
+    b[at..at + 11].copy_from_slice(b".vgpr_cOunt");
+    assert_eq!(
+        CodeObject::parse(&b).unwrap_err().to_string(),
+        "code object metadata: amdhsa.kernels[0].vgpr_cOunt unknown key"
+    );
+    // Truncations are refused; a bit flipped anywhere is read or refused, never a panic.
     for n in (0..bytes.len()).step_by(97) {
         assert!(CodeObject::parse(&bytes[..n]).is_err(), "{n} bytes");
+    }
+    for i in 0..bytes.len() {
+        let mut b = bytes.clone();
+        b[i] ^= 1 << (i % 8);
+        let _ = CodeObject::parse(&b);
     }
 }
