@@ -22,18 +22,24 @@ fn one_line_exit_2(o: &Output, what: &str) {
     assert_eq!(stderr(o).trim_end().lines().count(), 1, "{what}: {}", stderr(o));
 }
 
+/// The vision test model, generated once per test binary (both tests ask for it concurrently).
 fn vision() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let dir = root.join("target/test-models");
-    if !dir.join("vision.onnx").exists() {
-        let st = Command::new(root.join(".venv/bin/python"))
-            .arg(root.join("scripts/make_models.py"))
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(st.status.success(), "make_models.py: {}", String::from_utf8_lossy(&st.stderr));
-    }
-    dir.join("vision.onnx")
+    static MODEL: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+            let dir = root.join("target/test-models");
+            if !dir.join("vision.onnx").exists() {
+                let st = Command::new(root.join(".venv/bin/python"))
+                    .arg(root.join("scripts/make_models.py"))
+                    .arg(&dir)
+                    .output()
+                    .unwrap();
+                assert!(st.status.success(), "make_models.py: {}", String::from_utf8_lossy(&st.stderr));
+            }
+            dir.join("vision.onnx")
+        })
+        .clone()
 }
 
 #[test]
