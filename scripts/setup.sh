@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what pilot's demo and tests need on a fresh Debian machine; idempotent and quiet when done.
-#   system: a C compiler (kernels), clang-19 + lld-19 (cross-compiled aarch64 kernels), python3-venv,
+#   system: a C compiler (kernels), clang-19 + lld-19 (cross-compiled aarch64 kernels, AMD code objects),
+#           llvm-19 (llvm-objdump/llvm-readelf cross-checks of AMD code objects), python3-venv,
 #           PoCL with the OpenCL ICD loader (the `cl` target's kernels run on it in tests),
 #           the aarch64 cross linker and qemu-user (the comma device's runtime, run here)
 #   rustup: the aarch64-unknown-linux-gnu standard library
@@ -14,6 +15,7 @@ need_apt=()
 command -v cc >/dev/null || need_apt+=(gcc)
 command -v clang-19 >/dev/null || need_apt+=(clang-19)
 command -v ld.lld-19 >/dev/null || need_apt+=(lld-19)
+command -v llvm-objdump-19 >/dev/null || need_apt+=(llvm-19)  # usb+amd tests: llvm-objdump-19, llvm-readelf-19
 python3 -c 'import ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 [ -e /etc/OpenCL/vendors/pocl.icd ] || need_apt+=(pocl-opencl-icd)
 ldconfig -p | grep -q 'libOpenCL.so.1' || need_apt+=(ocl-icd-libopencl1)

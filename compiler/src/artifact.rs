@@ -138,6 +138,7 @@ pub fn write(p: &Program, opts: &ModelInfo, built: Built, path: &Path) -> Result
             format: built.format,
             blob: code_blobs[k.code],
             args: k.args.len(),
+            amdgpu: k.amdgpu.clone(),
         });
         step.push(StepOp::Dispatch {
             program: ProgramId(i as u32),

@@ -64,7 +64,13 @@ fn write_big(path: &Path) {
         inputs: vec![t("x", 0)],
         outputs: vec![t("y", 1)],
         buffers,
-        programs: vec![ProgramEntry { name: "touch".into(), format: ProgramFormat::Elf, blob: code_blob, args: 2 }],
+        programs: vec![ProgramEntry {
+            name: "touch".into(),
+            format: ProgramFormat::Elf,
+            blob: code_blob,
+            args: 2,
+            amdgpu: None,
+        }],
         step: vec![StepOp::Dispatch {
             program: ProgramId(0),
             args: vec![Arg { buffer: BufferId(0), offset: 0 }, Arg { buffer: BufferId(1), offset: 0 }],

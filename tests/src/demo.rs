@@ -112,7 +112,13 @@ pub fn write(path: &Path, object: &[u8], backend: &str) -> Result<Manifest, Arti
             slices: vec![("hidden_state".into(), 0, WIDTH)],
         }],
         buffers,
-        programs: vec![ProgramEntry { name: "policy".into(), format: ProgramFormat::Elf, blob: code_blob, args: 5 }],
+        programs: vec![ProgramEntry {
+            name: "policy".into(),
+            format: ProgramFormat::Elf,
+            blob: code_blob,
+            args: 5,
+            amdgpu: None,
+        }],
         step: vec![
             StepOp::Dispatch {
                 program: ProgramId(0),

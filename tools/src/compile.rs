@@ -15,15 +15,17 @@ pub struct CompileArgs {
     /// Output artifact (default: MODEL with the extension .pkl).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
-    /// cpu, null (compile everything, run nothing), cl (OpenCL C; the exact kernels of the Adreno path)
-    /// or qcom (Adreno 630 programs, run over KGSL). The rules are `pilot_core::target`'s.
+    /// cpu, null (compile everything, run nothing), cl (OpenCL C; the exact kernels of the Adreno path),
+    /// qcom (Adreno 630 programs, run over KGSL) or usb+amd (alias amd: one HSA code object for an AMD
+    /// GPU behind a USB bridge; needs --arch). The rules are `pilot_core::target`'s.
     #[arg(long, default_value = "cpu")]
     pub target: String,
     /// Where --target qcom gets Adreno binaries: `device` (Qualcomm's OpenCL compiler on a comma
     /// device) or `fake` (blobs carrying OpenCL source, for `--device fake-kgsl`).
     #[arg(long, default_value = "device")]
     pub qcom_compiler: String,
-    /// Architecture of the artifact: x86_64 or aarch64 for cpu (default: this machine's); a630 for cl.
+    /// Architecture of the artifact: x86_64 or aarch64 for cpu (default: this machine's); a630 for cl;
+    /// gfx1100 (RX 7900) or gfx1201 (RX 9070) for usb+amd.
     #[arg(long)]
     pub arch: Option<String>,
     /// Pin a dynamic input shape, e.g. --shape input_imgs=1x12x128x256.
@@ -42,7 +44,7 @@ pub struct CompileArgs {
     /// Image row pitch alignment in bytes (IMAGE_PITCH_ALIGNMENT; 64 matches the Adreno 630).
     #[arg(long, env = "IMAGE_PITCH_ALIGNMENT", default_value_t = 64)]
     pub image_pitch_alignment: usize,
-    /// C compiler to use (default: clang-19, clang, then cc; or $PILOT_CC).
+    /// C compiler to use (default: clang-19, clang, then cc; or $PILOT_CC). usb+amd needs clang.
     #[arg(long)]
     pub cc: Option<PathBuf>,
     /// Run the artifact and onnxruntime on the same seeded inputs and compare (SELFTEST=1 too).

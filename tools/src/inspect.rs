@@ -56,7 +56,7 @@ pub fn describe(a: &Artifact) -> Value {
         "programs": m.programs.iter().map(|p| {
             let (r, g) = program_read_images(a, p);
             json!({"name": p.name, "args": p.args, "code_bytes": a.blob(p.blob).len(),
-                   "read_image": r, "gated_read_image": g})
+                   "read_image": r, "gated_read_image": g, "amdgpu": p.amdgpu.as_ref().map(amdgpu)})
         }).collect::<Vec<_>>(),
         "kernel_count": dispatches,
         "read_image": reads,
@@ -102,6 +102,13 @@ pub fn printable(text: &str) -> String {
     text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
+/// An `amdgpu` program's dispatch record.
+fn amdgpu(d: &pilot_core::artifact::AmdDispatch) -> Value {
+    json!({"descriptor": d.descriptor, "code": d.code, "rsrc": d.rsrc, "kernarg_size": d.kernarg_size,
+           "kernarg_align": d.kernarg_align, "arg_offsets": d.arg_offsets, "user_sgprs": d.user_sgprs,
+           "vgprs": d.vgprs, "sgprs": d.sgprs, "lds": d.lds, "scratch": d.scratch, "wave32": d.wave32})
+}
+
 fn mib(bytes: usize) -> String {
     format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
@@ -137,6 +144,23 @@ pub fn inspect(path: &Path, as_json: bool) -> anyhow::Result<()> {
     }
     let dispatches = m.step.iter().filter(|op| matches!(op, StepOp::Dispatch { .. })).count();
     println!("programs  {}", m.programs.len());
+    let amd: Vec<_> = m.programs.iter().filter_map(|p| p.amdgpu.as_ref().map(|d| (p.blob, d))).collect();
+    if !amd.is_empty() {
+        let most = |f: fn(&pilot_core::artifact::AmdDispatch) -> u32| amd.iter().map(|(_, d)| f(d)).max().unwrap_or(0);
+        let mut objects: Vec<usize> = amd.iter().map(|(b, _)| *b).collect();
+        objects.dedup();
+        println!(
+            "amdgpu    {} kernels in {} code object(s), wave32; at most {} VGPRs, {} SGPRs, {} user SGPRs, {} B kernargs, {} B LDS, {} B scratch",
+            amd.len(),
+            objects.len(),
+            most(|d| d.vgprs),
+            most(|d| d.sgprs),
+            most(|d| d.user_sgprs),
+            most(|d| d.kernarg_size),
+            most(|d| d.lds),
+            most(|d| d.scratch)
+        );
+    }
     println!("step      {dispatches} kernels, {} copies", m.step.len() - dispatches);
     let (reads, gated) = read_images(&a);
     let images = m.buffers.iter().filter(|b| b.image.is_some()).count();

@@ -7,8 +7,10 @@
 //! - [`bridge`]: the bridge driver (open, link, XDATA, TLPs, streaming MMIO, SRAM), with [`lock`].
 //! - [`pcie`]: bring-up of the bridge chain and the GPU's BARs.
 //! - [`copy`]: the pipelined big copies through SRAM, with the GPU side behind [`copy::DeviceDma`].
+//! - [`codeobj`]: HSA code objects (gfx1100, gfx1201) read and checked, reduced to what a dispatch needs.
 
 pub mod bridge;
+pub mod codeobj;
 pub mod copy;
 pub mod error;
 pub mod lock;

@@ -4,8 +4,10 @@
 //!
 //! - [`cpu`]: C per kernel, one object per core compiled by clang (also `null`, which runs nothing);
 //! - [`cl`]: OpenCL C, one source for every kernel (runs on any OpenCL device);
-//! - [`qcom`]: the OpenCL kernels as Adreno 630 programs, one blob per kernel.
+//! - [`qcom`]: the OpenCL kernels as Adreno 630 programs, one blob per kernel;
+//! - [`amd`]: the OpenCL kernels for AMD GPUs (`usb+amd`), one HSA code object for every kernel.
 
+pub mod amd;
 pub mod cl;
 pub mod cpu;
 pub mod qcom;
@@ -26,8 +28,8 @@ pub trait Codegen {
 }
 
 /// Whether this compiler has a back end for `backend`.
-pub fn compiles(backend: Backend) -> bool {
-    !matches!(backend, Backend::UsbAmd)
+pub fn compiles(_backend: Backend) -> bool {
+    true
 }
 
 /// The backend named `name` (aliases allowed), if this compiler has a back end for it.
@@ -47,7 +49,7 @@ pub fn codegen(opts: &CompileOptions) -> Result<Box<dyn Codegen>> {
         Backend::Cpu | Backend::Null => Box::new(cpu::Cpu { target, cc: opts.cc.clone() }),
         Backend::Cl => Box::new(cl::Cl { target, opts: opts.cl.clone() }),
         Backend::Qcom => Box::new(qcom::Qcom { cl: cl::Cl { target, opts: opts.cl.clone() } }),
-        Backend::UsbAmd => return Err(unknown_target(target.backend.name())),
+        Backend::UsbAmd => Box::new(amd::Amd { target, cc: opts.cc.clone() }),
     })
 }
 
@@ -97,4 +99,6 @@ pub struct BuiltKernel {
     pub code: usize,
     pub global: [u32; 3],
     pub local: [u32; 3],
+    /// What a dispatch needs, read from the code object (`usb+amd` only).
+    pub amdgpu: Option<pilot_core::artifact::AmdDispatch>,
 }

@@ -5,6 +5,7 @@
 //! [`verify`] (meaning). [`Artifact::open`] memory-maps a file and runs them all; there is no way to
 //! get an [`Artifact`] that skipped verification. Blob bytes are slices of the map, never copied.
 
+pub mod amdgpu;
 pub mod container;
 pub mod pickle;
 pub mod schema;
@@ -16,6 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::device::HostBytes;
+pub use amdgpu::AmdDispatch;
 pub use schema::{BufferSpec, Manifest, Metadata, Placement, ProgramEntry, SchemaError, Target, TensorSpec};
 pub use write::{checksum, ArtifactWriter};
 

@@ -8,7 +8,8 @@
 //!  "buffers":  [{"size", "dtype", "kind": "weight|input|output|state|scratch",
 //!                "placement": "device|host", "blob": record | None, "checksum": "xxh3:<16 hex>" | None,
 //!                "image": {"width", "height", "pitch", "channel": "float|half"} | None}],
-//!  "programs": [{"name", "format": "elf|opencl|adreno|amdgpu", "blob": record, "args": n}],
+//!  "programs": [{"name", "format": "elf|opencl|adreno|amdgpu", "blob": record, "args": n,
+//!                "amdgpu": {..} (amdgpu programs only; see `super::amdgpu`)}],
 //!  "step":     [{"op": "dispatch", "program": p, "args": [(buffer, offset)..], "global": [x,y,z], "local": [x,y,z]}
 //!              | {"op": "copy", "src": (buffer, offset), "dst": (buffer, offset), "size": n}],
 //!  "metadata": {"compiler": str, "model_hash": str, "props": {str: str}},
@@ -90,6 +91,8 @@ pub struct ProgramEntry {
     pub format: ProgramFormat,
     pub blob: usize,
     pub args: usize,
+    /// What a dispatch needs, read from the code object (`amdgpu` programs only).
+    pub amdgpu: Option<super::amdgpu::AmdDispatch>,
 }
 
 /// A step operation with buffer and program indices of the artifact (not device handles).
@@ -360,6 +363,10 @@ fn program(path: &str, v: &Value) -> Result<ProgramEntry, SchemaError> {
         format: format_from(format).ok_or_else(|| err(o.at("format"), format!("unknown format `{format}`")))?,
         blob: o.uint("blob")?,
         args: o.uint("args")?,
+        amdgpu: match o.opt("amdgpu") {
+            None | Some(Value::None) => None,
+            Some(v) => Some(super::amdgpu::AmdDispatch::decode(&o.at("amdgpu"), v)?),
+        },
     })
 }
 

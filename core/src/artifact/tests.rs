@@ -34,7 +34,7 @@ fn manifest() -> Manifest {
             buf(64, BufferUse::Weight, Some(1)),
             buf(16, BufferUse::Output, None),
         ],
-        programs: vec![ProgramEntry { name: "k".into(), format: ProgramFormat::Elf, blob: 3, args: 3 }],
+        programs: vec![ProgramEntry { name: "k".into(), format: ProgramFormat::Elf, blob: 3, args: 3, amdgpu: None }],
         step: vec![
             StepOp::Dispatch {
                 program: ProgramId(0),
@@ -181,4 +181,41 @@ fn unreferenced_records_and_foreign_payloads_are_refused() {
     foreign.extend_from_slice(&payload);
     let err = open(foreign).unwrap_err().to_string();
     assert!(err.contains("expected dict"), "{err}");
+}
+
+#[test]
+fn amdgpu_programs_and_only_they_carry_a_dispatch_record() {
+    let dispatch = super::AmdDispatch {
+        descriptor: 0x800,
+        code: 0x1900,
+        rsrc: [0x60AF_0080, 0x9E, 0],
+        kernarg_size: 24,
+        kernarg_align: 8,
+        arg_offsets: vec![0, 8, 16],
+        user_sgprs: 15,
+        vgprs: 5,
+        sgprs: 18,
+        lds: 0,
+        scratch: 0,
+        wave32: true,
+    };
+    let amd = |m: &mut Manifest| {
+        m.target =
+            Target { backend: Backend::UsbAmd, arch: Arch::Gfx1100, image: false, float16: false, nolocals: false };
+        m.programs[0].format = ProgramFormat::AmdCodeObject;
+    };
+    let mut m = manifest();
+    amd(&mut m);
+    m.programs[0].amdgpu = Some(dispatch.clone());
+    let a = open(write(&mut m, &[0u8; 64], b"\x7fELF").unwrap()).unwrap();
+    assert_eq!(a.manifest.programs[0].amdgpu.as_ref(), Some(&dispatch));
+    refused(amd, "programs[0].amdgpu: missing");
+    refused(|m| m.programs[0].amdgpu = Some(dispatch.clone()), "programs[0].amdgpu: only amdgpu programs have one");
+    refused(
+        |m| {
+            amd(m);
+            m.programs[0].amdgpu = Some(super::AmdDispatch { arg_offsets: vec![0, 8], ..dispatch.clone() });
+        },
+        "programs[0].amdgpu.arg_offsets: 2 offsets for 3 arguments",
+    );
 }

@@ -7,7 +7,7 @@
 //! exports several kernels).
 
 use super::schema::{err, kind_name, Manifest, SchemaError};
-use crate::device::{Arg, BufferUse, ImageChannel, StepOp};
+use crate::device::{Arg, BufferUse, ImageChannel, ProgramFormat, StepOp};
 use crate::dtype::DType;
 
 /// Verifies `m` against the sizes of the container's records.
@@ -88,6 +88,12 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
         let path = format!("programs[{i}]");
         if p.name.is_empty() {
             return Err(err(format!("{path}.name"), "empty name"));
+        }
+        match (&p.amdgpu, p.format) {
+            (Some(d), ProgramFormat::AmdCodeObject) => d.check(&format!("{path}.amdgpu"), p.args)?,
+            (None, ProgramFormat::AmdCodeObject) => return Err(err(format!("{path}.amdgpu"), "missing")),
+            (Some(_), _) => return Err(err(format!("{path}.amdgpu"), "only amdgpu programs have one")),
+            (None, _) => {}
         }
         // A code object may export several kernels: programs may share a record with each other.
         let shared = m.programs[..i].iter().position(|q| q.blob == p.blob);

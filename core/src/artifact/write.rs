@@ -122,6 +122,7 @@ pub fn encode(m: &Manifest) -> Value {
             ("format", s(format_name(p.format))),
             ("blob", int(p.blob)),
             ("args", int(p.args)),
+            ("amdgpu", p.amdgpu.as_ref().map_or(Value::None, |d| d.encode())),
         ])
     });
     let step = m.step.iter().map(|op| match op {

@@ -74,7 +74,7 @@ fn build(p: &mut Program, target: &Target, opts: &ClOptions) -> Result<Built> {
         source.push('\n');
         source.push_str(&ck.source);
         let local = ck.local.unwrap_or_else(|| default_local(ck.global));
-        kernels.push(BuiltKernel { name: ck.name, args: ck.args, code: 0, global: ck.global, local });
+        kernels.push(BuiltKernel { name: ck.name, args: ck.args, code: 0, global: ck.global, local, amdgpu: None });
     }
     if let Some(path) = std::env::var_os("PILOT_DUMP_CL") {
         // Debugging aid: the whole OpenCL source, as built.

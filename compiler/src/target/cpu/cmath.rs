@@ -15,27 +15,10 @@
 //!
 //! NaN and infinities follow IEEE conventions (exp(-inf)=0, log(0)=-inf, log(x<0)=NaN).
 
-/// C source of the prelude.
-pub const PRELUDE: &str = r#"
-typedef signed char i8; typedef unsigned char u8; typedef short i16; typedef unsigned short u16;
-typedef int i32; typedef unsigned int u32; typedef long long i64; typedef unsigned long long u64;
-typedef _Float16 f16;
-#define PL_INF __builtin_inf()
-/* Iterations of the loop that follows are independent (no runtime alias checks needed), and it
-   must stay a loop: fully unrolled short loops do not get vectorized. */
-/* Reassociation only inside scalar reduction loops (so they vectorize); elsewhere float expressions
-   keep their order: `(x - max) - log(sum)` must not become `x - (max + log(sum))`. */
-#ifdef __clang__
-#define PL_REASSOC _Pragma("clang fp reassociate(on)")
-#else
-#define PL_REASSOC
-#endif
-#ifdef __clang__
-#define PL_SIMD _Pragma("clang loop vectorize(assume_safety) interleave(assume_safety) unroll(disable)")
-#else
-#define PL_SIMD _Pragma("GCC ivdep")
-#endif
-#define PL_NAN __builtin_nan("")
+/// The math functions' source (one literal, shared by [`PRELUDE`] and [`FUNCTIONS`]).
+macro_rules! functions {
+    () => {
+        r#"#define PL_NAN __builtin_nan("")
 static inline double pl_fabs(double x) { return __builtin_fabs(x); }
 static inline double pl_trunc(double x) { return (x != x || pl_fabs(x) >= 4503599627370496.0) ? x : (double)(i64)x; }
 static inline double pl_floor(double x) { double t = pl_trunc(x); return t > x ? t - 1.0 : t; }
@@ -177,4 +160,35 @@ static inline double pl_fmin(double a, double b) { return (a != a || b != b) ? P
 static inline float pl_fmaxf(float a, float b) { return (a != a || b != b) ? (float)PL_NAN : (a > b ? a : b); }
 static inline float pl_fminf(float a, float b) { return (a != a || b != b) ? (float)PL_NAN : (a < b ? a : b); }
 static inline i64 pl_f2i(double x) { return x != x ? 0 : (x >= 9.2233720368547758e18 ? 0x7fffffffffffffffLL : (x <= -9.2233720368547758e18 ? (-0x7fffffffffffffffLL - 1) : (i64)x)); }
-"#;
+"#
+    };
+}
+
+/// C source of the prelude: the types and loop pragmas of the CPU kernels, then [`FUNCTIONS`].
+pub const PRELUDE: &str = concat!(
+    r#"
+typedef signed char i8; typedef unsigned char u8; typedef short i16; typedef unsigned short u16;
+typedef int i32; typedef unsigned int u32; typedef long long i64; typedef unsigned long long u64;
+typedef _Float16 f16;
+#define PL_INF __builtin_inf()
+/* Iterations of the loop that follows are independent (no runtime alias checks needed), and it
+   must stay a loop: fully unrolled short loops do not get vectorized. */
+/* Reassociation only inside scalar reduction loops (so they vectorize); elsewhere float expressions
+   keep their order: `(x - max) - log(sum)` must not become `x - (max + log(sum))`. */
+#ifdef __clang__
+#define PL_REASSOC _Pragma("clang fp reassociate(on)")
+#else
+#define PL_REASSOC
+#endif
+#ifdef __clang__
+#define PL_SIMD _Pragma("clang loop vectorize(assume_safety) interleave(assume_safety) unroll(disable)")
+#else
+#define PL_SIMD _Pragma("GCC ivdep")
+#endif
+"#,
+    functions!()
+);
+
+/// The math functions alone: portable C over the typedefs `i32`, `i64`, `u64` and `PL_INF`, which the
+/// AMD back end also compiles (as OpenCL C, with its own typedefs).
+pub const FUNCTIONS: &str = functions!();

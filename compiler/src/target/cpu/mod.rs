@@ -83,6 +83,7 @@ impl Codegen for Cpu {
                 code: unit_of[i],
                 global: [k.parts, 1, 1],
                 local: [1, 1, 1],
+                amdgpu: None,
             })
             .collect();
         Ok(Built {
