@@ -172,7 +172,7 @@ fn descriptors_are_read_at_execution() {
     r.objs.get_mut(&Sym::Args(0)).unwrap().write_u32s(0, &linked).unwrap();
     let words = r.link(&step(&exec(kind, layout)), 2);
     let err = r.submit(&words).unwrap_err().to_string();
-    let packets = decode_with_offsets(&words).unwrap();
+    let packets = crate::pm4::decode_with_offsets(&words).unwrap();
     let is_exec =
         |p: &crate::pm4::Packet| matches!(p, crate::pm4::Packet::Op { opcode: crate::pm4::Opcode::ExecCs, .. });
     let launch_at = packets.iter().find(|(_, p)| is_exec(p)).unwrap().0;
@@ -199,7 +199,7 @@ fn bad_streams_are_rejected_with_their_offset() {
     flipped[7] ^= 1 << 15;
     assert_eq!(
         r.submit(&flipped).unwrap_err().to_string(),
-        "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword 7: bad count parity in header 0x70468004"
+        "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword 7: type-7 header 0x70468004 has a bad parity bit"
     );
 
     let cut = &good[..good.len() - 2];
@@ -207,8 +207,8 @@ fn bad_streams_are_rejected_with_their_offset() {
     assert_eq!(
         r.submit(cut).unwrap_err().to_string(),
         format!(
-            "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword {last}: truncated packet: header 0x70460004 \
-             announces 4 payload dwords, only 2 remain"
+            "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword {last}: header 0x70460004 announces 4 payload \
+             dwords, only 2 remain"
         )
     );
 
@@ -228,7 +228,8 @@ fn bad_streams_are_rejected_with_their_offset() {
     no_shader.pkt7(crate::pm4::Opcode::RunOpenCl, &[Word::Imm(0)]);
     assert_eq!(
         r.submit(&r.link(&no_shader, 1)).unwrap_err().to_string(),
-        "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword 0: SP_CS_NDRANGE_0 (0xb990) was never written"
+        "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword 0: CP_RUN_OPENCL: CP_SET_MARKER has not entered \
+         RM6_COMPUTE mode"
     );
     // Nothing was queued by the rejected submissions.
     assert_eq!(r.submit(&good).unwrap(), 1);
