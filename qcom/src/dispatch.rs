@@ -1,9 +1,11 @@
 //! Encoders for the a630 compute command sequence and the kernel-argument block (`research/qcom.md` §2.4, §3.3,
 //! §4.2), on top of [`RelocBuf`] so that a whole step is encoded once with symbolic addresses and linked later.
 //!
-//! The sequences reproduce tinygrad's `QCOMComputeQueue` dword for dword, including the register values it writes
-//! raw (without Mesa's field shifts); the values that are empirical are marked as such.
+//! The sequences reproduce tinygrad's `QCOMComputeQueue` dword for dword. Register values are packed by field name
+//! with [`crate::a6xx`]; the few that tinygrad writes raw (without Mesa's field shifts, or copied from Qualcomm's
+//! driver) are marked as such.
 
+use crate::a6xx::{self, ConstRamMode, IsamMode, ThreadSize};
 use crate::pm4::{self, event, load_state, reg, wait_reg_mem, Opcode};
 use crate::reloc::{Addr, RelocBuf, Word};
 
@@ -20,6 +22,9 @@ const fn round_up(v: u64, to: u64) -> u64 {
     v.div_ceil(to) * to
 }
 
+/// A register id meaning "unused" (ir3's `regid(63, 0)`).
+const REGID_UNUSED: u32 = 0xfc;
+
 /// Which compiler produced the shader; it selects the ISA mode registers and the launch packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ShaderKind {
@@ -33,18 +38,21 @@ pub enum ShaderKind {
 impl ShaderKind {
     /// SP_MODE_CNTL: ISAMMODE CL (0x2), or GL plus CONSTANT_DEMOTION_ENABLE for ir3 (0x5).
     pub const fn sp_mode_cntl(self) -> u32 {
+        let r = a6xx::SP_MODE_CNTL::new();
         match self {
-            ShaderKind::QcomCl => 0x2,
-            ShaderKind::Ir3 { .. } => 0x5,
+            ShaderKind::QcomCl => r.with_isammode(IsamMode::CL),
+            ShaderKind::Ir3 { .. } => r.with_isammode(IsamMode::GL).with_constant_demotion_enable(true),
         }
+        .bits()
     }
 
     /// TPL1_MODE_CNTL: ISAMMODE CL (0x1) or GL (0x2).
     pub const fn tpl1_mode_cntl(self) -> u32 {
-        match self {
-            ShaderKind::QcomCl => 0x1,
-            ShaderKind::Ir3 { .. } => 0x2,
-        }
+        let mode = match self {
+            ShaderKind::QcomCl => IsamMode::CL,
+            ShaderKind::Ir3 { .. } => IsamMode::GL,
+        };
+        a6xx::TPL1_MODE_CNTL::new().with_isammode(mode).bits()
     }
 }
 
@@ -104,14 +112,22 @@ impl KernelInfo {
         }
     }
 
-    /// SP_CS_CNTL_0: HALFREGFOOTPRINT, FULLREGFOOTPRINT, BRANCHSTACK; THREADSIZE = THREAD64.
+    /// SP_CS_CNTL_0: HALFREGFOOTPRINT, FULLREGFOOTPRINT, BRANCHSTACK; THREADSIZE = THREAD64. Needs [`Self::validate`].
     pub const fn cs_cntl_0(&self) -> u32 {
-        (self.hregs << 1) | (self.fregs << 7) | (self.branchstack << 14)
+        a6xx::SP_CS_CNTL_0::new()
+            .with_halfregfootprint(self.hregs)
+            .with_fullregfootprint(self.fregs)
+            .with_branchstack(self.branchstack)
+            .with_threadsize(ThreadSize::THREAD64)
+            .bits()
     }
 
-    /// SP_CS_CNTL_1: SHARED_SIZE plus CONSTANTRAMMODE = CONSTLEN_256.
+    /// SP_CS_CNTL_1: SHARED_SIZE plus CONSTANTRAMMODE = CONSTLEN_256 (tinygrad: "should this be CONSTLEN_512?").
     pub const fn cs_cntl_1(&self) -> u32 {
-        0x40 | self.shared_size()
+        a6xx::SP_CS_CNTL_1::new()
+            .with_shared_size(self.shared_size())
+            .with_constantrammode(ConstRamMode::CONSTLEN_256)
+            .bits()
     }
 
     /// The largest work-group size the register footprint allows.
@@ -128,13 +144,14 @@ impl KernelInfo {
 
     /// Checks that every derived value fits its register field.
     pub fn validate(&self) -> Result<(), DispatchError> {
+        use a6xx::{SP_CS_CNTL_0 as CNTL_0, SP_CS_CNTL_1 as CNTL_1};
         let fields = [
-            ("hregs", self.hregs, 0x3f),
-            ("fregs", self.fregs, 0x3f),
-            ("branchstack", self.branchstack, 0x3f),
-            ("shared size", self.shared_size(), 0x1f),
-            ("private memory per item", self.pvtmem_per_item(), 0xff),
-            ("private memory total", self.pvtmem_size_total(), 0x3ffff),
+            ("hregs", self.hregs, CNTL_0::HALFREGFOOTPRINT_MAX),
+            ("fregs", self.fregs, CNTL_0::FULLREGFOOTPRINT_MAX),
+            ("branchstack", self.branchstack, CNTL_0::BRANCHSTACK_MAX),
+            ("shared size", self.shared_size(), CNTL_1::SHARED_SIZE_MAX),
+            ("private memory per item", self.pvtmem_per_item(), a6xx::SP_CS_PVT_MEM_PARAM::MEMSIZEPERITEM_MAX),
+            ("private memory total", self.pvtmem_size_total(), a6xx::SP_CS_PVT_MEM_SIZE::TOTALPVTMEMSIZE_MAX),
             ("instruction units", self.instr_units(), load_state::MAX_UNITS),
         ];
         for (name, v, max) in fields {
@@ -197,7 +214,12 @@ impl Launch {
 
     /// SP_CS_NDRANGE_0: KERNELDIM = 3 and the local size minus one per axis.
     pub const fn ndrange_0(&self) -> u32 {
-        3 | ((self.local[0] - 1) << 2) | ((self.local[1] - 1) << 12) | ((self.local[2] - 1) << 22)
+        a6xx::SP_CS_NDRANGE_0::new()
+            .with_kerneldim(3)
+            .with_localsizex(self.local[0] - 1)
+            .with_localsizey(self.local[1] - 1)
+            .with_localsizez(self.local[2] - 1)
+            .bits()
     }
 
     pub fn threads_per_group(&self) -> u32 {
@@ -235,7 +257,7 @@ impl ArgsLayout {
         if tex_cnt > MAX_TEXTURES {
             return fail(format!("{tex_cnt} textures, at most {MAX_TEXTURES} are supported"));
         }
-        if ibo_cnt > 0x7f || samp_cnt > 0x1f {
+        if ibo_cnt > a6xx::SP_CS_CONFIG::NUAV_MAX || samp_cnt > a6xx::SP_CS_CONFIG::NSAMP_MAX {
             return fail(format!("{ibo_cnt} IBOs / {samp_cnt} samplers do not fit SP_CS_CONFIG"));
         }
         let (tex_off, ibo_off) = match kind {
@@ -258,7 +280,12 @@ impl ArgsLayout {
 
     /// SP_CS_CONFIG: ENABLED, NTEX, NSAMP, NUAV.
     pub const fn sp_cs_config(&self) -> u32 {
-        0x100 | (self.tex_cnt << 9) | (self.samp_cnt << 17) | (self.ibo_cnt << 22)
+        a6xx::SP_CS_CONFIG::new()
+            .with_enabled(true)
+            .with_ntex(self.tex_cnt)
+            .with_nsamp(self.samp_cnt)
+            .with_nuav(self.ibo_cnt)
+            .bits()
     }
 }
 
@@ -579,19 +606,26 @@ impl CmdStream {
         }
         let imm = |v: u32| Word::Imm(v);
         self.pkt7(Opcode::SetMarker, &[imm(pm4::RM6_COMPUTE)]);
-        self.pkt4(reg::SP_UPDATE_CNTL, &[imm(0x60)]);
+        let update = a6xx::SP_UPDATE_CNTL::new().with_cs_state(true).with_cs_uav(true);
+        self.pkt4(reg::SP_UPDATE_CNTL, &[imm(update.bits())]);
         self.pkt4(reg::SP_UPDATE_CNTL, &[imm(0)]);
         // "is this right? mesa uses 1": TSIZE 0x80 and USIZE 0x40 are copied from Qualcomm's driver.
         self.pkt4(reg::SP_CS_TSIZE, &[imm(0x80)]);
         self.pkt4(reg::SP_CS_USIZE, &[imm(0x40)]);
         self.pkt4(reg::SP_MODE_CNTL, &[imm(e.kind.sp_mode_cntl())]);
-        self.pkt4(reg::SP_PERFCTR_SHADER_MASK, &[imm(0x20)]);
+        self.pkt4(reg::SP_PERFCTR_SHADER_MASK, &[imm(a6xx::SP_PERFCTR_SHADER_MASK::new().with_cs(true).bits())]);
         self.pkt4(reg::TPL1_MODE_CNTL, &[imm(e.kind.tpl1_mode_cntl())]);
         self.pkt4(reg::TPL1_DBG_ECO_CNTL, &[imm(0)]);
         self.pkt7(Opcode::WaitForIdle, &[]);
 
         let (g, n) = (e.launch.groups, e.launch.global);
-        let ndrange = [e.launch.ndrange_0(), n[0], 0, n[1], 0, n[2], 0, 0x00cc_c0cf, 0xfc, g[0], g[1], g[2]];
+        // The CL path's constant ids are Qualcomm's; ir3 rewrites SP_CS_CONST_CONFIG_0 before launching.
+        let const_config_0 = a6xx::SP_CS_CONST_CONFIG_0::new()
+            .with_wgidconstid(0xcf)
+            .with_wgsizeconstid(0xc0)
+            .with_wgoffsetconstid(0xcc);
+        let ndrange =
+            [e.launch.ndrange_0(), n[0], 0, n[1], 0, n[2], 0, const_config_0.bits(), wge_cntl(), g[0], g[1], g[2]];
         self.pkt4(reg::SP_CS_NDRANGE_0, &ndrange.map(imm));
         self.pkt4(
             reg::SP_CS_CNTL_0,
@@ -601,9 +635,9 @@ impl CmdStream {
                 imm(0),
                 imm(k.prg_offset),
                 e.shader.into(),
-                imm(k.pvtmem_per_item()),
+                imm(a6xx::SP_CS_PVT_MEM_PARAM::new().with_memsizeperitem(k.pvtmem_per_item()).bits()),
                 e.stack.into(),
-                imm(k.pvtmem_size_total()),
+                imm(a6xx::SP_CS_PVT_MEM_SIZE::new().with_totalpvtmemsize(k.pvtmem_size_total()).bits()),
             ],
         );
 
@@ -612,7 +646,7 @@ impl CmdStream {
         use load_state::{SB6_CS_SHADER, SB6_CS_TEX, ST6_UAV, ST_CONSTANTS, ST_SHADER};
         self.pkt7(Opcode::LoadState6Frag, &[ls(ST_CONSTANTS, SB6_CS_SHADER, 256), e.args.into()]);
         self.pkt7(Opcode::LoadState6Frag, &[ls(ST_SHADER, SB6_CS_SHADER, units), e.shader.into()]);
-        self.pkt4(reg::SP_REG_PROG_ID_0, &[0xfcfc_fcfc, 0xfcfc_fcfc, 0xfcfc_fcfc, 0xfc, 0x100].map(imm));
+        self.pkt4(reg::SP_REG_PROG_ID_0, &prog_id_and_const_config().map(imm));
         self.pkt4(reg::SP_CS_PVT_MEM_STACK_OFFSET, &[imm(k.hw_stack_offset())]);
         self.pkt4(reg::SP_CS_INSTR_SIZE, &[imm(units)]);
 
@@ -637,14 +671,43 @@ impl CmdStream {
         match e.kind {
             ShaderKind::QcomCl => self.pkt7(Opcode::RunOpenCl, &[imm(0)]),
             ShaderKind::Ir3 { wgid, wgsz, lid } => {
-                let cfg0 = wgid as u32 | (wgsz as u32) << 8 | 0xfc << 16 | (lid as u32) << 24;
-                self.pkt4(reg::SP_CS_CONST_CONFIG_0, &[imm(cfg0), imm(0xfc)]);
+                let cfg0 = a6xx::SP_CS_CONST_CONFIG_0::new()
+                    .with_wgidconstid(wgid as u32)
+                    .with_wgsizeconstid(wgsz as u32)
+                    .with_wgoffsetconstid(REGID_UNUSED)
+                    .with_localidregid(lid as u32);
+                self.pkt4(reg::SP_CS_CONST_CONFIG_0, &[imm(cfg0.bits()), imm(wge_cntl())]);
                 self.pkt7(Opcode::ExecCs, &[imm(0), imm(g[0]), imm(g[1]), imm(g[2])]);
             }
         }
         self.flush_ts(e.dummy, 0.into());
         Ok(())
     }
+}
+
+/// SP_CS_WGE_CNTL: no linear local id, THREAD64.
+const fn wge_cntl() -> u32 {
+    a6xx::SP_CS_WGE_CNTL::new().with_linearlocalidregid(REGID_UNUSED).with_threadsize(ThreadSize::THREAD64).bits()
+}
+
+/// SP_REG_PROG_ID_0..3 (every fragment input register id unused) and SP_CS_CONST_CONFIG after them. tinygrad asks
+/// for CONSTLEN=256 without Mesa's shift or mask, which lands on ENABLED: the value is ENABLED alone.
+const fn prog_id_and_const_config() -> [u32; 5] {
+    let u = REGID_UNUSED;
+    let id0 = a6xx::SP_REG_PROG_ID_0::new().with_faceregid(u).with_sampleid(u).with_samplemask(u).with_centerrhw(u);
+    let id1 = a6xx::SP_REG_PROG_ID_1::new()
+        .with_ij_persp_pixel(u)
+        .with_ij_linear_pixel(u)
+        .with_ij_persp_centroid(u)
+        .with_ij_linear_centroid(u);
+    let id2 = a6xx::SP_REG_PROG_ID_2::new()
+        .with_ij_persp_sample(u)
+        .with_ij_linear_sample(u)
+        .with_xycoordregid(u)
+        .with_zwcoordregid(u);
+    let id3 = a6xx::SP_REG_PROG_ID_3::new().with_linelengthregid(u);
+    let const_config = a6xx::SP_CS_CONST_CONFIG::new().with_enabled(true);
+    [id0.bits(), id1.bits(), id2.bits(), id3.bits(), const_config.bits()]
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //!
 //! Layers, bottom up:
 //! - [`sys`]: the KGSL ABI as plain data (structs, ioctl numbers, flags);
-//! - [`pm4`]: PM4 packet headers, opcodes, registers, and a strict decoder;
+//! - [`a6xx`]: the a6xx registers pilot programs, with packers by field name (generated from `qcom/regs/a6xx.regs`);
+//! - [`pm4`]: PM4 packet headers, opcodes, register offsets, and a strict decoder;
 //! - [`reloc`]: dword buffers with a relocation table, so a step is encoded once and linked later;
 //! - [`dispatch`]: the compute dispatch sequence and the texture/sampler descriptors;
 //! - [`ioctl`]: the [`ioctl::KgslFile`] seam (ioctl + mmap) and its implementation over the real device node;
@@ -20,6 +21,7 @@
 //!
 //! This crate never depends on the compiler or on protobuf/ONNX.
 
+pub mod a6xx;
 pub mod blob;
 pub mod device;
 pub mod dispatch;

@@ -95,41 +95,9 @@ impl fmt::Display for Opcode {
     }
 }
 
-/// a6xx register offsets (dword addresses) programmed for compute, with Mesa-25 names (qcom.md §2.3).
-pub mod reg {
-    pub const CP_ALWAYS_ON_COUNTER: u32 = 0x980;
-    pub const SP_CS_CNTL_0: u32 = 0xa9b0;
-    pub const SP_CS_CNTL_1: u32 = 0xa9b1;
-    pub const SP_CS_BOOLEAN_CF_MASK: u32 = 0xa9b2;
-    pub const SP_CS_PROGRAM_COUNTER_OFFSET: u32 = 0xa9b3;
-    /// Shader image GPU VA, lo then hi.
-    pub const SP_CS_BASE: u32 = 0xa9b4;
-    pub const SP_CS_PVT_MEM_PARAM: u32 = 0xa9b6;
-    /// Private-memory (stack) buffer VA, lo then hi.
-    pub const SP_CS_PVT_MEM_BASE: u32 = 0xa9b7;
-    pub const SP_CS_PVT_MEM_SIZE: u32 = 0xa9b9;
-    pub const SP_CS_TSIZE: u32 = 0xa9ba;
-    pub const SP_CS_CONFIG: u32 = 0xa9bb;
-    pub const SP_CS_INSTR_SIZE: u32 = 0xa9bc;
-    pub const SP_CS_PVT_MEM_STACK_OFFSET: u32 = 0xa9bd;
-    pub const SP_CS_SAMPLER_BASE: u32 = 0xa9e2;
-    pub const SP_CS_TEXMEMOBJ_BASE: u32 = 0xa9e6;
-    pub const SP_CS_UAV_BASE: u32 = 0xa9f2;
-    pub const SP_CS_USIZE: u32 = 0xaa00;
-    pub const SP_MODE_CNTL: u32 = 0xab00;
-    pub const SP_PERFCTR_SHADER_MASK: u32 = 0xae0f;
-    pub const TPL1_CS_BORDER_COLOR_BASE: u32 = 0xb180;
-    pub const TPL1_MODE_CNTL: u32 = 0xb309;
-    pub const TPL1_DBG_ECO_CNTL: u32 = 0xb600;
-    pub const SP_REG_PROG_ID_0: u32 = 0xb983;
-    pub const SP_CS_CONST_CONFIG: u32 = 0xb987;
-    /// NDRANGE_0 (dims and local size), then 1..6 = global size/offset X, Y, Z.
-    pub const SP_CS_NDRANGE_0: u32 = 0xb990;
-    pub const SP_CS_CONST_CONFIG_0: u32 = 0xb997;
-    pub const SP_CS_WGE_CNTL: u32 = 0xb998;
-    pub const SP_CS_KERNEL_GROUP_X: u32 = 0xb999;
-    pub const SP_UPDATE_CNTL: u32 = 0xbb08;
-}
+/// a6xx register offsets (dword addresses) programmed for compute, with Mesa-25 names; generated from
+/// `qcom/regs/a6xx.regs` (the value packers are in [`crate::a6xx`]).
+pub use crate::a6xx::offset as reg;
 
 /// CP_EVENT_WRITE event numbers and dword-0 bits.
 pub mod event {

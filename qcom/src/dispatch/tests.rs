@@ -216,3 +216,28 @@ fn args_block_places_descriptors_with_relocations() {
     assert_eq!(&w[samp..samp + 8], &[0x1b60, 0x30, 0, 0, 0, 0, 0, 0]);
     assert_eq!(layout.footprint(), 4096);
 }
+
+#[test]
+fn generated_packers_match_mesa_and_invert() {
+    use crate::a6xx::{IsamMode, ThreadSize, SP_CS_CNTL_0, SP_CS_CONFIG, SP_MODE_CNTL};
+    // The worked example's SP_CS_CNTL_0 (hregs 1, fregs 3) and Mesa's masks (A6XX_SP_CS_CNTL_0_*__MASK).
+    let c = SP_CS_CNTL_0::new().with_halfregfootprint(1).with_fullregfootprint(3);
+    assert_eq!(c.bits(), 0x182);
+    assert_eq!((c.halfregfootprint(), c.fullregfootprint(), c.threadsize()), (1, 3, Some(ThreadSize::THREAD64)));
+    assert_eq!(SP_CS_CNTL_0(u32::MAX).with_branchstack(0).bits(), !0x000f_c000);
+    assert_eq!(SP_CS_CNTL_0::new().with_mergedregs(true).bits(), 0x8000_0000);
+    assert_eq!(SP_CS_CNTL_0::OFFSET, 0xa9b0);
+    let cfg = SP_CS_CONFIG(0x100 | 1 << 9 | 2 << 17 | 2 << 22);
+    assert_eq!((cfg.enabled(), cfg.ntex(), cfg.nsamp(), cfg.nuav()), (true, 1, 2, 2));
+    assert_eq!((SP_CS_CONFIG::NTEX_MAX, SP_CS_CONFIG::NSAMP_MAX, SP_CS_CONFIG::NUAV_MAX), (0xff, 0x1f, 0x7f));
+    assert_eq!(SP_MODE_CNTL(0x5).isammode(), Some(IsamMode::GL));
+    assert_eq!(SP_MODE_CNTL(0x6).isammode(), None);
+    assert_eq!(crate::a6xx::offset::SP_CS_NDRANGE_0, crate::pm4::reg::SP_CS_NDRANGE_0);
+}
+
+#[cfg(debug_assertions)]
+#[test]
+#[should_panic(expected = "SP_CS_CNTL_0.HALFREGFOOTPRINT out of range")]
+fn generated_packers_reject_wide_values_in_debug_builds() {
+    let _ = crate::a6xx::SP_CS_CNTL_0::new().with_halfregfootprint(0x40);
+}
