@@ -179,9 +179,13 @@ __kernel void k1_img(write_only image2d_t out, read_only image2d_t a, read_only 
 }
 "#;
 
+/// The IBO's bytes after a launch (or the launch's error), and the bytes expected with clamp-to-border and with
+/// clamp-to-edge sampling.
+type ImageRun = (Result<Vec<u8>, String>, Vec<u8>, Vec<u8>);
+
 /// Runs `k1_img` on 5x3 images with `sampler` as sampler 0; returns the IBO's bytes and the expected bytes when the
 /// sampler reads (0, 0, 0, 0) past the right edge (clamp to border) and when it repeats the edge pixel.
-fn run_images(sampler: [u32; 4]) -> Option<(Result<Vec<u8>, String>, Vec<u8>, Vec<u8>)> {
+fn run_images(sampler: [u32; 4]) -> Option<ImageRun> {
     let fake = fake()?;
     let mut r = Rig::new(fake);
     let (w, h) = (5u32, 3u32);
