@@ -21,8 +21,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive sudo_if_needed apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-if ! .venv/bin/python -c 'import numpy, onnx, onnxruntime' 2>/dev/null; then
-  echo "setup: creating .venv with numpy, onnx, onnxruntime" >&2
-  python3 -m venv .venv
+# tinygrad is the peer the QCOM tables are checked against (qcom/tests/peer_tables.rs).
+if ! .venv/bin/python -c 'import numpy, onnx, onnxruntime, tinygrad' 2>/dev/null; then
+  echo "setup: installing numpy, onnx, onnxruntime, tinygrad into .venv" >&2
+  [ -x .venv/bin/python ] || python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
 fi
