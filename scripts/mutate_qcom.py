@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Plants the QCOM encoder bugs of issue 15 one at a time in a scratch copy of the repository and reports which tests
-catch each. The repository's own files are never edited.
+catch each. The repository's own files are never edited: the copy
+lives in target/mutants/tree (built in target/mutants).
 
 Usage: scripts/mutate_qcom.py [--quick] [--models] [ID ...]
   --quick   only the mutants CI runs (scripts/test.sh)
@@ -18,7 +19,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -88,14 +88,27 @@ HEX_VECTORS = re.compile(r"^qcom (lib (dispatch|pm4)::|golden_streams )")
 
 
 def scratch_copy():
+    """The repository's files (tracked and untracked, not ignored) in target/mutants/tree. A file is rewritten only
+    when its content differs, so cargo rebuilds only what changed; the path stays the same between runs, so test
+    binaries that embed their source directory stay valid."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
                            capture_output=True).stdout.decode().split("\0")
-    dst = tempfile.mkdtemp(prefix="pilot-mutants-")
+    dst = os.path.join(ROOT, "target", "mutants", "tree")
     for f in filter(None, files):
-        src = os.path.join(ROOT, f)
-        if os.path.isfile(src) and not os.path.islink(src):
-            os.makedirs(os.path.dirname(os.path.join(dst, f)), exist_ok=True)
-            shutil.copy2(src, os.path.join(dst, f))
+        src, out = os.path.join(ROOT, f), os.path.join(dst, f)
+        if not os.path.isfile(src) or os.path.islink(src):
+            continue
+        data = open(src, "rb").read()
+        if os.path.exists(out) and open(out, "rb").read() == data:
+            continue
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "wb") as o:
+            o.write(data)
+        shutil.copymode(src, out)
+    # The model tests find onnxruntime in the repository's .venv.
+    venv = os.path.join(ROOT, ".venv")
+    if os.path.exists(venv) and not os.path.lexists(os.path.join(dst, ".venv")):
+        os.symlink(os.path.realpath(venv), os.path.join(dst, ".venv"))
     return dst
 
 
@@ -144,40 +157,37 @@ def main():
     if "PILOT_PYTHON" not in env and os.path.exists(venv):
         env["PILOT_PYTHON"] = venv
     tree = scratch_copy()
-    try:
-        suites = SUITES + ([MODELS] if models else [])
-        base = [f for s, a in suites for f in run_suite(tree, s, a, env)]
-        if base:
-            sys.exit("the unmutated copy fails:\n  " + "\n  ".join(base))
-        rows, missed = [], []
-        for mutant in (m for m in MUTANTS if m[0] in ids):
-            start = time.time()
-            saved = apply(tree, mutant)
-            try:
-                failed = [f for s, a in suites for f in run_suite(tree, s, a, env)]
+    suites = SUITES + ([MODELS] if models else [])
+    base = [f for s, a in suites for f in run_suite(tree, s, a, env)]
+    if base:
+        sys.exit("the unmutated copy fails:\n  " + "\n  ".join(base))
+    rows, missed = [], []
+    for mutant in (m for m in MUTANTS if m[0] in ids):
+        start = time.time()
+        saved = apply(tree, mutant)
+        try:
+            failed = [f for s, a in suites for f in run_suite(tree, s, a, env)]
+            witnesses = [f for f in failed if not HEX_VECTORS.match(f)]
+            ran_models = models
+            if not witnesses and not models:
+                failed += run_suite(tree, *MODELS, env)
                 witnesses = [f for f in failed if not HEX_VECTORS.match(f)]
-                ran_models = models
-                if not witnesses and not models:
-                    failed += run_suite(tree, *MODELS, env)
-                    witnesses = [f for f in failed if not HEX_VECTORS.match(f)]
-                    ran_models = True
-            finally:
-                apply(tree, mutant, undo=saved)
-            hex_only = [f for f in failed if HEX_VECTORS.match(f)]
-            if not witnesses:
-                missed.append(mutant[0])
-            note = "" if ran_models else " (model tests not run)"
-            rows.append(f"| {mutant[0]} | {mutant[1]} | {'<br>'.join(witnesses) or '**nothing**'}{note} | "
-                        f"{'<br>'.join(hex_only) or '-'} |")
-            print(f"mutant {mutant[0]}: {len(witnesses)} witnesses, {len(hex_only)} hex vectors, "
-                  f"{time.time() - start:.0f} s", file=sys.stderr)
-        print("| # | planted bug | caught by (fakes and cross-checks) | also by hex vectors |")
-        print("|---|---|---|---|")
-        print("\n".join(rows))
-        if missed:
-            sys.exit(f"mutants caught by no fake or cross-check: {missed}")
-    finally:
-        shutil.rmtree(tree, ignore_errors=True)
+                ran_models = True
+        finally:
+            apply(tree, mutant, undo=saved)
+        hex_only = [f for f in failed if HEX_VECTORS.match(f)]
+        if not witnesses:
+            missed.append(mutant[0])
+        note = "" if ran_models else " (model tests not run)"
+        rows.append(f"| {mutant[0]} | {mutant[1]} | {'<br>'.join(witnesses) or '**nothing**'}{note} | "
+                    f"{'<br>'.join(hex_only) or '-'} |")
+        print(f"mutant {mutant[0]}: {len(witnesses)} witnesses, {len(hex_only)} hex vectors, "
+              f"{time.time() - start:.0f} s", file=sys.stderr)
+    print("| # | planted bug | caught by (fakes and cross-checks) | also by hex vectors |")
+    print("|---|---|---|---|")
+    print("\n".join(rows))
+    if missed:
+        sys.exit(f"mutants caught by no fake or cross-check: {missed}")
 
 
 if __name__ == "__main__":

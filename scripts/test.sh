@@ -55,3 +55,7 @@ echo "runtime-only pilot: no fake or simulator symbols, $size bytes stripped"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 PILOT_CL_REQUIRE=1 PROPTEST_CASES="${PROPTEST_CASES:-4096}" cargo test --workspace --quiet
+
+# The fakes are witnesses: a few of issue 15's planted QCOM bugs must each make a fake or cross-check test fail
+# (the full table: scripts/mutate_qcom.py, TESTING.md).
+python3 scripts/mutate_qcom.py --quick
