@@ -3,8 +3,9 @@
 catch each. The repository's own files are never edited: the copy
 lives in target/mutants/tree (built in target/mutants).
 
-Usage: scripts/mutate_qcom.py [--quick] [--models] [ID ...]
+Usage: scripts/mutate_qcom.py [--quick] [--models] [--names] [ID ...]
   --quick   only the mutants CI runs (scripts/test.sh)
+  --names   list every failing test instead of counts per kind
   --models  run the model tests on the fake KGSL for every mutant (by default only for a mutant nothing else catches)
   ID ...    only these mutants
 
@@ -86,6 +87,32 @@ MODELS = ("models", ["test", "-p", "pilot-tests", "--test", "models", "--no-fail
 # Hand-written hex vectors: failing only these does not count as caught.
 HEX_VECTORS = re.compile(r"^qcom (lib (dispatch|pm4)::|golden_streams )")
 
+# How the table names the tests that failed, by prefix of "suite target test".
+LABELS = [
+    ("qcom lib fake::", "fake KGSL unit tests"),
+    ("qcom device ", "QcomDevice on the fake"),
+    ("qcom fake_exec ", "fake + OpenCL executor"),
+    ("qcom fake_bind_host ", "bind_host on the fake"),
+    ("qcom submit_no_alloc ", "allocation test on the fake"),
+    ("qcom peer_tables ", "tinygrad cross-check"),
+    ("regs-gen ", "register-table freshness"),
+    ("models ", "models on the fake vs onnxruntime"),
+    ("qcom lib dispatch::", "dispatch hex vectors"),
+    ("qcom lib pm4::", "pm4 hex vectors"),
+    ("qcom golden_streams ", "golden stream"),
+]
+
+
+def summary(failed, names):
+    """`label ×n` per kind of test, or every test name with `names`."""
+    if names:
+        return "<br>".join(failed)
+    counts = {}
+    for f in failed:
+        label = next((l for p, l in LABELS if f.startswith(p)), f)
+        counts[label] = counts.get(label, 0) + 1
+    return ", ".join(f"{l} ×{n}" if n > 1 else l for l, n in counts.items())
+
 
 def scratch_copy():
     """The repository's files (tracked and untracked, not ignored) in target/mutants/tree. A file is rewritten only
@@ -149,7 +176,7 @@ def apply(tree, mutant, undo=None):
 
 def main():
     argv = sys.argv[1:]
-    quick, models = "--quick" in argv, "--models" in argv
+    quick, models, names = "--quick" in argv, "--models" in argv, "--names" in argv
     ids = [int(a) for a in argv if not a.startswith("--")] or (QUICK if quick else [m[0] for m in MUTANTS])
     env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(ROOT, "target", "mutants"), PROPTEST_CASES="64",
                PILOT_CL_REQUIRE="1", CARGO_TERM_COLOR="never")
@@ -179,8 +206,8 @@ def main():
         if not witnesses:
             missed.append(mutant[0])
         note = "" if ran_models else " (model tests not run)"
-        rows.append(f"| {mutant[0]} | {mutant[1]} | {'<br>'.join(witnesses) or '**nothing**'}{note} | "
-                    f"{'<br>'.join(hex_only) or '-'} |")
+        rows.append(f"| {mutant[0]} | {mutant[1]} | {summary(witnesses, names) or '**nothing**'}{note} | "
+                    f"{summary(hex_only, names) or '-'} |")
         print(f"mutant {mutant[0]}: {len(witnesses)} witnesses, {len(hex_only)} hex vectors, "
               f"{time.time() - start:.0f} s", file=sys.stderr)
     print("| # | planted bug | caught by (fakes and cross-checks) | also by hex vectors |")
