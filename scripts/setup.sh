@@ -30,8 +30,9 @@ fi
 rustup target list --installed | grep -q '^aarch64-unknown-linux-gnu$' \
   || rustup target add aarch64-unknown-linux-gnu >/dev/null
 
-if ! .venv/bin/python -c 'import numpy, onnx, onnxruntime' 2>/dev/null; then
-  echo "setup: creating .venv with numpy, onnx, onnxruntime" >&2
-  python3 -m venv .venv
+# tinygrad is the peer the QCOM tables are checked against (qcom/tests/peer_tables.rs).
+if ! .venv/bin/python -c 'import numpy, onnx, onnxruntime, tinygrad' 2>/dev/null; then
+  echo "setup: installing numpy, onnx, onnxruntime, tinygrad into .venv" >&2
+  [ -x .venv/bin/python ] || python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
 fi

@@ -29,9 +29,44 @@ fi
 # linker and C compiler are set in .cargo/config.toml).
 cargo build --quiet --target aarch64-unknown-linux-gnu -p pilot-usbgpu
 
+# The runtime a comma device runs contains no fake and no simulator: no symbol of pilot's crates has a path component
+# naming one (`pilot_qcom::fake::FakeKgsl`, `pilot_qcom::fake_shader`, `..::sim::..`), and it stays at most 2 MiB
+# stripped. The same pattern must find the fake KGSL in a build that has it, so the check cannot pass vacuously.
+fake_symbols() {
+  nm -C "$1" | grep -Eio 'pilot_[a-z_]+(::[A-Za-z0-9_]+)*::(fake[A-Za-z0-9_]*|sim|sim_[A-Za-z0-9_]*|[A-Za-z0-9_]*_sim|simulator[A-Za-z0-9_]*)(::|\b)' |
+    sort -u || true
+}
+runtime_dir=$(mktemp -d)
+trap 'rm -rf "$runtime_dir"' EXIT
+cargo build --quiet --release -p pilot-tools --no-default-features --features fake-kgsl
+cp target/release/pilot "$runtime_dir/with-fake"
+if ! fake_symbols "$runtime_dir/with-fake" | grep -q 'pilot_qcom::fake::FakeKgsl'; then
+  echo "fake-symbol check is blind: a build with --features fake-kgsl shows no pilot_qcom::fake::FakeKgsl symbol" >&2
+  exit 1
+fi
+cargo build --quiet --release -p pilot-tools --no-default-features
+cp target/release/pilot "$runtime_dir/runtime"
+leaked=$(fake_symbols "$runtime_dir/runtime")
+if [ -n "$leaked" ]; then
+  echo "the runtime-only pilot contains fake or simulator code:" >&2
+  echo "$leaked" | head -20 >&2
+  exit 1
+fi
+strip -o "$runtime_dir/runtime.stripped" "$runtime_dir/runtime"
+size=$(stat -c %s "$runtime_dir/runtime.stripped")
+if [ "$size" -gt $((2 * 1024 * 1024)) ]; then
+  echo "the runtime-only pilot is $size bytes stripped, more than 2 MiB" >&2
+  exit 1
+fi
+echo "runtime-only pilot: no fake or simulator symbols, $size bytes stripped"
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 PILOT_CL_REQUIRE=1 PROPTEST_CASES="${PROPTEST_CASES:-4096}" cargo test --workspace --quiet
+
+# The fakes are witnesses: a few of issue 15's planted QCOM bugs must each make a fake or cross-check test fail
+# (the full table: scripts/mutate_qcom.py, TESTING.md).
+python3 scripts/mutate_qcom.py --quick
 
 # The comma device's CPU path: the aarch64 runtime under qemu-user against onnxruntime.
 scripts/aarch64.sh

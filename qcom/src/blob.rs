@@ -1,5 +1,5 @@
-//! The Qualcomm OpenCL "lib" blob (`research/qcom.md` §3.2): what Qualcomm's compiler hands back for one kernel,
-//! and what `--qcom-compiler fake` writes in the same layout around a [`FakeShader`].
+//! The Qualcomm OpenCL "lib" blob: what Qualcomm's compiler hands back for one kernel (`crate::fake_shader`, behind
+//! the `fake` feature, writes blobs in the same layout for the fake KGSL).
 //!
 //! Layout, as tinygrad's `QCOMProgram._parse_lib` reads it (all little-endian u32):
 //! - header: `num_sections` at 0x18; the section table at 0x30, 20 bytes per section `{id, offset, size, count,
@@ -17,7 +17,6 @@
 //! Every read is bounds-checked; errors name the field and its offset in one line.
 
 use crate::dispatch::KernelInfo;
-use crate::fake_shader::{FakeShader, ShaderArg};
 
 /// A malformed blob: which field, at which byte offset, and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -300,107 +299,11 @@ fn parse_impl(blob: &[u8], expect_name: Option<&str>) -> Result<Program, BlobErr
     })
 }
 
-/// Full registers [`write_fake`] declares.
-pub const FAKE_FREGS: u32 = 4;
-/// Half registers [`write_fake`] declares.
-pub const FAKE_HREGS: u32 = 0;
-
-/// A blob in the Qualcomm layout around `shader`: section 7 is `shader.encode()` (section 10's size its length),
-/// the program section declares [`FAKE_FREGS`]/[`FAKE_HREGS`], there are no constants, the image descriptor has
-/// no first-exec offset, private or shared memory, one sampler if any argument is a texture, the kernel name at
-/// +0x158, and one 32-byte argument record per `shader.args` entry in signature order (buffers: type 0 with their
-/// `offset_words`; textures: type 1, IBOs: type 2, with their descriptor index as `offset_words`).
-///
-/// The host binds the n-th texture (IBO) argument to texture (IBO) descriptor n, so `shader`'s image indices must
-/// be their ordinals among the arguments of that kind, as the compiler emits them (checked in debug builds).
-pub fn write_fake(shader: &FakeShader) -> Vec<u8> {
-    let put = |b: &mut Vec<u8>, at: usize, v: u32| {
-        if b.len() < at + 4 {
-            b.resize(at + 4, 0);
-        }
-        b[at..at + 4].copy_from_slice(&v.to_le_bytes());
-    };
-    let (mut ntex, mut nibo) = (0, 0);
-    for a in &shader.args {
-        match *a {
-            ShaderArg::Texture { index } => {
-                debug_assert_eq!(index, ntex, "texture arguments must be numbered in order");
-                ntex += 1;
-            }
-            ShaderArg::Ibo { index } => {
-                debug_assert_eq!(index, nibo, "IBO arguments must be numbered in order");
-                nibo += 1;
-            }
-            ShaderArg::Buffer { .. } => {}
-        }
-    }
-    let samplers = u32::from(ntex > 0);
-    let code = shader.encode();
-
-    let prog_at = SECTIONS_AT + SECTION_BYTES * section::COUNT;
-    let prog_len = 0x20;
-    let image_at = (prog_at + prog_len).div_ceil(128) * 128;
-    let desc_at = (image_at + code.len()).div_ceil(16) * 16;
-
-    let mut b = vec![0u8; desc_at];
-    put(&mut b, NUM_SECTIONS_AT, section::COUNT as u32);
-    let sec = |b: &mut Vec<u8>, i: usize, offset: usize, size: usize, count: u32, entry: u32| {
-        let base = SECTIONS_AT + SECTION_BYTES * i;
-        for (k, v) in [i as u32, offset as u32, size as u32, count, entry].into_iter().enumerate() {
-            put(b, base + 4 * k, v);
-        }
-    };
-    for i in 0..section::COUNT {
-        sec(&mut b, i, 0, 0, 0, 0);
-    }
-    sec(&mut b, section::PROGRAM, prog_at, prog_len, 1, prog_len as u32);
-    sec(&mut b, section::CONSTS, image_at, 0, 0, CONST_RECORD_BYTES as u32);
-    sec(&mut b, section::IMAGE, image_at, code.len(), 1, 0);
-    sec(&mut b, section::CODE, image_at, code.len(), 1, 0);
-
-    // Program section: the name's first 8 bytes, then the register footprints.
-    let short = &shader.name.as_bytes()[..shader.name.len().min(8)];
-    b[prog_at..prog_at + short.len()].copy_from_slice(short);
-    put(&mut b, prog_at + PROG_FREGS, FAKE_FREGS);
-    put(&mut b, prog_at + PROG_HREGS, FAKE_HREGS);
-
-    b[image_at..image_at + code.len()].copy_from_slice(&code);
-
-    // Image descriptor.
-    for (off, v) in
-        [(DESC_PRG_OFFSET, 0), (DESC_PVTMEM, 0), (DESC_SHMEM, 0), (DESC_SAMP_CNT, samplers), (DESC_BRNCHSTCK, 0)]
-    {
-        put(&mut b, desc_at + off, v);
-    }
-    let name_at = desc_at + DESC_NAME;
-    b.resize(name_at + shader.name.len() + 1, 0);
-    b[name_at..name_at + shader.name.len()].copy_from_slice(shader.name.as_bytes());
-    let mut rec = (name_at + shader.name.len()).div_ceil(4) * 4 + 8 * samplers as usize;
-    b.resize(b.len().max(rec), 0);
-    for a in &shader.args {
-        let (offset_words, typ) = match *a {
-            ShaderArg::Buffer { offset_words, .. } => (offset_words, BUFTYPE_BUF),
-            ShaderArg::Texture { index } => (index, BUFTYPE_TEX),
-            ShaderArg::Ibo { index } => (index, BUFTYPE_IBO),
-        };
-        b.resize(rec + ARG_RECORD_BYTES, 0);
-        b[rec..rec + ARG_RECORD_BYTES].fill(0);
-        put(&mut b, rec, ARG_RECORD_BYTES as u32);
-        put(&mut b, rec + 12, offset_words);
-        put(&mut b, rec + 28, typ);
-        rec += ARG_RECORD_BYTES;
-    }
-    // The terminating zero record.
-    b.resize(rec + ARG_RECORD_BYTES, 0);
-    b[rec..].fill(0);
-    let desc_len = b.len() - desc_at;
-    sec(&mut b, section::IMAGE_DESC, desc_at, desc_len, 1, 0);
-    b
-}
-
-#[cfg(test)]
+// The parser is exercised on blobs the fake writer makes.
+#[cfg(all(test, feature = "fake"))]
 mod tests {
     use super::*;
+    use crate::fake_shader::{write_blob as write_fake, FakeShader, ShaderArg, FAKE_FREGS, FAKE_HREGS};
 
     fn shader(name: &str, args: Vec<ShaderArg>) -> FakeShader {
         FakeShader { name: name.into(), args, source: format!("__kernel void {name}() {{}}") }

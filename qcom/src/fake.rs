@@ -1,23 +1,32 @@
-//! An in-process KGSL implementing [`KgslFile`], so the backend's real code path runs without the hardware.
+//! An in-process KGSL implementing [`KgslFile`], so the backend's real code path runs without the hardware, as an
+//! independent witness of the streams the encoder writes.
 //!
 //! It keeps GPU objects (host memory; GPU VA = host address, as with `KGSL_MEMFLAGS_USE_CPU_MAP`), user-memory
 //! mappings, draw contexts and their timestamps. `IOCTL_KGSL_GPU_COMMAND` decodes every packet of every command
-//! object and checks it (parity, opcodes, reserved bits, payload layouts, register state, and that every address
-//! lies inside a GPU allocation) before accepting it; errors name the command object and the packet's dword offset.
-//! Accepted streams execute in order per context: CP_EVENT_WRITE stores its value, CP_REG_TO_MEM stores registers
-//! (the always-on counter ticks at 19.2 MHz), CP_WAIT_REG_MEM stalls the context until memory satisfies it (re-checked
-//! at every later ioctl), and each CP_RUN_OPENCL / CP_EXEC_CS becomes a [`Dispatch`] handed to the [`Executor`].
-//! A failing dispatch faults its context: later submissions and waits on it report the fault.
+//! object with the fake's own tables ([`regs`], [`descriptors`]; none of the encoder's constants or parsers) and
+//! checks it before accepting it: parity, opcodes, payload layouts, writes only to registers in its table, at each
+//! launch every register the dispatch depends on and base registers equal to what CP_LOAD_STATE6 loaded, and every
+//! address inside a GPU allocation. Errors name the command object and the packet's dword offset.
+//! Accepted streams execute in order per context: CP_EVENT_WRITE stores its value, CP_REG_TO_MEM stores the
+//! always-on counter (19.2 MHz), CP_WAIT_REG_MEM stalls the context until memory satisfies it (re-checked at every
+//! later ioctl), and each CP_RUN_OPENCL / CP_EXEC_CS becomes a [`Dispatch`] (descriptors and samplers decoded) handed
+//! to the [`Executor`], after the ordering check of [`order`]: a dispatch touching memory an earlier one wrote needs
+//! CACHE_INVALIDATE and CP_WAIT_FOR_IDLE between them. A failing dispatch faults its context: later submissions and
+//! waits on it report the fault.
 
 mod cp;
+pub mod descriptors;
+pub mod order;
+mod packets;
+pub mod regs;
 
 pub use cp::{Dispatch, LaunchPacket};
 
 use crate::ioctl::KgslFile;
-use crate::pm4::decode_with_offsets;
 use crate::sys::*;
 use bytemuck::Pod;
 use cp::{CpState, Progress, Step, Visible};
+use order::Ordering;
 use std::alloc::Layout;
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
@@ -89,6 +98,7 @@ struct Ctx {
     queued: u32,
     retired: u32,
     cp: CpState,
+    ordering: Ordering,
     pending: VecDeque<Pending>,
     stall: Option<String>,
     fault: Option<String>,
@@ -394,8 +404,7 @@ impl State {
             let mut words = vec![0u32; obj.size as usize / 4];
             mem.read(va, bytemuck::cast_slice_mut(&mut words))
                 .map_err(|e| einval(format!("command object {i}: {e}")))?;
-            let packets = decode_with_offsets(&words).map_err(|e| einval(format!("command object {i}: {e}")))?;
-            let more = cp.validate(id, &packets, &mem).map_err(|e| einval(format!("command object {i}: {e}")))?;
+            let more = cp.validate(id, &words, &mem).map_err(|e| einval(format!("command object {i}: {e}")))?;
             steps.extend(more);
         }
         let ctx = self.ctx(id)?;
@@ -418,7 +427,8 @@ impl State {
             for ctx in contexts.values_mut() {
                 while let Some(p) = ctx.pending.front_mut() {
                     let before = p.pc;
-                    match cp::run(&p.steps, &mut p.pc, &mut mem, &mut **executor, dispatches, ticks) {
+                    let ordering = &mut ctx.ordering;
+                    match cp::run(&p.steps, &mut p.pc, p.ts, &mut mem, &mut **executor, ordering, dispatches, ticks) {
                         Ok(Progress::Done) => {
                             ctx.retired = p.ts;
                             ctx.stall = None;

@@ -5,16 +5,18 @@
 //! (the kernel's name, OpenCL C source and argument layout) and rebuilds the kernel's arguments from what the
 //! command processor saw: a buffer argument's u64 GPU address from the constant file at byte `offset_words * 4`
 //! (`research/qcom.md` §3.3), an image argument from its texture or IBO descriptor (§4.2) in the tables that
-//! CP_LOAD_STATE6 loaded. The bytes are copied from GPU memory into OpenCL buffers and images, the kernel runs
-//! with `groups × local` work-items in groups of `local`, and every written buffer and every IBO image is copied
-//! back to GPU memory at the same address.
+//! CP_LOAD_STATE6 loaded, as the fake decoded them. The sampler the kernel declares (`sampler_t smp = ...;`) is
+//! replaced by the dispatch's sampler 0 as the fake decoded it (normalized or not, filter, wrap), so a wrong
+//! sampler descriptor gives wrong numbers or an error, never the right answer by accident. The bytes are copied
+//! from GPU memory into OpenCL buffers and images, the kernel runs with `groups × local` work-items in groups of
+//! `local`, and every written buffer and every IBO image is copied back to GPU memory at the same address.
 //!
 //! Buffer arguments that point at the same GPU address share one OpenCL buffer (as large as the largest of them),
 //! so in-place kernels see their own writes. OpenCL objects are made once per distinct launch shape (kernel,
 //! argument sizes and image formats, NDRange) and reused by later dispatches of the same shape; programs are
 //! built once per (kernel, source).
 
-use crate::dispatch::{parse_image_descriptor, ImageFormat, DESCRIPTOR_BYTES};
+use crate::fake::descriptors::{Filter, Sampler, TexelFormat, Wrap};
 use crate::fake::{Dispatch, Executor, FakeKgsl, GpuMemory};
 use crate::fake_shader::{FakeShader, ShaderArg, FAKE_MAGIC};
 use pilot_cl::ClDevice;
@@ -125,15 +127,15 @@ impl ClExecutor {
         self.shapes.len()
     }
 
-    fn program(&mut self, shader: &FakeShader) -> Result<ProgramId, String> {
-        let key = (shader.name.clone(), shader.source.clone());
+    fn program(&mut self, shader: &FakeShader, source: String) -> Result<ProgramId, String> {
+        let key = (shader.name.clone(), source);
         if let Some(&id) = self.programs.get(&key) {
             return Ok(id);
         }
         let spec = ProgramSpec {
             name: &shader.name,
             format: ProgramFormat::OpenClSource,
-            code: shader.source.as_bytes(),
+            code: key.1.as_bytes(),
             arg_count: shader.args.len(),
         };
         let id = self.dev.load_program(&spec).map_err(|e| e.to_string())?;
@@ -202,19 +204,16 @@ enum Table {
 
 /// The image bound at descriptor `index` of `table`, as an OpenCL image description, and its GPU address.
 fn image_arg(d: &Dispatch, mem: &dyn GpuMemory, table: Table, index: u32) -> Result<(ImageDesc, u64), String> {
-    let (name, base, descs, ibo) = match table {
-        Table::Texture => ("texture", d.texture_table, &d.textures, false),
-        Table::Ibo => ("IBO", d.ibo_table, &d.ibos, true),
+    let (name, base, views) = match table {
+        Table::Texture => ("texture", d.texture_table, &d.texture_views),
+        Table::Ibo => ("IBO", d.ibo_table, &d.ibo_views),
     };
-    let Some(desc) = descs.get(index as usize) else {
-        return Err(format!("{name} {index} is not bound (SP_CS_CONFIG declares {} {name}s)", descs.len()));
+    let Some(image) = views.get(index as usize) else {
+        return Err(format!("{name} {index} is not bound (SP_CS_CONFIG declares {} {name}s)", views.len()));
     };
-    let at = base + DESCRIPTOR_BYTES as u64 * index as u64;
+    let at = base + 64 * index as u64;
     let fail = |what: String| format!("{name} {index} descriptor at {at:#x}: {what}");
-    let (image, va, is_ibo) = parse_image_descriptor(desc).map_err(|e| fail(e.to_string()))?;
-    if is_ibo != ibo {
-        return Err(fail(format!("dword 0 {:#x} is the wrong kind", desc[0])));
-    }
+    let va = image.base;
     if mem.check(va, 1).is_err() {
         return Err(fail(format!("base {va:#x} outside any allocation")));
     }
@@ -222,8 +221,8 @@ fn image_arg(d: &Dispatch, mem: &dyn GpuMemory, table: Table, index: u32) -> Res
         return Err(fail(format!("image {va:#x}+{:#x} runs past its allocation", image.span())));
     }
     let channel = match image.format {
-        ImageFormat::Rgba32F => ImageChannel::F32,
-        ImageFormat::Rgba16F => ImageChannel::F16,
+        TexelFormat::Rgba32Float => ImageChannel::F32,
+        TexelFormat::Rgba16Float => ImageChannel::F16,
     };
     Ok((ImageDesc { width: image.width, height: image.height, pitch: image.pitch, channel }, va))
 }
@@ -286,6 +285,89 @@ fn bind(d: &Dispatch, mem: &dyn GpuMemory, shader: &FakeShader) -> Result<Vec<Bo
     Ok(out)
 }
 
+/// The OpenCL flags of a sampler, or why OpenCL cannot express it.
+fn sampler_flags(s: &Sampler) -> Result<String, String> {
+    let [ws, wt, _] = s.wrap;
+    if ws != wt {
+        return Err(format!("sampler 0 wraps S as {ws:?} and T as {wt:?}; OpenCL has one addressing mode"));
+    }
+    let address = match ws {
+        Wrap::ClampToBorder => "CLK_ADDRESS_CLAMP",
+        Wrap::ClampToEdge => "CLK_ADDRESS_CLAMP_TO_EDGE",
+        Wrap::Repeat if s.normalized => "CLK_ADDRESS_REPEAT",
+        Wrap::MirrorRepeat if s.normalized => "CLK_ADDRESS_MIRRORED_REPEAT",
+        w => return Err(format!("sampler 0 wraps as {w:?} with unnormalized coordinates, which OpenCL forbids")),
+    };
+    let coords = if s.normalized { "CLK_NORMALIZED_COORDS_TRUE" } else { "CLK_NORMALIZED_COORDS_FALSE" };
+    let filter = match s.filter {
+        Filter::Nearest => "CLK_FILTER_NEAREST",
+        Filter::Linear => "CLK_FILTER_LINEAR",
+    };
+    Ok(format!("{coords} | {address} | {filter}"))
+}
+
+/// Whether some `read_image*` call passes integer coordinates (`(int2)...` as its third argument).
+fn reads_at_integer_coordinates(source: &str) -> bool {
+    source.match_indices("read_image").any(|(at, _)| {
+        let Some(open) = source[at..].find('(') else { return false };
+        let (mut depth, mut arg, mut start) = (0, 0, at + open + 1);
+        for (i, c) in source[at + open..].char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' if depth == 1 => {
+                    return arg == 2 && source[start..at + open + i].trim_start().starts_with("(int2)")
+                }
+                ')' => depth -= 1,
+                ',' if depth == 1 => {
+                    if arg == 2 {
+                        return source[start..at + open + i].trim_start().starts_with("(int2)");
+                    }
+                    arg += 1;
+                    start = at + open + i + 1;
+                }
+                _ => {}
+            }
+        }
+        false
+    })
+}
+
+/// The shader's source with every `sampler_t NAME = ...;` declaration set from the dispatch's decoded sampler 0.
+/// A kernel that reads textures needs a bound sampler, and integer coordinates need unnormalized nearest sampling
+/// (OpenCL 1.2 §6.12.14.2); anything else is an error.
+fn source_with_sampler(shader: &FakeShader, d: &Dispatch) -> Result<String, String> {
+    let reads_textures = shader.args.iter().any(|a| matches!(a, ShaderArg::Texture { .. }));
+    if !reads_textures {
+        return Ok(shader.source.clone());
+    }
+    let Some(sampler) = d.sampler_states.first() else {
+        return Err("the kernel samples textures but the dispatch binds no sampler (SP_CS_CONFIG NSAMP is 0)".into());
+    };
+    if reads_at_integer_coordinates(&shader.source) && (sampler.normalized || sampler.filter != Filter::Nearest) {
+        return Err(format!(
+            "the kernel reads images at integer coordinates, which OpenCL defines only with unnormalized coordinates \
+             and nearest filtering; the dispatch's sampler 0 is {sampler:?}"
+        ));
+    }
+    let flags = sampler_flags(sampler)?;
+    let mut out = String::with_capacity(shader.source.len());
+    let mut rest = shader.source.as_str();
+    while let Some(at) = rest.find("sampler_t ") {
+        let decl = &rest[at..];
+        let (Some(eq), Some(end)) = (decl.find('='), decl.find(';')) else { break };
+        if eq > end {
+            break;
+        }
+        out.push_str(&rest[..at]);
+        out.push_str(&decl[..=eq]);
+        out.push(' ');
+        out.push_str(&flags);
+        rest = &decl[end..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 impl ClExecutor {
     fn run(&mut self, d: &Dispatch, mem: &mut dyn GpuMemory, shader: &FakeShader) -> Result<(), String> {
         let args = bind(d, mem, shader)?;
@@ -295,7 +377,7 @@ impl ClExecutor {
                 format!("{} work-groups of {} work-items overflow the NDRange", d.groups[i], d.local[i])
             })?;
         }
-        let program = self.program(shader)?;
+        let program = self.program(shader, source_with_sampler(shader, d)?)?;
         let key = ShapeKey { program, slots: args.iter().map(|b| b.slot).collect(), global, local: d.local };
         let linked = self.linked(key)?;
         let (step, buffers) = (linked.step, linked.buffers.clone());

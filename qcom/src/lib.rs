@@ -8,11 +8,15 @@
 //! - [`dispatch`]: the compute dispatch sequence and the texture/sampler descriptors;
 //! - [`ioctl`]: the [`ioctl::KgslFile`] seam (ioctl + mmap) and its implementation over the real device node;
 //! - [`kgsl`]: owning types: [`kgsl::KgslDevice`], contexts, GPU objects, user-memory mappings;
-//! - [`blob`]: the Qualcomm "lib" shader blob: parser, and the writer of fake blobs;
+//! - [`blob`]: the Qualcomm "lib" shader blob parser;
 //! - [`device`]: [`device::QcomDevice`], the `pilot_core::device::Device` over KGSL (prebuilt steps, one
 //!   `IOCTL_KGSL_GPU_COMMAND` per submit);
-//! - [`fake`]: an in-process KGSL that decodes and checks every submission;
-//! - [`fake_shader`]: the shader image `--qcom-compiler fake` writes: a kernel's OpenCL source and argument layout;
+//!
+//! Behind the `fake` feature (tests and desktop checks; the on-device runtime contains none of it):
+//! - `fake`: an in-process KGSL that decodes every submission with its own register and descriptor tables, checks
+//!   it, and tracks the memory each dispatch writes;
+//! - `fake_shader`: the shader image `--qcom-compiler fake` writes (a kernel's OpenCL source and argument layout)
+//!   and the blob around it;
 //! - `fake_exec` (feature `fake-cl`): an executor that runs those kernels on OpenCL behind the fake KGSL.
 //!
 //! The hardware-neutral half (relocations, argument arena, timeline signal) is [`pilot_core::hcq`], shared with the
@@ -22,9 +26,11 @@ pub mod a6xx;
 pub mod blob;
 pub mod device;
 pub mod dispatch;
+#[cfg(feature = "fake")]
 pub mod fake;
 #[cfg(feature = "fake-cl")]
 pub mod fake_exec;
+#[cfg(feature = "fake")]
 pub mod fake_shader;
 pub mod ioctl;
 pub mod kgsl;

@@ -1,3 +1,4 @@
+#![cfg(feature = "fake")]
 //! `QcomDevice` over the fake KGSL: programs from fake blobs, a two-kernel step with buffers and images, replays,
 //! and the failure paths.
 
@@ -5,10 +6,10 @@ use pilot_core::device::{
     Arg, BufferId, BufferUse, Device, DeviceError, ImageChannel, ImageDesc, ProgramFormat, ProgramId, ProgramSpec,
     StepOp,
 };
-use pilot_qcom::blob::write_fake;
 use pilot_qcom::device::QcomDevice;
 use pilot_qcom::dispatch::{parse_image_descriptor, ImageFormat, SAMPLER_CLAMP_NEAREST};
 use pilot_qcom::fake::{Dispatch, Executor, FakeKgsl, GpuMemory, LaunchPacket};
+use pilot_qcom::fake_shader::write_blob as write_fake;
 use pilot_qcom::fake_shader::{FakeShader, ShaderArg};
 use std::path::Path;
 use std::sync::{Arc, Mutex};

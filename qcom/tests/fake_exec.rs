@@ -179,9 +179,14 @@ __kernel void k1_img(write_only image2d_t out, read_only image2d_t a, read_only 
 }
 "#;
 
-#[test]
-fn textures_and_pitched_ibos_round_trip_through_opencl() {
-    let Some(fake) = fake() else { return };
+/// The IBO's bytes after a launch (or the launch's error), and the bytes expected with clamp-to-border and with
+/// clamp-to-edge sampling.
+type ImageRun = (Result<Vec<u8>, String>, Vec<u8>, Vec<u8>);
+
+/// Runs `k1_img` on 5x3 images with `sampler` as sampler 0; returns the IBO's bytes and the expected bytes when the
+/// sampler reads (0, 0, 0, 0) past the right edge (clamp to border) and when it repeats the edge pixel.
+fn run_images(sampler: [u32; 4]) -> Option<ImageRun> {
+    let fake = fake()?;
     let mut r = Rig::new(fake);
     let (w, h) = (5u32, 3u32);
     // Float texture (row 80 bytes, pitch 128), half texture (row 40, pitch 64), float IBO (row 80, pitch 256).
@@ -202,7 +207,7 @@ fn textures_and_pitched_ibos_round_trip_through_opencl() {
     args.set_ibo(0, &out, Addr::base(Sym::Buffer(3))).unwrap();
     args.set_texture(0, &ta, Addr::base(Sym::Buffer(1))).unwrap();
     args.set_texture(1, &tb, Addr::base(Sym::Buffer(2))).unwrap();
-    args.set_sampler(0, SAMPLER_CLAMP_NEAREST).unwrap();
+    args.set_sampler(0, sampler).unwrap();
     r.load(&shader, &args);
 
     let pa = |x: u32, y: u32, c: u32| x as f32 + 10.0 * y as f32 + 0.25 * c as f32;
@@ -224,21 +229,51 @@ fn textures_and_pitched_ibos_round_trip_through_opencl() {
     let fill = vec![0xcd; out.span() as usize];
     r.obj(Sym::Buffer(3)).write(0, &fill).unwrap();
 
-    r.launch(shader.len() as u32, layout, Launch::from_groups([1, h, 1], [w, 1, 1]).unwrap()).unwrap();
-
-    let mut want = fill;
+    let ran = r.launch(shader.len() as u32, layout, Launch::from_groups([1, h, 1], [w, 1, 1]).unwrap());
+    let (mut border, mut edge) = (fill.clone(), fill);
     for y in 0..h {
         for x in 0..w {
             for c in 0..4 {
-                let right = if x + 1 < w { pb(x + 1, y, c) } else { 0.0 };
                 let at = (y * out.pitch + x * 16 + c * 4) as usize;
-                want[at..at + 4].copy_from_slice(&(2.0 * pa(x, y, c) + right).to_le_bytes());
+                let right = if x + 1 < w { pb(x + 1, y, c) } else { 0.0 };
+                border[at..at + 4].copy_from_slice(&(2.0 * pa(x, y, c) + right).to_le_bytes());
+                let right = pb((x + 1).min(w - 1), y, c);
+                edge[at..at + 4].copy_from_slice(&(2.0 * pa(x, y, c) + right).to_le_bytes());
             }
         }
     }
-    let mut got = vec![0u8; out.span() as usize];
-    r.objs[&Sym::Buffer(3)].read(0, &mut got).unwrap();
-    assert_eq!(got, want, "the IBO's pixels, with its row padding untouched");
+    let got = ran.map(|()| {
+        let mut got = vec![0u8; out.span() as usize];
+        r.objs[&Sym::Buffer(3)].read(0, &mut got).unwrap();
+        got
+    });
+    Some((got, border, edge))
+}
+
+#[test]
+fn textures_and_pitched_ibos_round_trip_through_opencl() {
+    let Some((got, border, _)) = run_images(SAMPLER_CLAMP_NEAREST) else { return };
+    assert_eq!(got.unwrap(), border, "the IBO's pixels, with its row padding untouched");
+}
+
+#[test]
+fn the_kernel_samples_with_the_dispatchs_sampler() {
+    // Clamp to edge (WRAP_S/T/R = 1): the pixel past the right edge repeats the last one.
+    let Some((got, border, edge)) = run_images([0x0920, 0x30, 0, 0]) else { return };
+    let got = got.unwrap();
+    assert_eq!(got, edge);
+    assert_ne!(got, border);
+    // Normalized coordinates (no UNNORM_COORDS) with the kernel's integer coordinates: an error, not numbers.
+    let Some((got, _, _)) = run_images([0x1b60, 0x10, 0, 0]) else { return };
+    let e = got.unwrap_err();
+    assert!(e.contains("reads images at integer coordinates, which OpenCL defines only with unnormalized"), "{e}");
+    // A filter the a630 path does not use (XY_MAG = 3) is refused when the descriptor is read.
+    let Some((got, _, _)) = run_images([0x1b66, 0x30, 0, 0]) else { return };
+    let e = got.unwrap_err();
+    assert!(
+        e.ends_with("sampler 0: A6XX_TEX_SAMP_0_XY_MAG is 3: only nearest and linear filtering are supported"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -1,3 +1,4 @@
+#![cfg(feature = "fake")]
 //! `QcomDevice::submit` and `wait` make no heap allocation outside the kernel (here: outside the fake
 //! KGSL's ioctl, which decodes the stream and may allocate): a counting global allocator that pauses
 //! while the ioctl runs.
@@ -6,9 +7,9 @@ use std::io;
 use std::ptr::NonNull;
 
 use pilot_core::device::{Arg, BufferUse, Device, ProgramFormat, ProgramSpec, StepOp};
-use pilot_qcom::blob::write_fake;
 use pilot_qcom::device::QcomDevice;
 use pilot_qcom::fake::FakeKgsl;
+use pilot_qcom::fake_shader::write_blob as write_fake;
 use pilot_qcom::fake_shader::{FakeShader, ShaderArg};
 use pilot_qcom::ioctl::KgslFile;
 use pilot_test_support::{paused, thread_allocs};

@@ -7,8 +7,10 @@ use pilot_core::target::{Backend, Target};
 use pilot_core::Device;
 
 /// Names `--device` accepts in this build.
-#[cfg(feature = "cl")]
+#[cfg(feature = "fake-kgsl")]
 pub const AVAILABLE: &[&str] = &["cpu", "null", "cl", "qcom", "fake-kgsl"];
+#[cfg(all(feature = "cl", not(feature = "fake-kgsl")))]
+pub const AVAILABLE: &[&str] = &["cpu", "null", "cl", "qcom"];
 #[cfg(not(feature = "cl"))]
 pub const AVAILABLE: &[&str] = &["cpu", "null", "qcom"];
 
@@ -48,11 +50,13 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
         #[cfg(feature = "cl")]
         "cl" => Box::new(pilot_cl::ClDevice::open(None)?.with_profiling(profile)),
         #[cfg(not(feature = "cl"))]
-        "cl" | "fake-kgsl" => bail!("this pilot was built without the OpenCL device (cargo feature `cl`)"),
+        "cl" => bail!("this pilot was built without the OpenCL device (cargo feature `cl`)"),
+        #[cfg(not(feature = "fake-kgsl"))]
+        "fake-kgsl" => bail!("this pilot was built without the fake KGSL (cargo feature `fake-kgsl`)"),
         // The Adreno 630 through /dev/kgsl-3d0.
         "qcom" => Box::new(pilot_qcom::device::QcomDevice::open(qcom_priority(priority)?)?),
         // The same backend over the in-process fake KGSL, which runs each dispatch on OpenCL.
-        #[cfg(feature = "cl")]
+        #[cfg(feature = "fake-kgsl")]
         "fake-kgsl" => {
             let fake = pilot_qcom::fake_exec::fake_with_opencl().map_err(|e| anyhow::anyhow!("fake-kgsl: {e}"))?;
             Box::new(pilot_qcom::device::QcomDevice::with_file(Box::new(fake), "fake-kgsl")?)

@@ -88,10 +88,7 @@ fn program_read_images(a: &Artifact, p: &pilot_core::artifact::ProgramEntry) -> 
     };
     match p.format {
         ProgramFormat::OpenClSource => count(std::str::from_utf8(a.blob(p.blob)).unwrap_or_default()),
-        ProgramFormat::AdrenoBlob => pilot_qcom::blob::parse(a.blob(p.blob))
-            .ok()
-            .and_then(|prog| pilot_qcom::fake_shader::FakeShader::decode(&prog.image))
-            .map_or((0, 0), |shader| count(&shader.source)),
+        ProgramFormat::AdrenoBlob => fake_blob_source(a.blob(p.blob)).map_or((0, 0), |source| count(&source)),
         _ => (0, 0),
     }
 }
@@ -107,6 +104,18 @@ fn amdgpu(d: &pilot_core::artifact::AmdDispatch) -> Value {
     json!({"descriptor": d.descriptor, "code": d.code, "rsrc": d.rsrc, "kernarg_size": d.kernarg_size,
            "kernarg_align": d.kernarg_align, "arg_offsets": d.arg_offsets, "user_sgprs": d.user_sgprs,
            "vgprs": d.vgprs, "sgprs": d.sgprs, "lds": d.lds, "scratch": d.scratch, "wave32": d.wave32})
+}
+
+/// The OpenCL source a `--qcom-compiler fake` blob carries (builds with the fake KGSL only).
+#[cfg(feature = "fake-kgsl")]
+fn fake_blob_source(blob: &[u8]) -> Option<String> {
+    let prog = pilot_qcom::blob::parse(blob).ok()?;
+    pilot_qcom::fake_shader::FakeShader::decode(&prog.image).map(|shader| shader.source)
+}
+
+#[cfg(not(feature = "fake-kgsl"))]
+fn fake_blob_source(_: &[u8]) -> Option<String> {
+    None
 }
 
 fn mib(bytes: usize) -> String {

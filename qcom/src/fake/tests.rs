@@ -15,8 +15,9 @@ struct Rig {
     cmd: GpuObject,
 }
 
-const SYMS: [(Sym, u64); 8] = [
+const SYMS: [(Sym, u64); 9] = [
     (Sym::Args(0), 0x2000),
+    (Sym::Args(1), 0x2000),
     (Sym::Program(0), 0x1000),
     (Sym::Stack, 0x4000),
     (Sym::Dummy, 0x1000),
@@ -172,7 +173,7 @@ fn descriptors_are_read_at_execution() {
     r.objs.get_mut(&Sym::Args(0)).unwrap().write_u32s(0, &linked).unwrap();
     let words = r.link(&step(&exec(kind, layout)), 2);
     let err = r.submit(&words).unwrap_err().to_string();
-    let packets = decode_with_offsets(&words).unwrap();
+    let packets = crate::pm4::decode_with_offsets(&words).unwrap();
     let is_exec =
         |p: &crate::pm4::Packet| matches!(p, crate::pm4::Packet::Op { opcode: crate::pm4::Opcode::ExecCs, .. });
     let launch_at = packets.iter().find(|(_, p)| is_exec(p)).unwrap().0;
@@ -199,7 +200,7 @@ fn bad_streams_are_rejected_with_their_offset() {
     flipped[7] ^= 1 << 15;
     assert_eq!(
         r.submit(&flipped).unwrap_err().to_string(),
-        "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword 7: bad count parity in header 0x70468004"
+        "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword 7: type-7 header 0x70468004 has a bad parity bit"
     );
 
     let cut = &good[..good.len() - 2];
@@ -207,8 +208,8 @@ fn bad_streams_are_rejected_with_their_offset() {
     assert_eq!(
         r.submit(cut).unwrap_err().to_string(),
         format!(
-            "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword {last}: truncated packet: header 0x70460004 \
-             announces 4 payload dwords, only 2 remain"
+            "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword {last}: header 0x70460004 announces 4 payload \
+             dwords, only 2 remain"
         )
     );
 
@@ -228,7 +229,8 @@ fn bad_streams_are_rejected_with_their_offset() {
     no_shader.pkt7(crate::pm4::Opcode::RunOpenCl, &[Word::Imm(0)]);
     assert_eq!(
         r.submit(&r.link(&no_shader, 1)).unwrap_err().to_string(),
-        "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword 0: SP_CS_NDRANGE_0 (0xb990) was never written"
+        "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword 0: CP_RUN_OPENCL: CP_SET_MARKER has not entered \
+         RM6_COMPUTE mode"
     );
     // Nothing was queued by the rejected submissions.
     assert_eq!(r.submit(&good).unwrap(), 1);
@@ -259,6 +261,119 @@ fn waits_stall_until_memory_satisfies_them() {
     r.objs.get_mut(&Sym::Buffer(1)).unwrap().write_u32s(0, &[1]).unwrap();
     r.ctx.wait(ts, 0).unwrap();
     assert_eq!(r.timeline(), 7);
+}
+
+/// Writes the linked argument block `block` as `Sym::Args(n)`.
+fn write_args(r: &mut Rig, n: u32, block: &ArgsBlock) {
+    let vas: HashMap<Sym, u64> = r.objs.iter().map(|(s, o)| (*s, o.va())).collect();
+    let linked = block.buf().link(&FnResolve(|s| vas.get(&s).copied(), |_| None)).unwrap();
+    r.objs.get_mut(&Sym::Args(n)).unwrap().write_u32s(0, &linked).unwrap();
+}
+
+/// The dword offset of the first type-4 header writing `reg` in `words`.
+fn reg_write_at(words: &[u32], reg: u32) -> usize {
+    let packets = crate::pm4::decode_with_offsets(words).unwrap();
+    packets.iter().find(|(_, p)| matches!(p, crate::pm4::Packet::Reg { reg: r, .. } if *r == reg)).unwrap().0
+}
+
+#[test]
+fn writes_outside_the_register_table_are_refused() {
+    let mut r = rig();
+    let mut s = CmdStream::new();
+    s.pkt4(0xa9be, &[Word::Imm(0)]);
+    assert_eq!(
+        r.submit(&r.link(&s, 1)).unwrap_err().to_string(),
+        "IOCTL_KGSL_GPU_COMMAND failed: command object 0: PM4 dword 0: register 0xa9be is not in the fake's a6xx \
+         compute register table"
+    );
+}
+
+#[test]
+fn launches_need_every_state_register_and_the_loaded_table_addresses() {
+    let mut r = rig();
+    let kind = ShaderKind::QcomCl;
+    let layout = ArgsLayout::new(kind, 1, 1, 2).unwrap();
+    let img = Image { format: ImageFormat::Rgba32F, width: 16, height: 16, pitch: 256 };
+    let mut args = ArgsBlock::new(layout);
+    args.set_texture(0, &img, Addr::base(Sym::Buffer(2))).unwrap();
+    args.set_ibo(0, &img, Addr::base(Sym::Buffer(2))).unwrap();
+    args.set_sampler(0, SAMPLER_CLAMP_NEAREST).unwrap();
+    write_args(&mut r, 0, &args);
+    let good = r.link(&step(&exec(kind, layout)), 1);
+
+    // The texture table's base register pointing at the IBO table.
+    let mut swapped = good.clone();
+    let at = reg_write_at(&good, 0xa9e6);
+    swapped[at + 1] = r.va(Sym::Args(0)) as u32 + layout.ibo_off;
+    let e = r.submit(&swapped).unwrap_err().to_string();
+    let tex = r.va(Sym::Args(0)) + layout.tex_off as u64;
+    assert!(
+        e.ends_with(&format!(
+            "CP_RUN_OPENCL: SP_CS_TEXMEMOBJ_BASE is {:#x}, but CP_LOAD_STATE6 loaded the texture table from {tex:#x}",
+            tex - 0x40
+        )),
+        "{e}"
+    );
+
+    // SP_CS_TSIZE never written: its write goes to TPL1_DBG_ECO_CNTL instead.
+    let mut missing = good.clone();
+    let at = reg_write_at(&good, 0xa9ba);
+    missing[at] = crate::pm4::pkt4_hdr(0xb600, 1);
+    let e = r.submit(&missing).unwrap_err().to_string();
+    assert!(e.ends_with("CP_RUN_OPENCL: SP_CS_TSIZE (0xa9ba) was never written"), "{e}");
+    assert_eq!(r.submit(&good).unwrap(), 1);
+}
+
+#[test]
+fn dependent_dispatches_need_a_barrier_between_them() {
+    let mut r = rig();
+    let kind = ShaderKind::QcomCl;
+    let img = Image { format: ImageFormat::Rgba32F, width: 16, height: 16, pitch: 256 };
+    // Dispatch 0 writes the image as an IBO; dispatch 1 reads it as a texture.
+    let (wl, rl) = (ArgsLayout::new(kind, 0, 1, 0).unwrap(), ArgsLayout::new(kind, 1, 0, 2).unwrap());
+    let mut writer = ArgsBlock::new(wl);
+    writer.set_ibo(0, &img, Addr::base(Sym::Buffer(2))).unwrap();
+    let mut reader = ArgsBlock::new(rl);
+    reader.set_texture(0, &img, Addr::base(Sym::Buffer(2))).unwrap();
+    reader.set_sampler(0, SAMPLER_CLAMP_NEAREST).unwrap();
+    write_args(&mut r, 0, &writer);
+    write_args(&mut r, 1, &reader);
+    let (e0, e1) = (exec(kind, wl), Exec { args: Addr::base(Sym::Args(1)), ..exec(kind, rl) });
+    let two = |barrier: bool| {
+        let dummy = Addr::base(Sym::Dummy);
+        let mut s = CmdStream::new();
+        s.memory_barrier(dummy);
+        s.exec(&e0).unwrap();
+        if barrier {
+            s.memory_barrier(dummy);
+        }
+        s.exec(&e1).unwrap();
+        s.signal(Addr::base(Sym::Timeline), Word::Value(ValueSym::Timeline, 0), dummy);
+        s
+    };
+    let ts = r.submit(&r.link(&two(true), 1)).unwrap();
+    r.ctx.wait(ts, 0).unwrap();
+    assert_eq!(r.fake.take_dispatches().len(), 2);
+
+    let words = r.link(&two(false), 2);
+    let launches: Vec<usize> = crate::pm4::decode_with_offsets(&words)
+        .unwrap()
+        .into_iter()
+        .filter(|(_, p)| matches!(p, crate::pm4::Packet::Op { opcode: crate::pm4::Opcode::RunOpenCl, .. }))
+        .map(|(o, _)| o)
+        .collect();
+    let e = r.submit(&words).unwrap_err().to_string();
+    let (va, span) = (r.va(Sym::Buffer(2)), img.span());
+    // The launch sequence's own CP_WAIT_FOR_IDLE orders the dispatches; only the invalidate is missing.
+    assert_eq!(
+        e,
+        format!(
+            "IOCTL_KGSL_GPU_COMMAND failed: context 1 faulted: dispatch (PM4 dword {} of submission 2) reads texture 0 \
+             {va:#x}+{span:#x}, which dispatch (PM4 dword {} of submission 2) wrote (IBO 0 {va:#x}+{span:#x}), with no \
+             CACHE_INVALIDATE between them",
+            launches[1], launches[0]
+        )
+    );
 }
 
 /// Stores 42 through the first buffer pointer of the constant file.

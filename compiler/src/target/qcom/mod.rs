@@ -62,7 +62,7 @@ pub fn to_adreno(p: &Program, mut built: Built, compiler: QcomCompiler) -> Resul
                 })?;
                 blob
             }
-            None => pilot_qcom::blob::write_fake(&fake_shader(p, &k.name, &k.args, full)),
+            None => pilot_qcom::fake_shader::write_blob(&fake_shader(p, &k.name, &k.args, full)),
         };
         codes.push(blob);
         k.code = i;
