@@ -47,11 +47,12 @@ pub(super) fn resolve(name: &str) -> u16 {
         return NOP << 12;
     }
     let Some((body, ty)) = rest.rsplit_once('_') else { return 0 };
+    if name.starts_with("s_") {
+        // The width comes from the opcode table (up to 512 bits).
+        return if body == "load" { SLOAD << 12 } else { 0 };
+    }
     let Some(size) = size_of(ty) else { return 0 };
     let signed = if ty.starts_with('i') { SIGNED } else { 0 };
-    if name.starts_with("s_") {
-        return if body == "load" { SLOAD << 12 | size } else { 0 };
-    }
     let code = |kind: u16, flags: u16| kind << 12 | flags | size;
     match body {
         "load" => code(LOAD, signed),
@@ -99,9 +100,8 @@ pub(super) fn smem(w: &mut Wave, ctx: &mut Ctx<'_>, inst: &Inst) -> Result<(), S
     let base = w.scalar(inst.saddr, 2, 0, Kind::Int)?;
     let soff = if inst.addr == op::NULL { 0 } else { w.scalar(inst.addr, 1, 0, Kind::Int)? };
     let addr = base.wrapping_add(inst.imm as i64 as u64).wrapping_add(soff);
-    let size = (sem & 31) as usize;
     let mut buf = [0u8; 64];
-    let n = size.max(inst.info.w[0] as usize * 4);
+    let n = inst.info.w[0] as usize * 4;
     ctx.mem.read(addr, &mut buf[..n]).map_err(|_| format!("a {n}-byte scalar load at {addr:#x} is out of bounds"))?;
     for i in 0..n / 4 {
         let v = u32::from_le_bytes(buf[4 * i..4 * i + 4].try_into().unwrap());
@@ -161,8 +161,9 @@ fn access(
     }
 }
 
+/// The VGPR index of an operand code (fields an encoding lacks read as v0).
 fn vgpr(code: u16) -> usize {
-    (code - op::VGPR0) as usize
+    code.saturating_sub(op::VGPR0) as usize
 }
 
 pub(super) fn vmem(w: &mut Wave, ctx: &mut Ctx<'_>, inst: &Inst) -> Result<(), String> {
@@ -208,7 +209,7 @@ pub(super) fn vmem(w: &mut Wave, ctx: &mut Ctx<'_>, inst: &Inst) -> Result<(), S
             LOAD2 | STORE2 => {
                 let scale = size as u64 * if sem & STRIDE64 != 0 { 64 } else { 1 };
                 for (k, off) in [inst.imm as u64, inst.imm1 as u64].into_iter().enumerate() {
-                    let a = addr + off * scale;
+                    let a = (addr as u32).wrapping_add((off * scale) as u32) as u64;
                     let mut buf = [0u8; 8];
                     if kind == LOAD2 {
                         access(w, ctx, &space, a, &mut buf[..size], false)?;
@@ -279,7 +280,8 @@ fn address(w: &Wave, inst: &Inst, lane: usize) -> Result<(Space, u64), String> {
             } else {
                 inst.imm as u64 | (inst.imm1 as u64) << 8
             };
-            (Space::Lds, lane_v(inst.addr, 1) + off)
+            // LDS addresses are 32-bit: the sum wraps.
+            (Space::Lds, (lane_v(inst.addr, 1) as u32).wrapping_add(off as u32) as u64)
         }
         Enc::Scratch => {
             let v = if inst.addr == op::NULL { 0 } else { lane_v(inst.addr, 1) };

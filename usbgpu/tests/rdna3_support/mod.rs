@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pilot_usbgpu::rdna3::{dispatch, CodeObjectKernel, Dispatch, Stats, VecMemory};
 
@@ -126,12 +127,19 @@ fn clang_present() -> bool {
 /// Builds `src` into a gfx1100 code object. `None` (with a message) when clang-19 is absent and
 /// PILOT_AMD_REQUIRE is not set; a failed build always fails the test.
 pub fn build(stem: &str, src: &str) -> Option<Vec<u8>> {
+    build_with(stem, src, &[])
+}
+
+/// [`build`] with extra clang flags.
+pub fn build_with(stem: &str, src: &str, flags: &[&str]) -> Option<Vec<u8>> {
     if !clang_present() {
         assert!(std::env::var_os("PILOT_AMD_REQUIRE").is_none(), "PILOT_AMD_REQUIRE is set but clang-19 is missing");
         eprintln!("skipping: clang-19 is not installed (scripts/setup.sh installs it)");
         return None;
     }
-    let dir: PathBuf = std::env::temp_dir().join(format!("pilot-rdna3-{}-{stem}", std::process::id()));
+    static BUILDS: AtomicUsize = AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, Ordering::Relaxed);
+    let dir: PathBuf = std::env::temp_dir().join(format!("pilot-rdna3-{}-{n}-{stem}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (cl, obj, co) = (dir.join("k.cl"), dir.join("k.o"), dir.join("k.co"));
     std::fs::write(&cl, src).unwrap();
@@ -142,6 +150,7 @@ pub fn build(stem: &str, src: &str) -> Option<Vec<u8>> {
     run(Command::new("clang-19")
         .args(["-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa"])
         .args(["-mcpu=gfx1100", "-nogpulib", "-O2", "-c"])
+        .args(flags)
         .arg(&cl)
         .arg("-o")
         .arg(&obj));
