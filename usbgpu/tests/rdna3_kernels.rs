@@ -271,3 +271,109 @@ fn lds_max_reduction() {
     dev.run(co, "max_reduce", [1, 1, 1], [64, 1, 1], &[Arg::Ptr(pa), Arg::Ptr(po), Arg::U32(777)]);
     assert_eq!(dev.i32s(po, 1)[0], *a.iter().max().unwrap());
 }
+
+#[test]
+fn libm_expansions_exp_log_sqrt_div() {
+    let Some(co) = code_object("math") else { return };
+    let a = floats(12, 128, -2.5, 2.5);
+    let mut dev = Device::new();
+    let (pa, pc) = (dev.alloc(&f32_bytes(&a)), dev.zeros(128 * 5 * 4));
+    dev.run(co, "libm", [2, 1, 1], [64, 1, 1], &[Arg::Ptr(pa), Arg::Ptr(pc)]);
+    let got = dev.f32s(pc, 128 * 5);
+    let want: Vec<f32> = a
+        .iter()
+        .flat_map(|&x| [x.exp(), (x + 3.0).ln(), (x + 3.0).sqrt(), x / (x + 3.5), x.exp2() + (x + 3.0).log2()])
+        .collect();
+    assert_close(&got, &want, 4e-6, "libm");
+}
+
+#[test]
+fn vector_and_byte_loads() {
+    let Some(co) = code_object("math") else { return };
+    let a = floats(13, 256, -10.0, 10.0);
+    let b: Vec<u8> = lcg(14, 64).into_iter().map(|x| x as u8).collect();
+    let mut dev = Device::new();
+    let (pa, pb) = (dev.alloc(&f32_bytes(&a)), dev.alloc(&b));
+    let (pc, ps) = (dev.zeros(1024), dev.zeros(128));
+    dev.run(co, "vec4", [1, 1, 1], [64, 1, 1], &[Arg::Ptr(pa), Arg::Ptr(pc), Arg::Ptr(pb), Arg::Ptr(ps)]);
+    let c = dev.f32s(pc, 256);
+    let s: Vec<i16> = dev.read(ps, 128).chunks(2).map(|x| i16::from_le_bytes([x[0], x[1]])).collect();
+    for i in 0..64 {
+        for j in 0..4 {
+            let want = a[4 * i + j].mul_add(b[i] as f32, (j + 1) as f32);
+            assert!((c[4 * i + j] - want).abs() <= want.abs() * 1e-6, "c[{i}].{j}: {} vs {want}", c[4 * i + j]);
+        }
+        assert_eq!(s[i], (b[i] as i32 * 3 - 200) as i16, "s[{i}]");
+    }
+}
+
+#[test]
+fn global_and_lds_atomics() {
+    let Some(co) = code_object("math") else { return };
+    let a: Vec<i32> = lcg(15, 128).into_iter().map(|x| (x % 2001) as i32 - 1000).collect();
+    let mut dev = Device::new();
+    let (pg, pa) = (dev.alloc(&i32_bytes(&[5, i32::MIN])), dev.alloc(&i32_bytes(&a)));
+    dev.run(co, "atomics", [1, 1, 1], [128, 1, 1], &[Arg::Ptr(pg), Arg::Ptr(pa)]);
+    let g = dev.i32s(pg, 2);
+    assert_eq!(g, vec![5 + a.iter().sum::<i32>(), *a.iter().max().unwrap()]);
+}
+
+fn matmul_reference(a: &[f32], b: &[f32], n: usize) -> Vec<f32> {
+    let mut c = vec![0.0f32; n * n];
+    for r in 0..n {
+        for col in 0..n {
+            let mut acc = 0.0f32;
+            for k in 0..n {
+                acc = a[r * n + k].mul_add(b[k * n + col], acc);
+            }
+            c[r * n + col] = if acc > 0.0 { acc } else { 0.1 * acc };
+        }
+    }
+    c
+}
+
+fn matmul(n: usize) -> (rdna3_support::Device, u64, Vec<f32>, pilot_usbgpu::rdna3::Stats, std::time::Duration) {
+    let co = code_object("math").expect("built");
+    let (a, b) = (floats(16, n * n, -1.0, 1.0), floats(17, n * n, -1.0, 1.0));
+    let mut dev = Device::new();
+    let (pa, pb, pc) = (dev.alloc(&f32_bytes(&a)), dev.alloc(&f32_bytes(&b)), dev.zeros(n * n * 4));
+    let g = (n / 16) as u32;
+    let args = [Arg::Ptr(pa), Arg::Ptr(pb), Arg::Ptr(pc), Arg::U32(n as u32)];
+    let start = std::time::Instant::now();
+    let stats = dev.run(co, "matmul", [g, g, 1], [16, 16, 1], &args);
+    let took = start.elapsed();
+    (dev, pc, matmul_reference(&a, &b, n), stats, took)
+}
+
+#[test]
+fn matmul_2d_workgroups_bit_exact() {
+    if code_object("math").is_none() {
+        return;
+    }
+    let (dev, pc, want, stats, _) = matmul(32);
+    let got = dev.f32s(pc, 32 * 32);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g.to_bits(), w.to_bits(), "C[{i}]");
+    }
+    assert_eq!(stats.waves, 4 * 8);
+}
+
+/// Emulation speed on a typical kernel. Run once with
+/// `cargo test --release -p pilot-usbgpu --test rdna3_kernels -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement: run once in release"]
+fn speed_of_matmul_256() {
+    if code_object("math").is_none() {
+        return;
+    }
+    let (dev, pc, want, stats, took) = matmul(256);
+    assert_eq!(dev.f32s(pc, 256 * 256), want);
+    let lanes = stats.instructions as f64 * 32.0;
+    eprintln!(
+        "matmul 256x256: {} wave instructions in {:.3} s: {:.1} M wave-instructions/s ({:.0} M lane-ops/s)",
+        stats.instructions,
+        took.as_secs_f64(),
+        stats.instructions as f64 / took.as_secs_f64() / 1e6,
+        lanes / took.as_secs_f64() / 1e6
+    );
+}

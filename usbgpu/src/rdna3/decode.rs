@@ -145,7 +145,7 @@ impl Inst {
             saddr: operand::NULL,
             y: None,
             sem: 0,
-            types: 0,
+            types: super::wave::types_of(info.name),
         }
     }
 

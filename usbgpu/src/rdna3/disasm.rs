@@ -4,6 +4,7 @@
 use std::fmt::{self, Write};
 
 use super::decode::{operand, Enc, Inst, MASK};
+use super::wave::SRC16;
 
 /// One operand: `code` in the 9-bit source map, `dwords` wide, `f16` picks 16-bit inline floats.
 fn operand(out: &mut String, code: u16, dwords: u8, literal: u32) {
@@ -107,7 +108,7 @@ fn sopp_operand(out: &mut String, name: &str, imm: i32) -> bool {
 }
 
 /// The source operand with its VOP3 neg/abs modifiers.
-fn vop3_src(out: &mut String, inst: &Inst, i: usize, dwords: u8) {
+fn vop3_src(out: &mut String, inst: &Inst, i: usize, dwords: u8, literal: u32) {
     if inst.neg >> i & 1 != 0 {
         out.push('-');
     }
@@ -115,7 +116,7 @@ fn vop3_src(out: &mut String, inst: &Inst, i: usize, dwords: u8) {
     if abs {
         out.push('|');
     }
-    operand(out, inst.src[i], dwords, inst.literal);
+    operand(out, inst.src[i], dwords, literal);
     if abs {
         out.push('|');
     }
@@ -123,11 +124,13 @@ fn vop3_src(out: &mut String, inst: &Inst, i: usize, dwords: u8) {
 
 fn valu(out: &mut String, inst: &Inst) {
     let info = inst.info;
+    // A literal for 16-bit operands is 16 bits wide.
+    let literal = if inst.types & SRC16 != 0 { inst.literal & 0xffff } else { inst.literal };
     let name = info.name;
     let mut ops: Vec<String> = Vec::new();
     let push = |ops: &mut Vec<String>, code: u16, w: u8| {
         let mut s = String::new();
-        operand(&mut s, code, w, inst.literal);
+        operand(&mut s, code, w, literal);
         ops.push(s);
     };
     let carry = matches!(name, "v_add_co_ci_u32" | "v_sub_co_ci_u32" | "v_subrev_co_ci_u32");
@@ -163,7 +166,7 @@ fn valu(out: &mut String, inst: &Inst) {
             for i in 0..3 {
                 if info.w[1 + i] != 0 {
                     let mut s = String::new();
-                    vop3_src(&mut s, inst, i, info.w[1 + i]);
+                    vop3_src(&mut s, inst, i, info.w[1 + i], literal);
                     ops.push(s);
                 }
             }
@@ -235,7 +238,9 @@ fn memory(out: &mut String, inst: &Inst) {
         ops.push(s);
     };
     if info.w[0] != 0 && (inst.enc == Enc::Ds || !name.contains("atomic") || inst.cache & 1 != 0) {
-        push(&mut ops, inst.dst, info.w[0]);
+        // A FLAT/GLOBAL compare-swap returns the old value only, half its {data, compare} width.
+        let w = if inst.enc != Enc::Ds && name.contains("cmpswap") { info.w[0] / 2 } else { info.w[0] };
+        push(&mut ops, inst.dst, w);
     }
     let mut tail = String::new();
     if inst.enc == Enc::Ds {

@@ -141,6 +141,12 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
         FmaF64 => lanes(w, inst, false, |a, b, c, _| {
             f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c)).to_bits()
         }),
+        MadU16 => lanes(w, inst, false, |a, b, c, _| (a as u16).wrapping_mul(b as u16).wrapping_add(c as u16) as u64),
+        AddNcU16 => lanes(w, inst, false, |a, b, _, _| (a as u16).wrapping_add(b as u16) as u64),
+        SubNcU16 => lanes(w, inst, false, |a, b, _, _| (a as u16).wrapping_sub(b as u16) as u64),
+        MulLoU16 => lanes(w, inst, false, |a, b, _, _| (a as u16).wrapping_mul(b as u16) as u64),
+        LshlrevB16 => lanes(w, inst, false, |a, b, _, _| ((b as u16) << (a & 15)) as u64),
+        LshrrevB16 => lanes(w, inst, false, |a, b, _, _| ((b as u16) >> (a & 15)) as u64),
         PkAddF16 | PkMulF16 | PkFmaF16 | PkMaxF16 | PkMinF16 | PkAddU16 | PkMulLoU16 => packed(w, inst, s),
         _ => Err("not implemented by the emulator".into()),
     }

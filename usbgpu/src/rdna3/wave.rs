@@ -252,7 +252,6 @@ pub(super) fn exec_err(kernel: &CodeObjectKernel, inst: &Inst, msg: String) -> E
 
 /// Resolves every instruction's executor operation once, when the kernel is loaded.
 pub(super) fn resolve(inst: &mut Inst) {
-    inst.types = types_of(inst.info.name);
     inst.sem = match inst.enc {
         Enc::Sop1 | Enc::Sop2 | Enc::Sopk | Enc::Sopc | Enc::Sopp => salu::resolve(inst.info.name),
         Enc::Smem | Enc::Ds | Enc::Flat | Enc::Global | Enc::Scratch => mem::resolve(inst.info.name),

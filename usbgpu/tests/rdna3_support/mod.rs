@@ -9,7 +9,43 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use pilot_usbgpu::rdna3::{dispatch, CodeObjectKernel, Dispatch, Stats, VecMemory};
 
 /// The OpenCL C sources the tests build, by file stem.
-pub const SOURCES: &[(&str, &str)] = &[("elementwise", ELEMENTWISE), ("control", CONTROL), ("lds", LDS)];
+pub const SOURCES: &[(&str, &str)] =
+    &[("elementwise", ELEMENTWISE), ("control", CONTROL), ("lds", LDS), ("math", MATH)];
+
+pub const MATH: &str = r#"
+kernel void libm(global const float *a, global float *c) {
+  uint i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
+  float x = a[i];
+  c[5*i] = __builtin_expf(x);
+  c[5*i+1] = __builtin_logf(x + 3.0f);
+  c[5*i+2] = __builtin_sqrtf(x + 3.0f);
+  c[5*i+3] = x / (x + 3.5f);
+  c[5*i+4] = __builtin_exp2f(x) + __builtin_log2f(x + 3.0f);
+}
+kernel void vec4(global const float4 *a, global float4 *c, global const uchar *b, global short *s) {
+  uint i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
+  float4 v = a[i];
+  c[i] = v * (float)b[i] + (float4)(1.0f, 2.0f, 3.0f, 4.0f);
+  s[i] = (short)(b[i] * 3 - 200);
+}
+kernel void atomics(global int *g, global const int *a) {
+  local volatile int l;
+  uint t = __builtin_amdgcn_workitem_id_x();
+  if (t == 0) l = 0;
+  __builtin_amdgcn_s_barrier();
+  __atomic_fetch_add(&l, a[t], __ATOMIC_RELAXED);
+  __atomic_fetch_max(&g[1], a[t], __ATOMIC_RELAXED);
+  __builtin_amdgcn_s_barrier();
+  if (t == 0) __atomic_fetch_add(&g[0], l, __ATOMIC_RELAXED);
+}
+kernel void matmul(global const float *A, global const float *B, global float *C, uint n) {
+  uint col = __builtin_amdgcn_workgroup_id_x() * 16 + __builtin_amdgcn_workitem_id_x();
+  uint row = __builtin_amdgcn_workgroup_id_y() * 16 + __builtin_amdgcn_workitem_id_y();
+  float acc = 0.0f;
+  for (uint k = 0; k < n; k++) acc = __builtin_fmaf(A[row * n + k], B[k * n + col], acc);
+  C[row * n + col] = acc > 0.0f ? acc : 0.1f * acc;
+}
+"#;
 
 pub const ELEMENTWISE: &str = r#"
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
