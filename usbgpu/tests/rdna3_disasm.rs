@@ -50,8 +50,8 @@ fn normalize(asm: &str) -> String {
 fn decoder_matches_llvm_objdump_on_every_instruction() {
     let mut checked = 0;
     let mut mismatches = Vec::new();
-    for (stem, src) in rdna3_support::SOURCES {
-        let Some(co) = rdna3_support::build(stem, src) else { return };
+    for (stem, src, flags) in rdna3_support::SOURCES {
+        let Some(co) = rdna3_support::build_with(stem, src, flags) else { return };
         let listing = objdump(&co);
         for name in CodeObjectKernel::names(&co).unwrap() {
             let kernel = CodeObjectKernel::load(&co, &name).unwrap_or_else(|e| panic!("{e}"));

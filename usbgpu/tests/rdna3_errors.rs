@@ -84,10 +84,8 @@ fn a_hang_is_reported_after_the_step_limit() {
 
 #[test]
 fn the_descriptor_denormal_mode_is_honoured() {
-    let src = "kernel void mul_tiny(global const float *a, global float *c) {
-        uint i = __builtin_amdgcn_workitem_id_x(); c[i] = a[i] * a[i]; }";
-    let Some(keep) = rdna3_support::build_with("denorm-keep", src, &[]) else { return };
-    let flush = rdna3_support::build_with("denorm-flush", src, &["-cl-denorms-are-zero"]).unwrap();
+    let Some(keep) = rdna3_support::build("denorm-keep", rdna3_support::MUL_TINY) else { return };
+    let flush = rdna3_support::build_with("denorm-flush", rdna3_support::FTZ, &["-cl-denorms-are-zero"]).unwrap();
     let x = 1e-20f32; // x * x = 1e-40, an f32 denormal
     for (co, want) in [(keep, x * x), (flush, 0.0)] {
         let mut dev = Device::new();

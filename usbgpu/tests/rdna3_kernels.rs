@@ -10,7 +10,8 @@ use rdna3_support::{f32_bytes, i32_bytes, lcg, Arg, Device};
 fn code_object(stem: &str) -> Option<&'static [u8]> {
     static BUILT: OnceLock<Vec<(String, Option<Vec<u8>>)>> = OnceLock::new();
     let all = BUILT.get_or_init(|| {
-        rdna3_support::SOURCES.iter().map(|(s, src)| (s.to_string(), rdna3_support::build(s, src))).collect()
+        let build = |(s, src, flags): &(&str, &str, &[&str])| (s.to_string(), rdna3_support::build_with(s, src, flags));
+        rdna3_support::SOURCES.iter().map(build).collect()
     });
     all.iter().find(|(s, _)| s == stem).and_then(|(_, co)| co.as_deref())
 }
@@ -376,4 +377,20 @@ fn speed_of_matmul_256() {
         stats.instructions as f64 / took.as_secs_f64() / 1e6,
         lanes / took.as_secs_f64() / 1e6
     );
+}
+
+#[test]
+fn correctly_rounded_division_and_sqrt() {
+    let Some(co) = code_object("exact") else { return };
+    let a = floats(18, 128, -1e6, 1e6);
+    let mut b = floats(19, 128, 1e-3, 1e3);
+    b[0] = 3.0; // 1/3-style quotients round differently from a reciprocal multiply
+    let mut dev = Device::new();
+    let (pa, pb, pc) = (dev.alloc(&f32_bytes(&a)), dev.alloc(&f32_bytes(&b)), dev.zeros(1024));
+    dev.run(co, "div_sqrt", [2, 1, 1], [64, 1, 1], &[Arg::Ptr(pa), Arg::Ptr(pb), Arg::Ptr(pc)]);
+    let c = dev.f32s(pc, 256);
+    for i in 0..128 {
+        assert_eq!(c[2 * i].to_bits(), (a[i] / b[i]).to_bits(), "{} / {}", a[i], b[i]);
+        assert_eq!(c[2 * i + 1].to_bits(), b[i].sqrt().to_bits(), "sqrt {}", b[i]);
+    }
 }

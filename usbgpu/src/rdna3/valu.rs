@@ -215,13 +215,32 @@ fn med3<T: PartialOrd + Copy>(a: T, b: T, c: T) -> T {
 fn modifier_masks(inst: &Inst, i: usize, k: Kind) -> (u64, u64) {
     let sign = match k {
         Kind::F16 => 0x8000u64,
-        Kind::F32 => 0x8000_0000,
+        // v_cndmask_b32 takes f32 input modifiers (LLVM folds fneg/fabs of a select into them).
+        Kind::F32 | Kind::Int => 0x8000_0000,
         Kind::F64 => 0x8000_0000_0000_0000,
-        Kind::Int => return (!0, 0),
     };
     let and = if inst.abs >> i & 1 != 0 { !sign } else { !0 };
     let xor = if inst.neg >> i & 1 != 0 { sign } else { 0 };
     (and, xor)
+}
+
+/// Refuses VOP3 modifiers the emulator would otherwise ignore: output modifiers and clamp beyond f32
+/// results, input modifiers on integer operands, OPSEL on 32-bit operands.
+fn check_modifiers(inst: &Inst, k: Kind) -> Result<(), String> {
+    if inst.enc != Enc::Vop3 {
+        return Ok(());
+    }
+    let f32_result = k == Kind::F32 && inst.info.w[0] == 1 && inst.info.sdst == 0;
+    if (inst.clamp || inst.omod != 0) && !f32_result {
+        return Err("clamp or an output modifier on this opcode is not emulated".into());
+    }
+    if k == Kind::Int && (inst.abs | inst.neg) != 0 && inst.info.name != "v_cndmask_b32" {
+        return Err("input modifiers on integer operands are not emulated".into());
+    }
+    if inst.opsel != 0 && inst.types & (SRC16 | DST16) == 0 {
+        return Err("OPSEL on 32-bit operands is not emulated".into());
+    }
+    Ok(())
 }
 
 /// Runs `f(a, b, c, lane)` on every active lane and writes the destination (32 or 64 bits, or a 16-bit
@@ -253,6 +272,7 @@ pub(super) fn lanes<F: Fn(u64, u64, u64, usize) -> u64>(
             hi[i] = inst.types & SRC16 != 0 && inst.opsel >> i & 1 != 0;
         }
     }
+    check_modifiers(inst, k)?;
     let wide = [info.w[1] == 2, info.w[2] == 2, info.w[3] == 2];
     let exec = w.exec();
     let mut out = [0u64; LANES];
@@ -415,8 +435,19 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
         }),
         // Within the exponent range where no pre-scaling is needed (all but extreme quotients),
         // v_div_scale returns its operand unchanged and clears VCC; v_div_fmas then is a plain fma.
-        DivScaleF32 => lanes(w, inst, true, |a, _, _, _| m.put(m.get(a))),
-        DivFmasF32 => lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).mul_add(m.get(b), m.get(c)))),
+        DivScaleF32 => lanes(w, inst, true, |a, b, c, _| {
+            let (d, vcc) = div_scale(m.get(a), m.get(b), m.get(c));
+            m.put(d) | (vcc as u64) << 32
+        }),
+        DivFmasF32 => {
+            if vcc & w.exec() != 0 {
+                // The ISA scales the result by a power of two here; its exact rule is not emulated.
+                return Err(
+                    "v_div_fmas_f32 with VCC set (a quotient near the ends of the f32 range) is not emulated".into()
+                );
+            }
+            lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).mul_add(m.get(b), m.get(c))))
+        }
         DivFixupF32 => lanes(w, inst, false, |a, b, c, _| m.put(div_fixup(m.get(a), m.get(b), m.get(c)))),
         CvtF32U32 => lanes(w, inst, false, |a, _, _, _| m.put(a as u32 as f32)),
         CvtF32I32 => lanes(w, inst, false, |a, _, _, _| m.put(a as u32 as i32 as f32)),
@@ -458,6 +489,26 @@ fn frexp_exp(x: f32) -> i32 {
         return e;
     }
     e - 126
+}
+
+/// v_div_scale_f32 (S0 the value to scale, S1 the denominator, S2 the numerator): the operand scaled
+/// by 2^64 where the quotient would lose range, and whether v_div_fmas must undo a scale (VCC).
+fn div_scale(s0: f32, den: f32, num: f32) -> (f32, bool) {
+    let exp = |x: f32| ((x.to_bits() >> 23) & 0xff) as i32;
+    let up = |x: f32| (x as f64 * 2f64.powi(64)) as f32;
+    if num == 0.0 || den == 0.0 {
+        (f32::NAN, false)
+    } else if exp(num) - exp(den) >= 96 {
+        (if s0 == den { up(s0) } else { s0 }, true)
+    } else if den.is_subnormal() {
+        (up(s0), false)
+    } else if (num / den).is_subnormal() {
+        (if s0 == num { up(s0) } else { s0 }, true)
+    } else if exp(num) <= 23 {
+        (up(s0), false)
+    } else {
+        (s0, false)
+    }
 }
 
 /// v_div_fixup_f32: the quotient `q` of `n / d` with IEEE special cases restored.

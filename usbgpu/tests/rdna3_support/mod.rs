@@ -9,8 +9,33 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use pilot_usbgpu::rdna3::{dispatch, CodeObjectKernel, Dispatch, Stats, VecMemory};
 
 /// The OpenCL C sources the tests build, by file stem.
-pub const SOURCES: &[(&str, &str)] =
-    &[("elementwise", ELEMENTWISE), ("control", CONTROL), ("lds", LDS), ("math", MATH)];
+/// The code objects the tests build: stem, OpenCL C source, extra clang flags.
+pub const SOURCES: &[(&str, &str, &[&str])] = &[
+    ("elementwise", ELEMENTWISE, &[]),
+    ("control", CONTROL, &[]),
+    ("lds", LDS, &[]),
+    ("math", MATH, &[]),
+    ("exact", EXACT, &["-cl-fp32-correctly-rounded-divide-sqrt"]),
+    ("ftz", FTZ, &["-cl-denorms-are-zero"]),
+];
+
+/// Correctly rounded division and square root (v_div_scale/v_div_fmas/v_div_fixup).
+pub const EXACT: &str = r#"
+kernel void div_sqrt(global const float *a, global const float *b, global float *c) {
+  uint i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
+  c[2*i] = a[i] / b[i];
+  c[2*i+1] = __builtin_sqrtf(b[i]);
+}
+"#;
+
+/// The same multiply with f32 denormals kept (default) or flushed (`-cl-denorms-are-zero`).
+pub const MUL_TINY: &str = r#"
+kernel void mul_tiny(global const float *a, global float *c) {
+  uint i = __builtin_amdgcn_workitem_id_x();
+  c[i] = a[i] * a[i];
+}
+"#;
+pub const FTZ: &str = MUL_TINY;
 
 pub const MATH: &str = r#"
 kernel void libm(global const float *a, global float *c) {
