@@ -243,7 +243,7 @@ pub fn decode_one(kernel: &str, words: &[u32], at: usize) -> Result<Inst, EmuErr
         };
     } else {
         let w = (w1()? as u64) << 32 | w0u;
-        inst = decode_64(kernel, w, offset).ok_or_else(unknown)?;
+        inst = decode_64(w, offset).ok_or_else(unknown)?;
         inst.words = 2;
     }
     // Source extensions: one literal dword, or a DPP control dword.
@@ -266,8 +266,7 @@ pub fn decode_one(kernel: &str, words: &[u32], at: usize) -> Result<Inst, EmuErr
     Ok(inst)
 }
 
-fn decode_64(kernel: &str, w: u64, offset: u32) -> Option<Inst> {
-    let _ = kernel;
+fn decode_64(w: u64, offset: u32) -> Option<Inst> {
     let top6 = bits(w, 31, 26);
     let src = |lo: u32| bits(w, lo + 8, lo) as u16;
     let mut inst;

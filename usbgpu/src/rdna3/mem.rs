@@ -186,11 +186,12 @@ pub(super) fn vmem(w: &mut Wave, ctx: &mut Ctx<'_>, inst: &Inst) -> Result<(), S
         w.check_vgpr(data[0], dwords as u8)?;
     }
     let exec = w.exec();
+    let addressing = addressing(w, inst)?;
     for lane in 0..LANES {
         if exec >> lane & 1 == 0 {
             continue;
         }
-        let (space, addr) = address(w, inst, lane)?;
+        let (space, addr) = addressing.lane(w, lane);
         match kind {
             LOAD => {
                 let mut buf = [0u8; 16];
@@ -258,46 +259,71 @@ fn write_loaded(w: &mut Wave, dst: usize, lane: usize, bytes: &[u8], sem: u16) {
     }
 }
 
-/// The lane's address space and address (LDS and scratch: offsets into the segment).
-fn address(w: &Wave, inst: &Inst, lane: usize) -> Result<(Space, u64), String> {
-    let lane_v = |code: u16, n: usize| -> u64 {
-        let r = vgpr(code);
-        let lo = w.v[r * LANES + lane] as u64;
-        if n == 2 {
-            lo | (w.v[(r + 1) * LANES + lane] as u64) << 32
-        } else {
-            lo
-        }
-    };
+/// How an instruction forms its lanes' addresses, resolved once per instruction: a per-lane VGPR
+/// (one or two dwords) plus a uniform base and offset.
+struct Addressing {
+    space: Seg,
+    vaddr: Option<(usize, bool)>,
+    base: u64,
+    /// LDS and scratch addresses are 32-bit: their sums wrap.
+    wrap32: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Seg {
+    Global,
+    Lds,
+    Scratch,
+}
+
+fn addressing(w: &Wave, inst: &Inst) -> Result<Addressing, String> {
     let off = inst.imm as i64 as u64;
     let has_saddr = inst.saddr != op::NULL && inst.saddr < 124;
+    let vaddr = |n: u8| -> Result<Option<(usize, bool)>, String> {
+        w.check_vgpr(vgpr(inst.addr), n)?;
+        Ok(Some((vgpr(inst.addr), n == 2)))
+    };
     Ok(match inst.enc {
         Enc::Ds => {
-            w.check_vgpr(vgpr(inst.addr), 1)?;
             // Two-address forms add their scaled offsets per access.
             let off = if inst.sem >> 12 == LOAD2 || inst.sem >> 12 == STORE2 {
                 0
             } else {
                 inst.imm as u64 | (inst.imm1 as u64) << 8
             };
-            // LDS addresses are 32-bit: the sum wraps.
-            (Space::Lds, (lane_v(inst.addr, 1) as u32).wrapping_add(off as u32) as u64)
+            Addressing { space: Seg::Lds, vaddr: vaddr(1)?, base: off, wrap32: true }
         }
         Enc::Scratch => {
-            let v = if inst.addr == op::NULL { 0 } else { lane_v(inst.addr, 1) };
+            let v = if inst.addr == op::NULL { None } else { vaddr(1)? };
             let s = if has_saddr { w.scalar(inst.saddr, 1, 0, Kind::Int)? } else { 0 };
-            (Space::Scratch(lane), (v as u32).wrapping_add(s as u32).wrapping_add(off as u32) as u64)
+            Addressing { space: Seg::Scratch, vaddr: v, base: s.wrapping_add(off), wrap32: true }
         }
         _ if has_saddr && inst.enc == Enc::Global => {
-            w.check_vgpr(vgpr(inst.addr), 1)?;
             let base = w.scalar(inst.saddr, 2, 0, Kind::Int)?;
-            (Space::Global, base.wrapping_add(lane_v(inst.addr, 1)).wrapping_add(off))
+            Addressing { space: Seg::Global, vaddr: vaddr(1)?, base: base.wrapping_add(off), wrap32: false }
         }
-        _ => {
-            w.check_vgpr(vgpr(inst.addr), 2)?;
-            (Space::Global, lane_v(inst.addr, 2).wrapping_add(off))
-        }
+        _ => Addressing { space: Seg::Global, vaddr: vaddr(2)?, base: off, wrap32: false },
     })
+}
+
+impl Addressing {
+    /// The lane's address space and address (LDS and scratch: offsets into the segment).
+    #[inline]
+    fn lane(&self, w: &Wave, lane: usize) -> (Space, u64) {
+        let v = match self.vaddr {
+            None => 0,
+            Some((r, false)) => w.v[r * LANES + lane] as u64,
+            Some((r, true)) => w.v[r * LANES + lane] as u64 | (w.v[(r + 1) * LANES + lane] as u64) << 32,
+        };
+        let a = v.wrapping_add(self.base);
+        let a = if self.wrap32 { a as u32 as u64 } else { a };
+        let space = match self.space {
+            Seg::Global => Space::Global,
+            Seg::Lds => Space::Lds,
+            Seg::Scratch => Space::Scratch(lane),
+        };
+        (space, a)
+    }
 }
 
 fn atomic(w: &mut Wave, ctx: &mut Ctx<'_>, inst: &Inst, space: &Space, addr: u64, lane: usize) -> Result<(), String> {

@@ -3,10 +3,10 @@
 //! - [`decode`]: machine words to instructions ([`tables`] holds the opcode tables), once per kernel;
 //!   [`disasm`] prints them in LLVM's syntax.
 //! - [`kernel`]: a kernel's descriptor and code out of the code object.
-//! - [`dispatch`]: the entry point the simulated GPU calls for a dispatch: builds each wave's initial
+//! - [`dispatch`](mod@dispatch): the entry point the simulated GPU calls for a dispatch: builds each wave's initial
 //!   registers the way the hardware does, runs the waves of each workgroup with LDS and barriers.
-//! - [`wave`] with [`salu`], [`valu`] and [`mem`]: one wave32's state and the instruction semantics
-//!   (AMD's "RDNA3 Instruction Set Architecture" reference).
+//! - `wave` with `salu`, `valu` (+ `valu_int`, `valu_cmp`) and `mem`: one wave32's state and the
+//!   instruction semantics (AMD's "RDNA3 Instruction Set Architecture" reference).
 //! - [`memory`]: the device memory seen by the kernel, behind a trait with bounds checks.
 
 pub mod decode;

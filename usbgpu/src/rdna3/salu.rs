@@ -357,6 +357,8 @@ fn sopk(w: &mut Wave, inst: &Inst, s: S) -> Result<(), String> {
             w.scc = compare(s, cur, inst.imm as u16 as u32)
         }
         CmpkEqI32 | CmpkLgI32 | CmpkGtI32 | CmpkGeI32 | CmpkLtI32 | CmpkLeI32 => w.scc = compare(s, cur, k),
+        // Memory is synchronous: nothing to wait for.
+        WaitcntVscnt | WaitcntVmcnt | WaitcntLgkmcnt => {}
         _ => return Err("not implemented by the emulator".into()),
     }
     Ok(())

@@ -387,12 +387,9 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
         SubF32 => lanes(w, inst, false, |a, b, _, _| m.put(m.get(a) - m.get(b))),
         SubrevF32 => lanes(w, inst, false, |a, b, _, _| m.put(m.get(b) - m.get(a))),
         MulF32 => lanes(w, inst, false, |a, b, _, _| m.put(m.get(a) * m.get(b))),
-        FmaF32 | FmamkF32 | FmaakF32 => lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).mul_add(m.get(b), m.get(c)))),
-        FmacF32 => {
-            let d = inst.dst;
-            let mut i = inst.clone();
-            i.src[2] = d;
-            lanes(w, &i, false, |a, b, c, _| m.put(m.get(a).mul_add(m.get(b), m.get(c))))
+        // v_fmac's third source is its destination (set when the kernel is loaded).
+        FmaF32 | FmamkF32 | FmaakF32 | FmacF32 => {
+            lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).mul_add(m.get(b), m.get(c))))
         }
         MaxF32 => lanes(w, inst, false, |a, b, _, _| m.put(m.get(a).max(m.get(b)))),
         MinF32 => lanes(w, inst, false, |a, b, _, _| m.put(m.get(a).min(m.get(b)))),
@@ -469,12 +466,7 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
         SubF16 => lanes(w, inst, false, |a, b, _, _| hput(h(a) - h(b))),
         SubrevF16 => lanes(w, inst, false, |a, b, _, _| hput(h(b) - h(a))),
         MulF16 => lanes(w, inst, false, |a, b, _, _| hput(h(a) * h(b))),
-        FmaF16 | FmamkF16 | FmaakF16 => lanes(w, inst, false, |a, b, c, _| hfma(a, b, c)),
-        FmacF16 => {
-            let mut i = inst.clone();
-            i.src[2] = inst.dst;
-            lanes(w, &i, false, |a, b, c, _| hfma(a, b, c))
-        }
+        FmaF16 | FmamkF16 | FmaakF16 | FmacF16 => lanes(w, inst, false, |a, b, c, _| hfma(a, b, c)),
         MaxF16 => lanes(w, inst, false, |a, b, _, _| hput(h(a).max(h(b)))),
         MinF16 => lanes(w, inst, false, |a, b, _, _| hput(h(a).min(h(b)))),
         _ => super::valu_int::exec(w, inst, s),

@@ -167,9 +167,25 @@ pub(super) fn compare(w: &mut Wave, inst: &Inst) -> Result<(), String> {
     }
 }
 
-/// One VOPD half on one lane.
-fn vopd_op(op: u16, a: u32, b: u32, c: u32, lane: usize, flush: bool) -> Result<u32, ()> {
-    let f = |x: u32| {
+/// Runs `f(a, b, c, lane)` over the active lanes into `out`.
+#[inline]
+fn half<F: Fn(u32, u32, u32, usize) -> u32>(w: &Wave, srcs: [Src; 3], exec: u32, out: &mut [u32; LANES], f: F) {
+    for (lane, r) in out.iter_mut().enumerate() {
+        if exec >> lane & 1 != 0 {
+            let [a, b, c] = srcs.map(|s| w.get(s, lane, false) as u32);
+            *r = f(a, b, c, lane);
+        }
+    }
+}
+
+/// One VOPD half over all lanes.
+fn vopd_half(w: &Wave, i: &Inst, exec: u32, out: &mut [u32; LANES]) -> Result<(), String> {
+    let mut srcs = [Src::Uniform(0); 3];
+    for (s, code) in srcs.iter_mut().zip(i.src) {
+        *s = w.src(code, 1, i.literal, Kind::F32)?;
+    }
+    let flush = w.flush_f32;
+    let f = move |x: u32| {
         let v = f32::from_bits(x);
         if flush && v.is_subnormal() {
             0.0f32.copysign(v)
@@ -177,35 +193,24 @@ fn vopd_op(op: u16, a: u32, b: u32, c: u32, lane: usize, flush: bool) -> Result<
             v
         }
     };
-    let put = |v: f32| if flush && v.is_subnormal() { 0.0f32.copysign(v).to_bits() } else { v.to_bits() };
-    Ok(match op {
-        0..=2 => put(f(a).mul_add(f(b), f(c))),
-        3 => put(f(a) * f(b)),
-        4 => put(f(a) + f(b)),
-        5 => put(f(a) - f(b)),
-        6 => put(f(b) - f(a)),
-        7 => {
-            if f(a) == 0.0 || f(b) == 0.0 {
-                0
-            } else {
-                put(f(a) * f(b))
-            }
-        }
-        8 => a,
-        9 => {
-            if c >> lane & 1 != 0 {
-                b
-            } else {
-                a
-            }
-        }
-        10 => put(f(a).max(f(b))),
-        11 => put(f(a).min(f(b))),
-        16 => a.wrapping_add(b),
-        17 => b << (a & 31),
-        18 => a & b,
-        _ => return Err(()),
-    })
+    let put = move |v: f32| if flush && v.is_subnormal() { 0.0f32.copysign(v).to_bits() } else { v.to_bits() };
+    match i.info.op {
+        0..=2 => half(w, srcs, exec, out, |a, b, c, _| put(f(a).mul_add(f(b), f(c)))),
+        3 => half(w, srcs, exec, out, |a, b, _, _| put(f(a) * f(b))),
+        4 => half(w, srcs, exec, out, |a, b, _, _| put(f(a) + f(b))),
+        5 => half(w, srcs, exec, out, |a, b, _, _| put(f(a) - f(b))),
+        6 => half(w, srcs, exec, out, |a, b, _, _| put(f(b) - f(a))),
+        7 => half(w, srcs, exec, out, |a, b, _, _| if f(a) == 0.0 || f(b) == 0.0 { 0 } else { put(f(a) * f(b)) }),
+        8 => half(w, srcs, exec, out, |a, _, _, _| a),
+        9 => half(w, srcs, exec, out, |a, b, c, l| if c >> l & 1 != 0 { b } else { a }),
+        10 => half(w, srcs, exec, out, |a, b, _, _| put(f(a).max(f(b)))),
+        11 => half(w, srcs, exec, out, |a, b, _, _| put(f(a).min(f(b)))),
+        16 => half(w, srcs, exec, out, |a, b, _, _| a.wrapping_add(b)),
+        17 => half(w, srcs, exec, out, |a, b, _, _| b << (a & 31)),
+        18 => half(w, srcs, exec, out, |a, b, _, _| a & b),
+        _ => return Err(format!("{} is not implemented by the emulator", i.info.name)),
+    }
+    Ok(())
 }
 
 /// VOPD: both halves read their sources before either writes.
@@ -213,20 +218,8 @@ pub(super) fn vopd(w: &mut Wave, inst: &Inst) -> Result<(), String> {
     let y = inst.y.as_deref().ok_or("a VOPD without its Y half")?;
     let exec = w.exec();
     let mut results = [[0u32; LANES]; 2];
-    for (half, i) in [inst, y].into_iter().enumerate() {
-        let mut srcs = [Src::Uniform(0); 3];
-        for (s, code) in srcs.iter_mut().zip(i.src) {
-            *s = w.src(code, 1, i.literal, Kind::F32)?;
-        }
-        for (lane, r) in results[half].iter_mut().enumerate() {
-            if exec >> lane & 1 == 0 {
-                continue;
-            }
-            let [a, b, c] = srcs.map(|s| w.get(s, lane, false) as u32);
-            *r = vopd_op(i.info.op, a, b, c, lane, w.flush_f32)
-                .map_err(|_| format!("{} is not implemented by the emulator", i.info.name))?;
-        }
-    }
+    vopd_half(w, inst, exec, &mut results[0])?;
+    vopd_half(w, y, exec, &mut results[1])?;
     for (half, i) in [inst, y].into_iter().enumerate() {
         let r = (i.dst - op::VGPR0) as usize;
         w.check_vgpr(r, 1)?;

@@ -257,6 +257,10 @@ pub(super) fn resolve(inst: &mut Inst) {
         Enc::Smem | Enc::Ds | Enc::Flat | Enc::Global | Enc::Scratch => mem::resolve(inst.info.name),
         _ => valu::resolve(inst.info.name),
     };
+    // v_fmac accumulates into its destination: make that the third source.
+    if matches!(inst.info.name, "v_fmac_f32" | "v_fmac_f16") && inst.enc != Enc::Vopd {
+        inst.src[2] = inst.dst;
+    }
     if let Some(y) = &mut inst.y {
         resolve(y);
     }
