@@ -394,3 +394,31 @@ fn correctly_rounded_division_and_sqrt() {
         assert_eq!(c[2 * i + 1].to_bits(), b[i].sqrt().to_bits(), "sqrt {}", b[i]);
     }
 }
+
+#[test]
+fn dpp_cross_lane_reads() {
+    let Some(co) = code_object("dpp") else { return };
+    let a: Vec<i32> = (0..64).map(|i| i * 10 + 3).collect();
+    let mut dev = Device::new();
+    let (pa, po, pf) = (dev.alloc(&i32_bytes(&a)), dev.zeros(64 * 8 * 4), dev.zeros(256));
+    dev.run(co, "dpp", [1, 1, 1], [64, 1, 1], &[Arg::Ptr(pa), Arg::Ptr(po), Arg::Ptr(pf)]);
+    let (o, f) = (dev.i32s(po, 64 * 8), dev.f32s(pf, 64));
+    for t in 0..64usize {
+        let (row, i) = (t & !15, t & 15);
+        let at = |j: usize| a[row + j];
+        let dpp8 = [3, 2, 1, 0, 4, 5, 2, 3][t & 7];
+        let want = [
+            if i >= 1 { at(i - 1) } else { -1 },                  // row_shr:1 keeps the old value
+            if i >= 2 { at(i - 2) } else { 0 },                   // row_shr:2 bound_ctrl reads 0
+            at((i & !3) + [1, 0, 3, 2][i & 3]),                   // quad_perm:[1,0,3,2]
+            at(15 - i),                                           // row_mirror
+            at((i & 8) + 7 - (i & 7)),                            // row_half_mirror
+            if (i / 4) % 2 == 0 { at((i + 13) % 16) } else { 7 }, // row_ror:3, bank_mask 0x5
+            at(i ^ 5),                                            // row_xmask:5
+            a[(t & !7) + dpp8],                                   // dpp8
+        ];
+        assert_eq!(&o[8 * t..8 * t + 8], &want, "lane {t}");
+        let next = if i < 15 { at(i + 1) as f32 } else { 0.0 };
+        assert_eq!(f[t], a[t] as f32 + next, "v_add_f32_dpp lane {t}");
+    }
+}

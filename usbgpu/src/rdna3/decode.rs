@@ -74,6 +74,20 @@ pub mod operand {
     pub const VGPR0: u16 = 256;
 }
 
+/// A DPP source swizzle (the dword after a VOP1/VOP2/VOPC word whose src0 is 250, 233 or 234).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dpp {
+    None,
+    /// DPP16: the whole control dword (DPP_CTRL bits 16:8, FI 18, BOUND_CTRL 19, modifiers 23:20,
+    /// BANK_MASK 27:24, ROW_MASK 31:28).
+    Dpp16(u32),
+    /// DPP8: eight 3-bit lane selects; `fi` fetches from inactive lanes too.
+    Dpp8 {
+        sel: u32,
+        fi: bool,
+    },
+}
+
 /// A decoded instruction. Fields an encoding lacks stay zero.
 #[derive(Clone, Debug)]
 pub struct Inst {
@@ -109,6 +123,8 @@ pub struct Inst {
     pub saddr: u16,
     /// VOPD: the Y half.
     pub y: Option<Box<Inst>>,
+    /// Data-parallel primitive: src0 read from another lane of the row (VOP1/VOP2/VOPC only).
+    pub dpp: Dpp,
     /// The executor's operation, resolved from the name when the kernel is loaded.
     pub sem: u16,
     /// Operand types for the executor, resolved with `sem` (see `wave::Types`).
@@ -144,6 +160,7 @@ impl Inst {
             data: [0; 2],
             saddr: operand::NULL,
             y: None,
+            dpp: Dpp::None,
             sem: 0,
             types: super::wave::types_of(info.name),
         }
@@ -260,8 +277,22 @@ pub fn decode_one(kernel: &str, words: &[u32], at: usize) -> Result<Inst, EmuErr
         inst.words += 1;
     }
     if matches!(inst.src[0], operand::DPP8 | operand::DPP8FI | operand::DPP16) {
-        // clang does not emit DPP for compute kernels written in OpenCL C; refuse rather than misread.
-        return Err(unknown());
+        // The DPP control dword follows; it names src0's VGPR. Only the 32-bit VOP1/VOP2/VOPC forms.
+        if !matches!(inst.enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) {
+            return Err(unknown());
+        }
+        let ctrl = words.get(at + inst.words as usize).copied().ok_or_else(unknown)?;
+        inst.dpp = match inst.src[0] {
+            operand::DPP16 => Dpp::Dpp16(ctrl),
+            _ => Dpp::Dpp8 { sel: ctrl >> 8, fi: inst.src[0] == operand::DPP8FI },
+        };
+        if let Dpp::Dpp16(c) = inst.dpp {
+            // src0/src1 neg and abs live in the DPP16 dword.
+            inst.neg = ((c >> 20) & 1 | (c >> 21) & 2) as u8;
+            inst.abs = ((c >> 21) & 1 | (c >> 22) & 2) as u8;
+        }
+        inst.src[0] = operand::VGPR0 + (ctrl & 0xff) as u16;
+        inst.words += 1;
     }
     Ok(inst)
 }

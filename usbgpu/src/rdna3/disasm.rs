@@ -3,7 +3,7 @@
 
 use std::fmt::{self, Write};
 
-use super::decode::{operand, Enc, Inst, MASK};
+use super::decode::{operand, Dpp, Enc, Inst, MASK};
 use super::wave::SRC16;
 
 /// One operand: `code` in the 9-bit source map, `dwords` wide, `f16` picks 16-bit inline floats.
@@ -149,7 +149,9 @@ fn valu(out: &mut String, inst: &Inst) {
             let n = if matches!(name, "v_fmamk_f32" | "v_fmaak_f32" | "v_fmamk_f16" | "v_fmaak_f16") { 3 } else { 2 };
             for i in 0..n {
                 if info.w[1 + i] != 0 || n == 3 {
-                    push(&mut ops, inst.src[i], info.w[1 + i]);
+                    let mut s = String::new();
+                    vop3_src(&mut s, inst, i, info.w[1 + i], literal);
+                    ops.push(s);
                 }
             }
             if carry || name == "v_cndmask_b32" {
@@ -172,13 +174,14 @@ fn valu(out: &mut String, inst: &Inst) {
             }
         }
     }
-    let _ = write!(out, "{name}");
+    let _ = write!(out, "{name}{}", if inst.dpp == Dpp::None { "" } else { "_dpp" });
     if !ops.is_empty() {
         let _ = write!(out, " {}", ops.join(", "));
     }
     if inst.enc == Enc::Vop3 || inst.enc == Enc::Vop3p {
         modifiers(out, inst);
     }
+    out.push_str(&super::dpp::describe(inst.dpp));
 }
 
 fn modifiers(out: &mut String, inst: &Inst) {

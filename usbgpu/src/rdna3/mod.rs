@@ -2,6 +2,7 @@
 //!
 //! - [`decode`]: machine words to instructions ([`tables`] holds the opcode tables), once per kernel;
 //!   [`disasm`] prints them in LLVM's syntax.
+//!   `dpp` reads src0 across lanes for DPP forms.
 //! - [`kernel`]: a kernel's descriptor and code out of the code object.
 //! - [`dispatch`](mod@dispatch): the entry point the simulated GPU calls for a dispatch: builds each wave's initial
 //!   registers the way the hardware does, runs the waves of each workgroup with LDS and barriers.
@@ -12,6 +13,7 @@
 pub mod decode;
 pub mod disasm;
 pub mod dispatch;
+mod dpp;
 pub mod kernel;
 mod mem;
 pub mod memory;

@@ -7,7 +7,8 @@
 
 use half::f16;
 
-use super::decode::{operand as op, Enc, Inst, MASK};
+use super::decode::{operand as op, Dpp, Enc, Inst, MASK};
+use super::dpp;
 use super::valu_cmp;
 use super::wave::{kind, semantics, Kind, Src, Wave, DST16, LANES, SRC16};
 
@@ -267,14 +268,22 @@ pub(super) fn lanes<F: Fn(u64, u64, u64, usize) -> u64>(
         } else {
             w.src(code, width, inst.literal, k)?
         };
-        if inst.enc == Enc::Vop3 {
+        if inst.enc == Enc::Vop3 || matches!(inst.dpp, Dpp::Dpp16(_)) {
             masks[i] = modifier_masks(inst, i, k);
             hi[i] = inst.types & SRC16 != 0 && inst.opsel >> i & 1 != 0;
         }
     }
     check_modifiers(inst, k)?;
     let wide = [info.w[1] == 2, info.w[2] == 2, info.w[3] == 2];
-    let exec = w.exec();
+    let mut exec = w.exec();
+    let dpp_src0 = match inst.dpp {
+        Dpp::None => None,
+        _ => {
+            let (vals, write) = dpp::gather(w, inst, exec)?;
+            exec = write;
+            Some(vals)
+        }
+    };
     let mut out = [0u64; LANES];
     for (lane, o) in out.iter_mut().enumerate() {
         if exec >> lane & 1 == 0 {
@@ -282,7 +291,10 @@ pub(super) fn lanes<F: Fn(u64, u64, u64, usize) -> u64>(
         }
         let mut v = [0u64; 3];
         for i in 0..3 {
-            let raw = w.get(srcs[i], lane, wide[i]);
+            let raw = match (&dpp_src0, i) {
+                (Some(vals), 0) => vals[lane],
+                _ => w.get(srcs[i], lane, wide[i]),
+            };
             let raw = if hi[i] { raw >> 16 } else { raw };
             v[i] = (raw & masks[i].0) ^ masks[i].1;
         }
@@ -338,6 +350,11 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
     use V::*;
     if inst.enc == Enc::Vopd {
         return super::valu_cmp::vopd(w, inst);
+    }
+    if inst.dpp != Dpp::None
+        && (valu_cmp::is_compare(inst.sem) || matches!(V::of(inst.sem), Readfirstlane | Readlane | Writelane))
+    {
+        return Err("DPP on compares and lane reads/writes is not emulated".into());
     }
     if valu_cmp::is_compare(inst.sem) {
         return valu_cmp::compare(w, inst);

@@ -17,7 +17,26 @@ pub const SOURCES: &[(&str, &str, &[&str])] = &[
     ("math", MATH, &[]),
     ("exact", EXACT, &["-cl-fp32-correctly-rounded-divide-sqrt"]),
     ("ftz", FTZ, &["-cl-denorms-are-zero"]),
+    ("dpp", DPP, &[]),
 ];
+
+/// Cross-lane reads through DPP16 and DPP8 controls.
+pub const DPP: &str = r#"
+kernel void dpp(global const int *a, global int *o, global float *f) {
+  uint t = __builtin_amdgcn_workitem_id_x();
+  int v = a[t];
+  o[8*t+0] = __builtin_amdgcn_update_dpp(-1, v, 0x111, 0xf, 0xf, false);
+  o[8*t+1] = __builtin_amdgcn_update_dpp(0, v, 0x112, 0xf, 0xf, true);
+  o[8*t+2] = __builtin_amdgcn_update_dpp(0, v, 0xB1, 0xf, 0xf, false);
+  o[8*t+3] = __builtin_amdgcn_update_dpp(0, v, 0x140, 0xf, 0xf, false);
+  o[8*t+4] = __builtin_amdgcn_update_dpp(0, v, 0x141, 0xf, 0xf, false);
+  o[8*t+5] = __builtin_amdgcn_update_dpp(7, v, 0x123, 0xf, 0x5, false);
+  o[8*t+6] = __builtin_amdgcn_update_dpp(0, v, 0x165, 0xf, 0xf, false);
+  o[8*t+7] = __builtin_amdgcn_mov_dpp8(v, 0x6AC053);
+  float x = (float)v;
+  f[t] = x + __builtin_bit_cast(float, __builtin_amdgcn_update_dpp(0, __builtin_bit_cast(int, x), 0x101, 0xf, 0xf, true));
+}
+"#;
 
 /// Correctly rounded division and square root (v_div_scale/v_div_fmas/v_div_fixup).
 pub const EXACT: &str = r#"
