@@ -43,28 +43,28 @@ pub(super) fn gather(w: &Wave, inst: &Inst, exec: u32) -> Result<([u64; LANES], 
             }
             let (fi, bound_zero) = (c >> 18 & 1 != 0, c >> 19 & 1 != 0);
             let (bank_mask, row_mask) = ((c >> 24) & 15, (c >> 28) & 15);
-            for lane in 0..LANES {
+            for (lane, val) in vals.iter_mut().enumerate() {
                 if exec >> lane & 1 == 0 || row_mask >> (lane / 16) & 1 == 0 || bank_mask >> ((lane & 15) / 4) & 1 == 0
                 {
                     continue;
                 }
                 match dpp16_source(ctrl, lane).filter(|s| fi || exec >> s & 1 != 0) {
-                    Some(s) => vals[lane] = reg[s] as u64,
+                    Some(s) => *val = reg[s] as u64,
                     // An invalid source reads 0 with BOUND_CTRL, else the lane keeps its old value.
-                    None if bound_zero => vals[lane] = 0,
+                    None if bound_zero => *val = 0,
                     None => continue,
                 }
                 write |= 1 << lane;
             }
         }
         Dpp::Dpp8 { sel, fi } => {
-            for lane in 0..LANES {
+            for (lane, val) in vals.iter_mut().enumerate() {
                 if exec >> lane & 1 == 0 {
                     continue;
                 }
                 let s = (lane & !7) + ((sel >> (3 * (lane & 7))) & 7) as usize;
                 // DPP8 without FI reads 0 from an inactive lane.
-                vals[lane] = if fi || exec >> s & 1 != 0 { reg[s] as u64 } else { 0 };
+                *val = if fi || exec >> s & 1 != 0 { reg[s] as u64 } else { 0 };
                 write |= 1 << lane;
             }
         }
