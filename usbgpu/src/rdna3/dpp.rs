@@ -108,3 +108,22 @@ pub(super) fn describe(dpp: Dpp) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dpp16_sources_stay_in_their_row() {
+        assert_eq!(dpp16_source(0x111, 16), None); // row_shr:1 at a row's first lane
+        assert_eq!(dpp16_source(0x111, 17), Some(16));
+        assert_eq!(dpp16_source(0x10f, 1), None); // row_shl:15
+        assert_eq!(dpp16_source(0x121, 16), Some(31)); // row_ror:1 wraps within the row
+        assert_eq!(dpp16_source(0x1b, 5), Some(6)); // quad_perm:[3,2,1,0]: lane 1 of quad 1 reads lane 2
+        assert_eq!(dpp16_source(0x140, 3), Some(12));
+        assert_eq!(dpp16_source(0x141, 9), Some(14));
+        assert_eq!(dpp16_source(0x153, 20), Some(19));
+        assert_eq!(dpp16_source(0x161, 20), Some(21));
+        assert!(!dpp16_valid(0x130)); // wave shifts are gone on gfx10+
+    }
+}

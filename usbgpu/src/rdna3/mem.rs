@@ -46,7 +46,19 @@ pub(super) fn resolve(name: &str) -> u16 {
     if matches!(name, "ds_nop" | "s_dcache_inv" | "s_gl1_inv") {
         return NOP << 12;
     }
+    // DS spells its 16-bit-half forms with a suffix (ds_load_u8_d16_hi), FLAT in the middle
+    // (global_load_d16_hi_u8).
+    let (rest, half) = match (rest.strip_suffix("_d16_hi"), rest.strip_suffix("_d16")) {
+        (Some(r), _) => (r, D16_HI),
+        (None, Some(r)) => (r, D16),
+        _ => (rest, 0),
+    };
     let Some((body, ty)) = rest.rsplit_once('_') else { return 0 };
+    let (body, half) = match (body.strip_suffix("_d16_hi"), body.strip_suffix("_d16")) {
+        (Some(b), _) => (b, D16_HI),
+        (None, Some(b)) => (b, D16),
+        _ => (body, half),
+    };
     if name.starts_with("s_") {
         // The width comes from the opcode table (up to 512 bits).
         return if body == "load" { SLOAD << 12 } else { 0 };
@@ -55,11 +67,9 @@ pub(super) fn resolve(name: &str) -> u16 {
     let signed = if ty.starts_with('i') { SIGNED } else { 0 };
     let code = |kind: u16, flags: u16| kind << 12 | flags | size;
     match body {
-        "load" => code(LOAD, signed),
-        "store" => code(STORE, 0),
-        "load_d16" | "load_u8_d16" | "load_u16_d16" | "load_i8_d16" => code(LOAD, D16 | signed),
-        "load_d16_hi" | "load_u8_d16_hi" | "load_u16_d16_hi" | "load_i8_d16_hi" => code(LOAD, D16_HI | signed),
-        "store_d16_hi" => code(STORE, D16_HI),
+        "load" => code(LOAD, signed | half),
+        "store" if half != D16 => code(STORE, half),
+        _ if half != 0 => 0,
         "load_2addr" => code(LOAD2, 0),
         "load_2addr_stride64" => code(LOAD2, STRIDE64),
         "store_2addr" => code(STORE2, 0),
@@ -380,4 +390,30 @@ fn atomic(w: &mut Wave, ctx: &mut Ctx<'_>, inst: &Inst, space: &Space, addr: u64
         w.v[vgpr(inst.dst) * LANES + lane] = old;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_opcode_names_resolve_to_size_kind_and_flags() {
+        assert_eq!(resolve("global_load_b128"), LOAD << 12 | 16);
+        assert_eq!(resolve("global_load_i8"), LOAD << 12 | SIGNED | 1);
+        assert_eq!(resolve("scratch_store_d16_hi_b16"), STORE << 12 | D16_HI | 2);
+        assert_eq!(resolve("ds_load_2addr_stride64_b64"), LOAD2 << 12 | STRIDE64 | 8);
+        assert_eq!(resolve("ds_load_u16_d16_hi"), LOAD << 12 | D16_HI | 2);
+        assert_eq!(resolve("ds_load_i8_d16"), LOAD << 12 | D16 | SIGNED | 1);
+        assert_eq!(resolve("global_load_d16_hi_i8"), LOAD << 12 | D16_HI | SIGNED | 1);
+        assert_eq!(resolve("ds_store_b8_d16_hi"), STORE << 12 | D16_HI | 1);
+        assert_eq!(resolve("ds_add_rtn_u32"), ATOMIC << 12 | RTN | 4);
+        assert_eq!(resolve("ds_max_rtn_i32"), ATOMIC << 12 | RTN | 3 << 8 | 4);
+        assert_eq!(resolve("global_atomic_cmpswap_b32"), ATOMIC << 12 | 10 << 8 | 4);
+        assert_eq!(resolve("global_atomic_add_f32"), ATOMIC << 12 | 11 << 8 | 4);
+        assert_eq!(resolve("s_load_b512"), SLOAD << 12);
+        // Not emulated: 64-bit atomics, buffer loads, the f32 compare-swap.
+        assert_eq!(resolve("global_atomic_add_u64"), 0);
+        assert_eq!(resolve("s_buffer_load_b32"), 0);
+        assert_eq!(resolve("global_atomic_cmpswap_f32"), 0);
+    }
 }

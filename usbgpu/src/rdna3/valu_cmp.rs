@@ -231,3 +231,25 @@ pub(super) fn vopd(w: &mut Wave, inst: &Inst) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compare_names_resolve_to_condition_type_and_cmpx() {
+        assert_eq!(resolve("v_cmp_gt_u32"), COMPARE | 6 << 8 | 4);
+        assert_eq!(resolve("v_cmpx_ne_i64"), COMPARE | CMPX | 7 << 8 | 5);
+        assert_eq!(resolve("v_cmp_nlt_f32"), COMPARE | 1 << 8 | 14);
+        assert_eq!(resolve("v_cmp_class_f16"), COMPARE | CLASS);
+        assert_eq!(resolve("v_add_f32"), 0);
+    }
+
+    #[test]
+    fn unordered_float_conditions_hold_for_nan() {
+        let nan = f64::NAN;
+        assert!(!float_cond(1, nan, 1.0) && !float_cond(5, nan, 1.0) && float_cond(8, nan, 1.0));
+        assert!(float_cond(14, nan, 1.0) && float_cond(13, nan, nan) && !float_cond(7, 1.0, nan));
+        assert!(class(-0.0, false, 1 << 5) && class(f64::INFINITY, false, 1 << 9) && !class(1.0, false, 1 << 3));
+    }
+}
