@@ -422,3 +422,72 @@ fn dpp_cross_lane_reads() {
         assert_eq!(f[t], a[t] as f32 + next, "v_add_f32_dpp lane {t}");
     }
 }
+
+fn halves(seed: u32, n: usize, lo: f32, hi: f32) -> Vec<half::f16> {
+    floats(seed, n, lo, hi).into_iter().map(half::f16::from_f32).collect()
+}
+
+fn half_bytes(v: &[half::f16]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn read_halves(dev: &Device, addr: u64, n: usize) -> Vec<half::f16> {
+    dev.read(addr, 2 * n).chunks(2).map(|c| half::f16::from_le_bytes([c[0], c[1]])).collect()
+}
+
+#[test]
+fn mixed_precision_fma_and_half_compare() {
+    use half::f16;
+    let Some(co) = code_object("half") else { return };
+    let (a, b, c) = (halves(20, 64, -4.0, 4.0), halves(21, 64, -4.0, 4.0), floats(22, 64, -4.0, 4.0));
+    let mut dev = Device::new();
+    let (pa, pb, pc) = (dev.alloc(&half_bytes(&a)), dev.alloc(&half_bytes(&b)), dev.alloc(&f32_bytes(&c)));
+    let (po, pp) = (dev.zeros(256), dev.zeros(256));
+    let args = [Arg::Ptr(pa), Arg::Ptr(pb), Arg::Ptr(pc), Arg::Ptr(po), Arg::Ptr(pp)];
+    dev.run(co, "half_mix", [1, 1, 1], [64, 1, 1], &args);
+    let (o, p) = (read_halves(&dev, po, 128), dev.f32s(pp, 64));
+    for i in 0..64 {
+        let (x, y, z) = (a[i].to_f32(), b[i].to_f32(), c[i]);
+        // v_fma_mix_f32 (f16 sources widened exactly) and v_fma_mixlo_f16 (f32 fma, then to f16).
+        assert_eq!(p[i].to_bits(), x.mul_add(y, z).to_bits(), "p[{i}]");
+        assert_eq!(o[2 * i], f16::from_f32(x.mul_add(z, y)), "o[{i}].0");
+        let want = if a[i] > b[i] { a[i] - b[i] } else { f16::from_f32(x.max(0.5)) };
+        assert_eq!(o[2 * i + 1], want, "o[{i}].1");
+    }
+}
+
+#[test]
+fn packed_half2_fma() {
+    use half::f16;
+    let Some(co) = code_object("half") else { return };
+    let (a, b) = (halves(23, 128, -4.0, 4.0), halves(24, 128, -4.0, 4.0));
+    let mut dev = Device::new();
+    let (pa, pb, po) = (dev.alloc(&half_bytes(&a)), dev.alloc(&half_bytes(&b)), dev.zeros(256));
+    dev.run(co, "half2_ops", [1, 1, 1], [64, 1, 1], &[Arg::Ptr(pa), Arg::Ptr(pb), Arg::Ptr(po)]);
+    let o = read_halves(&dev, po, 128);
+    for i in 0..128 {
+        let k = if i % 2 == 0 { 1.0 } else { -2.0 };
+        let want = f16::from_f64(a[i].to_f64() * b[i].to_f64() + k);
+        assert_eq!(o[i], want, "o[{}].{}", i / 2, i % 2);
+    }
+}
+
+#[test]
+fn half_accumulation_loop() {
+    use half::f16;
+    let Some(co) = code_object("half") else { return };
+    let n = 9;
+    let a = halves(25, 64 * n, -1.0, 1.0);
+    let mut dev = Device::new();
+    let (pa, po) = (dev.alloc(&half_bytes(&a)), dev.zeros(128));
+    dev.run(co, "half_reduce", [1, 1, 1], [64, 1, 1], &[Arg::Ptr(pa), Arg::Ptr(po), Arg::U32(n as u32)]);
+    let o = read_halves(&dev, po, 64);
+    for i in 0..64 {
+        let mut s = f16::ZERO;
+        for k in 0..n {
+            let x = a[i * n + k].to_f64();
+            s = f16::from_f64(x * x + s.to_f64()); // v_fmac_f16: one rounding
+        }
+        assert_eq!(o[i], s, "o[{i}]");
+    }
+}

@@ -109,10 +109,11 @@ fn sopp_operand(out: &mut String, name: &str, imm: i32) -> bool {
 
 /// The source operand with its VOP3 neg/abs modifiers.
 fn vop3_src(out: &mut String, inst: &Inst, i: usize, dwords: u8, literal: u32) {
-    if inst.neg >> i & 1 != 0 {
+    if inst.neg >> i & 1 != 0 && !(inst.enc == Enc::Vop3p && !is_mix(inst)) {
         out.push('-');
     }
-    let abs = inst.abs >> i & 1 != 0;
+    // v_fma_mix* use NEG_HI as abs.
+    let abs = if is_mix(inst) { inst.neg_hi >> i & 1 != 0 } else { inst.abs >> i & 1 != 0 };
     if abs {
         out.push('|');
     }
@@ -124,8 +125,8 @@ fn vop3_src(out: &mut String, inst: &Inst, i: usize, dwords: u8, literal: u32) {
 
 fn valu(out: &mut String, inst: &Inst) {
     let info = inst.info;
-    // A literal for 16-bit operands is 16 bits wide.
-    let literal = if inst.types & SRC16 != 0 { inst.literal & 0xffff } else { inst.literal };
+    // A literal for 16-bit operands is 16 bits wide (packed operands take all 32).
+    let literal = if inst.types & SRC16 != 0 && inst.enc != Enc::Vop3p { inst.literal & 0xffff } else { inst.literal };
     let name = info.name;
     let mut ops: Vec<String> = Vec::new();
     let push = |ops: &mut Vec<String>, code: u16, w: u8| {
@@ -184,6 +185,10 @@ fn valu(out: &mut String, inst: &Inst) {
     out.push_str(&super::dpp::describe(inst.dpp));
 }
 
+fn is_mix(inst: &Inst) -> bool {
+    inst.enc == Enc::Vop3p && inst.info.name.starts_with("v_fma_mix")
+}
+
 fn modifiers(out: &mut String, inst: &Inst) {
     let nsrc = inst.info.w[1..].iter().filter(|w| **w != 0).count();
     let list = |bits: u8, n: usize| (0..n).map(|i| (bits >> i & 1).to_string()).collect::<Vec<_>>().join(",");
@@ -191,14 +196,15 @@ fn modifiers(out: &mut String, inst: &Inst) {
         if inst.opsel != 0 {
             let _ = write!(out, " op_sel:[{}]", list(inst.opsel, nsrc));
         }
-        let full = (1u8 << nsrc) - 1;
-        if inst.opsel_hi & full != full {
+        // op_sel_hi defaults to all ones, except for v_fma_mix* where it marks the f16 sources.
+        let default = if is_mix(inst) { 0 } else { (1u8 << nsrc) - 1 };
+        if inst.opsel_hi & ((1u8 << nsrc) - 1) != default {
             let _ = write!(out, " op_sel_hi:[{}]", list(inst.opsel_hi, nsrc));
         }
-        if inst.neg != 0 {
+        if inst.neg != 0 && !is_mix(inst) {
             let _ = write!(out, " neg_lo:[{}]", list(inst.neg, nsrc));
         }
-        if inst.neg_hi != 0 {
+        if inst.neg_hi != 0 && !is_mix(inst) {
             let _ = write!(out, " neg_hi:[{}]", list(inst.neg_hi, nsrc));
         }
     } else if inst.opsel != 0 {

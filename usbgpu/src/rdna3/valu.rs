@@ -155,6 +155,9 @@ semantics!(V {
     PkMaxF16 = "v_pk_max_f16",
     PkMinF16 = "v_pk_min_f16",
     PkAddU16 = "v_pk_add_u16",
+    FmaMixF32 = "v_fma_mix_f32",
+    FmaMixloF16 = "v_fma_mixlo_f16",
+    FmaMixhiF16 = "v_fma_mixhi_f16",
     PkMulLoU16 = "v_pk_mul_lo_u16",
 });
 

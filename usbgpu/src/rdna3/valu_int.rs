@@ -148,6 +148,7 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
         LshlrevB16 => lanes(w, inst, false, |a, b, _, _| ((b as u16) << (a & 15)) as u64),
         LshrrevB16 => lanes(w, inst, false, |a, b, _, _| ((b as u16) >> (a & 15)) as u64),
         PkAddF16 | PkMulF16 | PkFmaF16 | PkMaxF16 | PkMinF16 | PkAddU16 | PkMulLoU16 => packed(w, inst, s),
+        FmaMixF32 | FmaMixloF16 | FmaMixhiF16 => mix(w, inst, s),
         _ => Err("not implemented by the emulator".into()),
     }
 }
@@ -211,7 +212,11 @@ fn packed(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
     let mut srcs = [Src::Uniform(0); 3];
     let n = inst.info.w[1..].iter().filter(|x| **x != 0).count();
     for (i, src) in srcs.iter_mut().enumerate().take(n) {
-        *src = w.src(inst.src[i], 1, inst.literal, Kind::F16)?;
+        *src = match w.src(inst.src[i], 1, inst.literal, Kind::F16)? {
+            // An inline constant feeds both halves.
+            Src::Uniform(c) if (128..=248).contains(&inst.src[i]) => Src::Uniform((c & 0xffff) * 0x1_0001),
+            s => s,
+        };
     }
     let float = matches!(s, PkAddF16 | PkMulF16 | PkFmaF16 | PkMaxF16 | PkMinF16);
     let exec = w.exec();
@@ -247,6 +252,52 @@ fn packed(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
             out |= (r as u32) << (16 * half);
         }
         w.v[r * LANES + lane] = out;
+    }
+    Ok(())
+}
+
+/// v_fma_mix*: an f32 fma whose sources are f32, or f16 (OPSEL_HI set) taken from the half OPSEL picks;
+/// NEG negates and NEG_HI takes the absolute value. `mixlo`/`mixhi` round the result to f16 into one
+/// half of the destination.
+fn mix(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
+    let mut srcs = [Src::Uniform(0); 3];
+    for (i, src) in srcs.iter_mut().enumerate() {
+        let kind = if inst.opsel_hi >> i & 1 != 0 { Kind::F16 } else { Kind::F32 };
+        *src = w.src(inst.src[i], 1, inst.literal, kind)?;
+    }
+    let exec = w.exec();
+    let r = (inst.dst - op::VGPR0) as usize;
+    w.check_vgpr(r, 1)?;
+    for lane in 0..LANES {
+        if exec >> lane & 1 == 0 {
+            continue;
+        }
+        let mut v = [0f32; 3];
+        for (i, x) in v.iter_mut().enumerate() {
+            let raw = w.get(srcs[i], lane, false) as u32;
+            let mut f = if inst.opsel_hi >> i & 1 != 0 {
+                f16::from_bits((raw >> (16 * (inst.opsel >> i & 1) as u32)) as u16).to_f32()
+            } else {
+                f32::from_bits(raw)
+            };
+            if inst.neg_hi >> i & 1 != 0 {
+                f = f.abs();
+            }
+            if inst.neg >> i & 1 != 0 {
+                f = -f;
+            }
+            *x = f;
+        }
+        let mut d = v[0].mul_add(v[1], v[2]);
+        if inst.clamp {
+            d = d.clamp(0.0, 1.0);
+        }
+        let slot = &mut w.v[r * LANES + lane];
+        *slot = match s {
+            V::FmaMixF32 => d.to_bits(),
+            V::FmaMixloF16 => *slot & 0xffff_0000 | f16::from_f32(d).to_bits() as u32,
+            _ => *slot & 0xffff | (f16::from_f32(d).to_bits() as u32) << 16,
+        };
     }
     Ok(())
 }

@@ -18,7 +18,32 @@ pub const SOURCES: &[(&str, &str, &[&str])] = &[
     ("exact", EXACT, &["-cl-fp32-correctly-rounded-divide-sqrt"]),
     ("ftz", FTZ, &["-cl-denorms-are-zero"]),
     ("dpp", DPP, &[]),
+    ("half", HALF, &[]),
 ];
+
+/// f16 arithmetic as clang lowers it: mixed-precision fma, packed half2 math, f16 accumulation.
+pub const HALF: &str = r#"
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+kernel void half_mix(global const half *a, global const half *b, global const float *c, global half *o, global float *p) {
+  uint i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
+  half x = a[i], y = b[i];
+  float z = c[i];
+  p[i] = (float)x * (float)y + z;
+  o[2*i] = (half)((float)x * z + (float)y);
+  o[2*i+1] = x > y ? x - y : (half)__builtin_fmaxf((float)x, 0.5f);
+}
+kernel void half2_ops(global const half2 *a, global const half2 *b, global half2 *o) {
+  uint i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
+  half2 x = a[i], y = b[i];
+  o[i] = x * y + (half2)(1.0h, -2.0h);
+}
+kernel void half_reduce(global const half *a, global half *o, uint n) {
+  uint i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
+  half s = 0.0h;
+  for (uint k = 0; k < n; k++) s += a[i * n + k] * a[i * n + k];
+  o[i] = s;
+}
+"#;
 
 /// Cross-lane reads through DPP16 and DPP8 controls.
 pub const DPP: &str = r#"
