@@ -109,7 +109,8 @@ fn sopp_operand(out: &mut String, name: &str, imm: i32) -> bool {
 
 /// The source operand with its VOP3 neg/abs modifiers.
 fn vop3_src(out: &mut String, inst: &Inst, i: usize, dwords: u8, literal: u32) {
-    if inst.neg >> i & 1 != 0 && !(inst.enc == Enc::Vop3p && !is_mix(inst)) {
+    // Packed ops print NEG as neg_lo instead.
+    if (inst.enc != Enc::Vop3p || is_mix(inst)) && inst.neg >> i & 1 != 0 {
         out.push('-');
     }
     // v_fma_mix* use NEG_HI as abs.
