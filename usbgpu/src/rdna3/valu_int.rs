@@ -71,6 +71,9 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
         MadI32I24 => lanes(w, inst, false, |a, b, c, _| (i24(a) * i24(b) + u(c) as i32 as i64) as u32 as u64),
         MadU64U32 | MadI64I32 => {
             // D.u64 = S0 * S1 + S2.u64; the carry-out (bit 64) goes to SDST.
+            if inst.clamp || inst.neg != 0 || inst.omod != 0 {
+                return Err("clamp or modifiers on a 64-bit multiply-add are not emulated".into());
+            }
             let (srcs, exec) = (resolve3(w, inst)?, w.exec());
             let mut out = [0u64; LANES];
             let mut carry = 0u32;
