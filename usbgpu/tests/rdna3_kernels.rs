@@ -491,3 +491,26 @@ fn half_accumulation_loop() {
         assert_eq!(o[i], s, "o[{i}]");
     }
 }
+
+#[test]
+fn parallel_workgroups_match_the_sequential_run() {
+    let Some(co) = code_object("math") else { return };
+    let n = 64;
+    let (a, b) = (floats(26, n * n, -1.0, 1.0), floats(27, n * n, -1.0, 1.0));
+    let mut dev = Device::new();
+    let (pa, pb, pc) = (dev.alloc(&f32_bytes(&a)), dev.alloc(&f32_bytes(&b)), dev.zeros(n * n * 4));
+    let args = [Arg::Ptr(pa), Arg::Ptr(pb), Arg::Ptr(pc), Arg::U32(n as u32)];
+    let stats = dev.run_parallel(co, "matmul", [4, 4, 1], [16, 16, 1], &args, 3);
+    assert_eq!(dev.f32s(pc, n * n), matmul_reference(&a, &b, n));
+    assert_eq!((stats.workgroups, stats.waves), (16, 16 * 8));
+}
+
+#[test]
+fn global_atomics_from_parallel_workgroups() {
+    let Some(co) = code_object("math") else { return };
+    let a: Vec<i32> = lcg(28, 128).into_iter().map(|x| (x % 2001) as i32 - 1000).collect();
+    let mut dev = Device::new();
+    let (pg, pa) = (dev.alloc(&i32_bytes(&[5, i32::MIN])), dev.alloc(&i32_bytes(&a)));
+    dev.run_parallel(co, "atomics", [16, 1, 1], [128, 1, 1], &[Arg::Ptr(pg), Arg::Ptr(pa)], 4);
+    assert_eq!(dev.i32s(pg, 2), vec![5 + 16 * a.iter().sum::<i32>(), *a.iter().max().unwrap()]);
+}

@@ -8,7 +8,9 @@
 //! work-item ids packed into v0 (X bits 0-9, Y 10-19, Z 20-29) as gfx11 packs them.
 
 use super::kernel::{props, CodeObjectKernel};
-use super::memory::Memory;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::memory::{Memory, SharedMemory};
 use super::wave::{Ctx, State, Wave, LANES};
 use super::EmuError;
 
@@ -93,14 +95,13 @@ impl Dispatch {
     }
 }
 
-/// Runs `d` of `kernel` to completion, workgroup by workgroup, against `mem`.
-pub fn dispatch(kernel: &CodeObjectKernel, d: &Dispatch, mem: &mut dyn Memory) -> Result<Stats, EmuError> {
+fn check(kernel: &CodeObjectKernel, d: &Dispatch) -> Result<(), EmuError> {
     let err = |msg: String| EmuError::Dispatch { kernel: kernel.name.clone(), msg };
     if !kernel.descriptor.wave32() {
         return Err(err("the kernel is built for wave64, which is not emulated".into()));
     }
     let threads: u64 = d.workgroup.iter().map(|x| *x as u64).product();
-    if threads == 0 || threads > 1024 || d.workgroup[0] > 1024 || d.workgroup[1] > 1024 || d.workgroup[2] > 1024 {
+    if threads == 0 || threads > 1024 {
         return Err(err(format!("workgroup {:?} is not 1 to 1024 work-items", d.workgroup)));
     }
     if d.user_sgprs.len() > d.user_sgpr_count() {
@@ -110,17 +111,68 @@ pub fn dispatch(kernel: &CodeObjectKernel, d: &Dispatch, mem: &mut dyn Memory) -
             d.user_sgpr_count()
         )));
     }
+    Ok(())
+}
+
+/// The id of the `i`th workgroup, X fastest.
+fn workgroup_id(d: &Dispatch, i: u64) -> [u32; 3] {
+    let [gx, gy, _] = d.grid.map(|x| x as u64);
+    [(i % gx) as u32, (i / gx % gy) as u32, (i / (gx * gy)) as u32]
+}
+
+fn workgroup_count(d: &Dispatch) -> u64 {
+    d.grid.iter().map(|x| *x as u64).product()
+}
+
+/// Runs `d` of `kernel` to completion, workgroup by workgroup, against `mem`.
+pub fn dispatch(kernel: &CodeObjectKernel, d: &Dispatch, mem: &mut dyn Memory) -> Result<Stats, EmuError> {
+    check(kernel, d)?;
     let mut stats = Stats::default();
     let mut lds = vec![0u8; d.lds_bytes as usize];
-    for z in 0..d.grid[2] {
-        for y in 0..d.grid[1] {
-            for x in 0..d.grid[0] {
-                lds.fill(0);
-                let mut ctx = Ctx { kernel, mem: &mut *mem, lds: &mut lds };
-                run_workgroup(d, [x, y, z], threads as usize, &mut ctx, &mut stats)?;
-                stats.workgroups += 1;
+    for i in 0..workgroup_count(d) {
+        run_workgroup(kernel, d, workgroup_id(d, i), mem, &mut lds, &mut stats)?;
+    }
+    Ok(stats)
+}
+
+/// [`dispatch`] with the workgroups spread over `threads` host threads. Workgroups run in no fixed
+/// order (as on the GPU); global atomics are atomic across threads. On an error the other threads stop
+/// after their current workgroup, and the error of the lowest-numbered thread that failed is returned.
+pub fn dispatch_parallel(
+    kernel: &CodeObjectKernel,
+    d: &Dispatch,
+    mem: &dyn SharedMemory,
+    threads: usize,
+) -> Result<Stats, EmuError> {
+    check(kernel, d)?;
+    let total = workgroup_count(d);
+    let next = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let worker = || -> Result<Stats, EmuError> {
+        let mut stats = Stats::default();
+        let mut lds = vec![0u8; d.lds_bytes as usize];
+        let mut m = mem;
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= total || failed.load(Ordering::Relaxed) {
+                return Ok(stats);
+            }
+            if let Err(e) = run_workgroup(kernel, d, workgroup_id(d, i), &mut m, &mut lds, &mut stats) {
+                failed.store(true, Ordering::Relaxed);
+                return Err(e);
             }
         }
+    };
+    let results: Vec<Result<Stats, EmuError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads.max(1)).map(|_| s.spawn(worker)).collect();
+        handles.into_iter().map(|h| h.join().expect("an emulator thread panicked")).collect()
+    });
+    let mut stats = Stats::default();
+    for r in results {
+        let r = r?;
+        stats.workgroups += r.workgroups;
+        stats.waves += r.waves;
+        stats.instructions += r.instructions;
     }
     Ok(stats)
 }
@@ -176,22 +228,27 @@ fn initial_wave(d: &Dispatch, wg: [u32; 3], index: usize, threads: usize) -> Wav
 /// Runs a workgroup's waves in turn, each until it ends or reaches `s_barrier`; a barrier opens once
 /// every wave still running has reached it.
 fn run_workgroup(
+    kernel: &CodeObjectKernel,
     d: &Dispatch,
     wg: [u32; 3],
-    threads: usize,
-    ctx: &mut Ctx<'_>,
+    mem: &mut dyn Memory,
+    lds: &mut [u8],
     stats: &mut Stats,
 ) -> Result<(), EmuError> {
+    let threads = d.workgroup.iter().map(|x| *x as usize).product::<usize>();
+    lds.fill(0);
+    let mut ctx = Ctx { kernel, mem, lds };
     let mut waves: Vec<Wave> = (0..threads.div_ceil(LANES)).map(|i| initial_wave(d, wg, i, threads)).collect();
-    stats.waves += waves.len() as u64;
     loop {
         for w in waves.iter_mut().filter(|w| w.state != State::Done) {
-            w.run(ctx, d.step_limit)?;
+            w.run(&mut ctx, d.step_limit)?;
         }
         if waves.iter().all(|w| w.state == State::Done) {
             break;
         }
     }
+    stats.workgroups += 1;
+    stats.waves += waves.len() as u64;
     stats.instructions += waves.iter().map(|w| w.executed).sum::<u64>();
     Ok(())
 }

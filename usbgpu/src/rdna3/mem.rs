@@ -337,55 +337,67 @@ impl Addressing {
 }
 
 fn atomic(w: &mut Wave, ctx: &mut Ctx<'_>, inst: &Inst, space: &Space, addr: u64, lane: usize) -> Result<(), String> {
-    let mut buf = [0u8; 4];
-    access(w, ctx, space, addr, &mut buf, false)?;
-    let old = u32::from_le_bytes(buf);
     let d0 = w.v[vgpr(inst.data[0]) * LANES + lane];
     // cmpswap: global takes {data, compare} in data[0..2]; DS takes compare in data0, new in data1.
+    let (cmp, src) = if inst.enc == Enc::Ds {
+        (d0, w.v[vgpr(inst.data[1]) * LANES + lane])
+    } else {
+        (w.v[(vgpr(inst.data[0]) + 1) * LANES + lane], d0)
+    };
+    let op = (inst.sem >> 8) & 15;
     let f = f32::from_bits;
-    let new = match (inst.sem >> 8) & 15 {
-        0 => old.wrapping_add(d0),
-        1 => old.wrapping_sub(d0),
-        2 => (old as i32).min(d0 as i32) as u32,
-        3 => (old as i32).max(d0 as i32) as u32,
-        4 => old.min(d0),
-        5 => old.max(d0),
-        6 => old & d0,
-        7 => old | d0,
-        8 => old ^ d0,
-        9 => d0,
-        10 => {
-            let (cmp, src) = if inst.enc == Enc::Ds {
-                (d0, w.v[vgpr(inst.data[1]) * LANES + lane])
-            } else {
-                (w.v[(vgpr(inst.data[0]) + 1) * LANES + lane], d0)
-            };
-            if old == cmp {
-                src
-            } else {
-                old
+    let mut update = |old: u32| -> u32 {
+        match op {
+            0 => old.wrapping_add(d0),
+            1 => old.wrapping_sub(d0),
+            2 => (old as i32).min(d0 as i32) as u32,
+            3 => (old as i32).max(d0 as i32) as u32,
+            4 => old.min(d0),
+            5 => old.max(d0),
+            6 => old & d0,
+            7 => old | d0,
+            8 => old ^ d0,
+            9 => d0,
+            10 => {
+                if old == cmp {
+                    src
+                } else {
+                    old
+                }
             }
-        }
-        11 => (f(old) + f(d0)).to_bits(),
-        12 => f(old).min(f(d0)).to_bits(),
-        13 => f(old).max(f(d0)).to_bits(),
-        14 => {
-            if old >= d0 {
-                0
-            } else {
-                old + 1
+            11 => (f(old) + f(d0)).to_bits(),
+            12 => f(old).min(f(d0)).to_bits(),
+            13 => f(old).max(f(d0)).to_bits(),
+            14 => {
+                if old >= d0 {
+                    0
+                } else {
+                    old + 1
+                }
             }
-        }
-        _ => {
-            if old == 0 || old > d0 {
-                d0
-            } else {
-                old - 1
+            _ => {
+                if old == 0 || old > d0 {
+                    d0
+                } else {
+                    old - 1
+                }
             }
         }
     };
-    let mut out = new.to_le_bytes();
-    access(w, ctx, space, addr, &mut out, true)?;
+    let old = match space {
+        Space::Global => ctx
+            .mem
+            .rmw32(addr, &mut update)
+            .map_err(|_| format!("an atomic at {addr:#x} is outside device memory or misaligned"))?,
+        _ => {
+            // LDS and scratch belong to this workgroup, which runs on one thread.
+            let mut buf = [0u8; 4];
+            access(w, ctx, space, addr, &mut buf, false)?;
+            let old = u32::from_le_bytes(buf);
+            access(w, ctx, space, addr, &mut update(old).to_le_bytes(), true)?;
+            old
+        }
+    };
     if returns(inst) {
         w.v[vgpr(inst.dst) * LANES + lane] = old;
     }

@@ -24,9 +24,9 @@ mod valu_cmp;
 mod valu_int;
 mod wave;
 
-pub use dispatch::{dispatch, Dispatch, Stats};
+pub use dispatch::{dispatch, dispatch_parallel, Dispatch, Stats};
 pub use kernel::{CodeObjectKernel, KernelDescriptor};
-pub use memory::{Memory, OutOfBounds, VecMemory};
+pub use memory::{Memory, OutOfBounds, SharedMemory, SharedVecMemory, VecMemory};
 
 /// Emulator errors. Each names the kernel and, for faults while running, the instruction.
 #[derive(Debug, thiserror::Error)]

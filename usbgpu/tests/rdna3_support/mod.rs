@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pilot_usbgpu::rdna3::{dispatch, CodeObjectKernel, Dispatch, Stats, VecMemory};
+use pilot_usbgpu::rdna3::{dispatch, dispatch_parallel, CodeObjectKernel, Dispatch, SharedVecMemory, Stats, VecMemory};
 
 /// The OpenCL C sources the tests build, by file stem.
 /// The code objects the tests build: stem, OpenCL C source, extra clang flags.
@@ -310,6 +310,27 @@ impl Device {
         let kernarg = self.alloc(&kernargs(args));
         let d = Dispatch::for_kernel(&kernel, grid, wg, kernarg).unwrap();
         dispatch(&kernel, &d, &mut self.mem).unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+impl Device {
+    /// [`Device::run`] with the workgroups on `threads` host threads, through a [`SharedVecMemory`].
+    pub fn run_parallel(
+        &mut self,
+        co: &[u8],
+        name: &str,
+        grid: [u32; 3],
+        wg: [u32; 3],
+        args: &[Arg],
+        threads: usize,
+    ) -> Stats {
+        let kernel = CodeObjectKernel::load(co, name).unwrap();
+        let kernarg = self.alloc(&kernargs(args));
+        let d = Dispatch::for_kernel(&kernel, grid, wg, kernarg).unwrap();
+        let shared = SharedVecMemory::new(BASE, self.mem.bytes.len(), &self.mem.bytes);
+        let stats = dispatch_parallel(&kernel, &d, &shared, threads).unwrap_or_else(|e| panic!("{e}"));
+        self.mem.bytes = shared.to_bytes();
+        stats
     }
 }
 
