@@ -359,7 +359,7 @@ fn matmul_2d_workgroups_bit_exact() {
     assert_eq!(stats.waves, 4 * 8);
 }
 
-/// Emulation speed on a typical kernel. Run once with
+/// Emulation speed on a typical kernel, on one thread and on all of them. Run once with
 /// `cargo test --release -p pilot-usbgpu --test rdna3_kernels -- --ignored --nocapture`.
 #[test]
 #[ignore = "a measurement: run once in release"]
@@ -369,14 +369,25 @@ fn speed_of_matmul_256() {
     }
     let (dev, pc, want, stats, took) = matmul(256);
     assert_eq!(dev.f32s(pc, 256 * 256), want);
-    let lanes = stats.instructions as f64 * 32.0;
-    eprintln!(
-        "matmul 256x256: {} wave instructions in {:.3} s: {:.1} M wave-instructions/s ({:.0} M lane-ops/s)",
-        stats.instructions,
-        took.as_secs_f64(),
-        stats.instructions as f64 / took.as_secs_f64() / 1e6,
-        lanes / took.as_secs_f64() / 1e6
-    );
+    let report = |what: &str, secs: f64| {
+        eprintln!(
+            "matmul 256x256 {what}: {} wave instructions in {secs:.3} s: {:.1} M wave-instructions/s ({:.0} M lane-ops/s)",
+            stats.instructions,
+            stats.instructions as f64 / secs / 1e6,
+            stats.instructions as f64 * 32.0 / secs / 1e6
+        )
+    };
+    report("1 thread", took.as_secs_f64());
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let co = code_object("math").unwrap();
+    let (a, b) = (floats(16, 256 * 256, -1.0, 1.0), floats(17, 256 * 256, -1.0, 1.0));
+    let mut dev = Device::new();
+    let (pa, pb, pc) = (dev.alloc(&f32_bytes(&a)), dev.alloc(&f32_bytes(&b)), dev.zeros(256 * 256 * 4));
+    let args = [Arg::Ptr(pa), Arg::Ptr(pb), Arg::Ptr(pc), Arg::U32(256)];
+    let start = std::time::Instant::now();
+    dev.run_parallel(co, "matmul", [16, 16, 1], [16, 16, 1], &args, threads);
+    report(&format!("{threads} threads"), start.elapsed().as_secs_f64());
+    assert_eq!(dev.f32s(pc, 256 * 256), want);
 }
 
 #[test]
