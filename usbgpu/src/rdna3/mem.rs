@@ -202,40 +202,44 @@ pub(super) fn vmem(w: &mut Wave, ctx: &mut Ctx<'_>, inst: &Inst) -> Result<(), S
             continue;
         }
         let (space, addr) = addressing.lane(w, lane);
-        match kind {
-            LOAD => {
-                let mut buf = [0u8; 16];
-                access(w, ctx, &space, addr, &mut buf[..size], false)?;
-                write_loaded(w, dst, lane, &buf[..size], sem);
-            }
-            STORE => {
-                let mut buf = [0u8; 16];
-                for d in 0..dwords {
-                    let v = w.v[(data[0] + d) * LANES + lane];
-                    let v = if sem & D16_HI != 0 { v >> 16 } else { v };
-                    buf[4 * d..4 * d + 4].copy_from_slice(&v.to_le_bytes());
+        let mut one_lane = || -> Result<(), String> {
+            match kind {
+                LOAD => {
+                    let mut buf = [0u8; 16];
+                    access(w, ctx, &space, addr, &mut buf[..size], false)?;
+                    write_loaded(w, dst, lane, &buf[..size], sem);
                 }
-                access(w, ctx, &space, addr, &mut buf[..size], true)?;
-            }
-            LOAD2 | STORE2 => {
-                let scale = size as u64 * if sem & STRIDE64 != 0 { 64 } else { 1 };
-                for (k, off) in [inst.imm as u64, inst.imm1 as u64].into_iter().enumerate() {
-                    let a = (addr as u32).wrapping_add((off * scale) as u32) as u64;
-                    let mut buf = [0u8; 8];
-                    if kind == LOAD2 {
-                        access(w, ctx, &space, a, &mut buf[..size], false)?;
-                        write_loaded(w, dst + k * dwords, lane, &buf[..size], sem);
-                    } else {
-                        for d in 0..dwords {
-                            let v = w.v[(data[k] + d) * LANES + lane];
-                            buf[4 * d..4 * d + 4].copy_from_slice(&v.to_le_bytes());
+                STORE => {
+                    let mut buf = [0u8; 16];
+                    for d in 0..dwords {
+                        let v = w.v[(data[0] + d) * LANES + lane];
+                        let v = if sem & D16_HI != 0 { v >> 16 } else { v };
+                        buf[4 * d..4 * d + 4].copy_from_slice(&v.to_le_bytes());
+                    }
+                    access(w, ctx, &space, addr, &mut buf[..size], true)?;
+                }
+                LOAD2 | STORE2 => {
+                    let scale = size as u64 * if sem & STRIDE64 != 0 { 64 } else { 1 };
+                    for (k, off) in [inst.imm as u64, inst.imm1 as u64].into_iter().enumerate() {
+                        let a = (addr as u32).wrapping_add((off * scale) as u32) as u64;
+                        let mut buf = [0u8; 8];
+                        if kind == LOAD2 {
+                            access(w, ctx, &space, a, &mut buf[..size], false)?;
+                            write_loaded(w, dst + k * dwords, lane, &buf[..size], sem);
+                        } else {
+                            for d in 0..dwords {
+                                let v = w.v[(data[k] + d) * LANES + lane];
+                                buf[4 * d..4 * d + 4].copy_from_slice(&v.to_le_bytes());
+                            }
+                            access(w, ctx, &space, a, &mut buf[..size], true)?;
                         }
-                        access(w, ctx, &space, a, &mut buf[..size], true)?;
                     }
                 }
+                _ => atomic(w, ctx, inst, &space, addr, lane)?,
             }
-            _ => atomic(w, ctx, inst, &space, addr, lane)?,
-        }
+            Ok(())
+        };
+        one_lane().map_err(|e| format!("lane {lane}: {e}"))?;
     }
     Ok(())
 }

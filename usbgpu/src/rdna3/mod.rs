@@ -1,14 +1,17 @@
-//! An RDNA3 (gfx11) emulator: runs the machine code of AMDGPU code objects built for gfx1100.
+//! An RDNA3 (gfx11) emulator: runs the machine code of AMDGPU code objects built for gfx1100 (wave32).
 //!
 //! - [`decode`]: machine words to instructions ([`tables`] holds the opcode tables), once per kernel;
-//!   [`disasm`] prints them in LLVM's syntax.
-//!   `dpp` reads src0 across lanes for DPP forms.
+//!   [`disasm`] prints them in LLVM's syntax; `dpp` reads src0 across lanes for DPP forms.
 //! - [`kernel`]: a kernel's descriptor and code out of the code object.
-//! - [`dispatch`](mod@dispatch): the entry point the simulated GPU calls for a dispatch: builds each wave's initial
-//!   registers the way the hardware does, runs the waves of each workgroup with LDS and barriers.
+//! - [`dispatch`](mod@dispatch): the entry points the simulated GPU calls for a dispatch
+//!   ([`dispatch()`] on one thread, [`dispatch_parallel`] across host threads): each wave's initial
+//!   registers as the hardware sets them, the waves of a workgroup run with LDS and barriers.
 //! - `wave` with `salu`, `valu` (+ `valu_int`, `valu_cmp`) and `mem`: one wave32's state and the
 //!   instruction semantics (AMD's "RDNA3 Instruction Set Architecture" reference).
-//! - [`memory`]: the device memory seen by the kernel, behind a trait with bounds checks.
+//! - [`memory`]: the device memory seen by the kernel, behind traits with bounds checks.
+//!
+//! What the emulator does not run it refuses with an [`EmuError`] naming the kernel and instruction:
+//! unknown encodings at decode, opcodes and modifiers without semantics here when they execute.
 
 pub mod decode;
 pub mod disasm;
