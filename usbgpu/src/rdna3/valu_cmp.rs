@@ -110,6 +110,9 @@ fn class(x: f64, quiet_bit: bool, mask: u32) -> bool {
 
 pub(super) fn compare(w: &mut Wave, inst: &Inst) -> Result<(), String> {
     let sem = inst.sem;
+    if inst.opsel != 0 || inst.clamp || inst.omod != 0 {
+        return Err("OPSEL, clamp or output modifiers on a compare are not emulated".into());
+    }
     let (cond, ty) = (sem & 31, (sem >> 8) & 15);
     let kind = [Kind::F16, Kind::F32, Kind::F64][ty.min(2) as usize];
     let kind = if ty <= 2 { kind } else { Kind::Int };

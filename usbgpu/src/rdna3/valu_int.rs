@@ -212,6 +212,9 @@ fn store64(w: &mut Wave, inst: &Inst, exec: u32, out: &[u64; LANES]) -> Result<(
 /// VOP3P: two 16-bit lanes per register; OPSEL/OPSEL_HI pick each source half, NEG/NEG_HI negate.
 fn packed(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
     use V::*;
+    if inst.clamp {
+        return Err("clamp on packed math is not emulated".into());
+    }
     let mut srcs = [Src::Uniform(0); 3];
     let n = inst.info.w[1..].iter().filter(|x| **x != 0).count();
     for (i, src) in srcs.iter_mut().enumerate().take(n) {
