@@ -277,6 +277,9 @@ pub(super) fn lanes<F: Fn(u64, u64, u64, usize) -> u64>(
         }
     }
     check_modifiers(inst, k)?;
+    if w.flush_f16 && matches!(k, Kind::F16 | Kind::F64) {
+        return Err("flushing f16/f64 denormals (FLOAT_DENORM_MODE_16_64 = 0) is not emulated".into());
+    }
     let wide = [info.w[1] == 2, info.w[2] == 2, info.w[3] == 2];
     let mut exec = w.exec();
     let dpp_src0 = match inst.dpp {
