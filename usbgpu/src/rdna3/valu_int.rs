@@ -215,6 +215,9 @@ fn packed(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
     if inst.clamp {
         return Err("clamp on packed math is not emulated".into());
     }
+    if w.flush_f16 {
+        return Err("flushing f16 denormals (FLOAT_DENORM_MODE_16_64 = 0) is not emulated".into());
+    }
     let mut srcs = [Src::Uniform(0); 3];
     let n = inst.info.w[1..].iter().filter(|x| **x != 0).count();
     for (i, src) in srcs.iter_mut().enumerate().take(n) {
@@ -266,6 +269,9 @@ fn packed(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
 /// NEG negates and NEG_HI takes the absolute value. `mixlo`/`mixhi` round the result to f16 into one
 /// half of the destination.
 fn mix(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
+    if w.flush_f16 || w.flush_f32 {
+        return Err("denormal flushing in v_fma_mix* is not emulated".into());
+    }
     let mut srcs = [Src::Uniform(0); 3];
     for (i, src) in srcs.iter_mut().enumerate() {
         let kind = if inst.opsel_hi >> i & 1 != 0 { Kind::F16 } else { Kind::F32 };
