@@ -122,6 +122,10 @@ pub(super) fn compare(w: &mut Wave, inst: &Inst) -> Result<(), String> {
     let b = w.src(inst.src[1], if wb { 2 } else { 1 }, inst.literal, if cond == CLASS { Kind::Int } else { kind })?;
     let (neg, abs) = if inst.enc == Enc::Vop3 { (inst.neg, inst.abs) } else { (0, 0) };
     let exec = w.exec();
+    let flush = w.flush_f32;
+    if w.flush_f16 && matches!(ty, 0 | 2) && cond != CLASS {
+        return Err("flushing f16/f64 denormals (FLOAT_DENORM_MODE_16_64 = 0) is not emulated".into());
+    }
     let mut mask = 0u32;
     for lane in 0..LANES {
         if exec >> lane & 1 == 0 {
@@ -131,6 +135,8 @@ pub(super) fn compare(w: &mut Wave, inst: &Inst) -> Result<(), String> {
         let to_f = |v: u64, i: usize| -> f64 {
             let f = match ty {
                 0 => half::f16::from_bits(v as u16).to_f64(),
+                // Compares see f32 denormals as zero when the mode flushes them (v_cmp_class does not).
+                1 if flush && cond != CLASS && f32::from_bits(v as u32).is_subnormal() => 0.0,
                 1 => f32::from_bits(v as u32) as f64,
                 _ => f64::from_bits(v),
             };
