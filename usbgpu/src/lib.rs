@@ -6,6 +6,7 @@
 //!   (cargo feature `usb`), [`sim`] in process (cargo feature `sim`, never in the lean runtime).
 //! - [`bridge`]: the bridge driver (open, link, XDATA, TLPs, streaming MMIO, SRAM), with [`lock`].
 //! - [`pcie`]: bring-up of the bridge chain and the GPU's BARs.
+//! - [`rdna3`]: an RDNA3 (gfx11) emulator for the simulated GPU (cargo feature `emu`).
 //! - [`copy`]: the pipelined big copies through SRAM, with the GPU side behind [`copy::DeviceDma`].
 //! - [`codeobj`]: HSA code objects (gfx1100, gfx1201) read and checked, reduced to what a dispatch needs.
 
@@ -16,6 +17,8 @@ pub mod error;
 pub mod lock;
 pub mod pcie;
 pub mod proto;
+#[cfg(feature = "emu")]
+pub mod rdna3;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod transport;

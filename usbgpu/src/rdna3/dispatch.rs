@@ -1,0 +1,254 @@
+//! The dispatch: what the simulated GPU does for DISPATCH_DIRECT with a gfx11 compute kernel.
+//!
+//! [`Dispatch`] holds what the hardware reads from its registers (COMPUTE_PGM_RSRC1/2,
+//! COMPUTE_USER_DATA_*, COMPUTE_NUM_THREAD_*, the dispatch's workgroup counts); [`Dispatch::for_kernel`]
+//! fills them the way a runtime does from the kernel descriptor. Each wave starts with the state
+//! LLVM's AMDGPUUsage "Initial Kernel Execution State" describes: the user SGPRs first, then the
+//! enabled system SGPRs (workgroup id X, Y, Z, workgroup info, private segment wave offset), and the
+//! work-item ids packed into v0 (X bits 0-9, Y 10-19, Z 20-29) as gfx11 packs them.
+
+use super::kernel::{props, CodeObjectKernel};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::memory::{Memory, SharedMemory};
+use super::wave::{Ctx, State, Wave, LANES};
+use super::EmuError;
+
+/// A dispatch as the hardware sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dispatch {
+    /// Workgroups in X, Y, Z.
+    pub grid: [u32; 3],
+    /// Work-items per workgroup in X, Y, Z (COMPUTE_NUM_THREAD_*).
+    pub workgroup: [u32; 3],
+    /// COMPUTE_USER_DATA_0.. : the first USER_SGPR_COUNT SGPRs of each wave (missing ones read 0).
+    pub user_sgprs: Vec<u32>,
+    pub rsrc1: u32,
+    pub rsrc2: u32,
+    /// LDS per workgroup in bytes.
+    pub lds_bytes: u32,
+    /// Scratch per work-item in bytes.
+    pub scratch_bytes: u32,
+    /// Instructions one wave may execute before the emulator calls it a hang.
+    pub step_limit: u64,
+}
+
+/// What a dispatch did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub workgroups: u64,
+    pub waves: u64,
+    /// Wave instructions executed (one per wave, however many lanes are active).
+    pub instructions: u64,
+}
+
+pub const DEFAULT_STEP_LIMIT: u64 = 200_000_000;
+
+impl Dispatch {
+    /// The registers a runtime programs for `kernel` from its descriptor, with the kernarg segment at
+    /// `kernarg_addr`. User SGPRs are laid out in the descriptor's order; only the kernarg segment
+    /// pointer and the dispatch id (0) can be provided here.
+    pub fn for_kernel(
+        kernel: &CodeObjectKernel,
+        grid: [u32; 3],
+        workgroup: [u32; 3],
+        kernarg_addr: u64,
+    ) -> Result<Self, EmuError> {
+        let kd = &kernel.descriptor;
+        let err = |msg: &str| EmuError::Dispatch { kernel: kernel.name.clone(), msg: msg.to_string() };
+        let p = kd.code_properties;
+        for (bit, what) in [
+            (props::PRIVATE_SEGMENT_BUFFER, "a private segment buffer descriptor"),
+            (props::DISPATCH_PTR, "a dispatch packet pointer"),
+            (props::QUEUE_PTR, "a queue pointer"),
+            (props::FLAT_SCRATCH_INIT, "flat scratch init"),
+            (props::PRIVATE_SEGMENT_SIZE, "the private segment size"),
+        ] {
+            if p & bit != 0 {
+                return Err(err(&format!("the kernel wants {what} in its user SGPRs, which is not emulated")));
+            }
+        }
+        if kd.kernarg_preload != 0 {
+            return Err(err("kernarg preloading is not emulated"));
+        }
+        let mut user = Vec::new();
+        if p & props::KERNARG_SEGMENT_PTR != 0 {
+            user.extend([kernarg_addr as u32, (kernarg_addr >> 32) as u32]);
+        }
+        if p & props::DISPATCH_ID != 0 {
+            user.extend([0, 0]);
+        }
+        Ok(Dispatch {
+            grid,
+            workgroup,
+            user_sgprs: user,
+            rsrc1: kd.rsrc1,
+            rsrc2: kd.rsrc2,
+            lds_bytes: kd.group_segment_fixed_size,
+            scratch_bytes: kd.private_segment_fixed_size,
+            step_limit: DEFAULT_STEP_LIMIT,
+        })
+    }
+
+    fn user_sgpr_count(&self) -> usize {
+        ((self.rsrc2 >> 1) & 31) as usize
+    }
+}
+
+fn check(kernel: &CodeObjectKernel, d: &Dispatch) -> Result<(), EmuError> {
+    let err = |msg: String| EmuError::Dispatch { kernel: kernel.name.clone(), msg };
+    if !kernel.descriptor.wave32() {
+        return Err(err("the kernel is built for wave64, which is not emulated".into()));
+    }
+    let threads: u64 = d.workgroup.iter().map(|x| *x as u64).product();
+    if threads == 0 || threads > 1024 {
+        return Err(err(format!("workgroup {:?} is not 1 to 1024 work-items", d.workgroup)));
+    }
+    if d.user_sgprs.len() > d.user_sgpr_count() {
+        return Err(err(format!(
+            "{} user SGPR values for USER_SGPR_COUNT {}",
+            d.user_sgprs.len(),
+            d.user_sgpr_count()
+        )));
+    }
+    Ok(())
+}
+
+/// The id of the `i`th workgroup, X fastest.
+fn workgroup_id(d: &Dispatch, i: u64) -> [u32; 3] {
+    let [gx, gy, _] = d.grid.map(|x| x as u64);
+    [(i % gx) as u32, (i / gx % gy) as u32, (i / (gx * gy)) as u32]
+}
+
+fn workgroup_count(d: &Dispatch) -> u64 {
+    d.grid.iter().map(|x| *x as u64).product()
+}
+
+/// Runs `d` of `kernel` to completion, workgroup by workgroup, against `mem`.
+pub fn dispatch(kernel: &CodeObjectKernel, d: &Dispatch, mem: &mut dyn Memory) -> Result<Stats, EmuError> {
+    check(kernel, d)?;
+    let mut stats = Stats::default();
+    let mut lds = vec![0u8; d.lds_bytes as usize];
+    for i in 0..workgroup_count(d) {
+        run_workgroup(kernel, d, workgroup_id(d, i), mem, &mut lds, &mut stats)?;
+    }
+    Ok(stats)
+}
+
+/// [`dispatch`] with the workgroups spread over `threads` host threads. Workgroups run in no fixed
+/// order (as on the GPU); global atomics are atomic across threads. On an error the other threads stop
+/// after their current workgroup, and the error of the lowest-numbered thread that failed is returned.
+pub fn dispatch_parallel(
+    kernel: &CodeObjectKernel,
+    d: &Dispatch,
+    mem: &dyn SharedMemory,
+    threads: usize,
+) -> Result<Stats, EmuError> {
+    check(kernel, d)?;
+    let total = workgroup_count(d);
+    let next = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let worker = || -> Result<Stats, EmuError> {
+        let mut stats = Stats::default();
+        let mut lds = vec![0u8; d.lds_bytes as usize];
+        let mut m = mem;
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= total || failed.load(Ordering::Relaxed) {
+                return Ok(stats);
+            }
+            if let Err(e) = run_workgroup(kernel, d, workgroup_id(d, i), &mut m, &mut lds, &mut stats) {
+                failed.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+        }
+    };
+    let results: Vec<Result<Stats, EmuError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads.max(1)).map(|_| s.spawn(worker)).collect();
+        handles.into_iter().map(|h| h.join().expect("an emulator thread panicked")).collect()
+    });
+    let mut stats = Stats::default();
+    for r in results {
+        let r = r?;
+        stats.workgroups += r.workgroups;
+        stats.waves += r.waves;
+        stats.instructions += r.instructions;
+    }
+    Ok(stats)
+}
+
+fn initial_wave(d: &Dispatch, wg: [u32; 3], index: usize, threads: usize) -> Wave {
+    let nvgpr = (((d.rsrc1 & 0x3f) + 1) * 8).min(256) as usize;
+    let mut w = Wave {
+        s: [0; 128],
+        scc: false,
+        v: vec![0; nvgpr * LANES],
+        nvgpr,
+        pc: 0,
+        state: State::Running,
+        scratch: vec![0; d.scratch_bytes as usize * LANES],
+        private_size: d.scratch_bytes as usize,
+        flush_f32: (d.rsrc1 >> 16) & 3 == 0,
+        flush_f16: (d.rsrc1 >> 18) & 3 == 0,
+        executed: 0,
+    };
+    let count = d.user_sgpr_count();
+    w.s[..d.user_sgprs.len()].copy_from_slice(&d.user_sgprs);
+    let mut next = count;
+    for (bit, value) in [(7, wg[0]), (8, wg[1]), (9, wg[2]), (10, 0), (0, 0)] {
+        // ENABLE_SGPR_WORKGROUP_ID_X/Y/Z, ENABLE_SGPR_WORKGROUP_INFO, ENABLE_PRIVATE_SEGMENT (wave offset).
+        if d.rsrc2 >> bit & 1 != 0 {
+            w.s[next] = value;
+            next += 1;
+        }
+    }
+    let ids = (d.rsrc2 >> 11) & 3; // ENABLE_VGPR_WORKITEM_ID: 0 X, 1 XY, 2 XYZ
+    let [wx, wy, _] = d.workgroup.map(|x| x as usize);
+    let mut exec = 0u32;
+    for lane in 0..LANES {
+        let t = index * LANES + lane;
+        if t >= threads {
+            break;
+        }
+        exec |= 1 << lane;
+        let (x, y, z) = (t % wx, t / wx % wy, t / (wx * wy));
+        let mut v0 = x as u32;
+        if ids >= 1 {
+            v0 |= (y as u32) << 10;
+        }
+        if ids >= 2 {
+            v0 |= (z as u32) << 20;
+        }
+        w.v[lane] = v0;
+    }
+    w.s[super::decode::operand::EXEC_LO as usize] = exec;
+    w
+}
+
+/// Runs a workgroup's waves in turn, each until it ends or reaches `s_barrier`; a barrier opens once
+/// every wave still running has reached it.
+fn run_workgroup(
+    kernel: &CodeObjectKernel,
+    d: &Dispatch,
+    wg: [u32; 3],
+    mem: &mut dyn Memory,
+    lds: &mut [u8],
+    stats: &mut Stats,
+) -> Result<(), EmuError> {
+    let threads = d.workgroup.iter().map(|x| *x as usize).product::<usize>();
+    lds.fill(0);
+    let mut ctx = Ctx { kernel, mem, lds };
+    let mut waves: Vec<Wave> = (0..threads.div_ceil(LANES)).map(|i| initial_wave(d, wg, i, threads)).collect();
+    loop {
+        for w in waves.iter_mut().filter(|w| w.state != State::Done) {
+            w.run(&mut ctx, d.step_limit)?;
+        }
+        if waves.iter().all(|w| w.state == State::Done) {
+            break;
+        }
+    }
+    stats.workgroups += 1;
+    stats.waves += waves.len() as u64;
+    stats.instructions += waves.iter().map(|w| w.executed).sum::<u64>();
+    Ok(())
+}

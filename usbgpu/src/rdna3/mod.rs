@@ -1,0 +1,45 @@
+//! An RDNA3 (gfx11) emulator: runs the machine code of AMDGPU code objects built for gfx1100 (wave32).
+//!
+//! - [`decode`]: machine words to instructions ([`tables`] holds the opcode tables), once per kernel;
+//!   [`disasm`] prints them in LLVM's syntax; `dpp` reads src0 across lanes for DPP forms.
+//! - [`kernel`]: a kernel's descriptor and code out of the code object.
+//! - [`dispatch`](mod@dispatch): the entry points the simulated GPU calls for a dispatch
+//!   ([`dispatch()`] on one thread, [`dispatch_parallel`] across host threads): each wave's initial
+//!   registers as the hardware sets them, the waves of a workgroup run with LDS and barriers.
+//! - `wave` with `salu`, `valu` (+ `valu_int`, `valu_cmp`) and `mem`: one wave32's state and the
+//!   instruction semantics (AMD's "RDNA3 Instruction Set Architecture" reference).
+//! - [`memory`]: the device memory seen by the kernel, behind traits with bounds checks.
+//!
+//! What the emulator does not run it refuses with an [`EmuError`] naming the kernel and instruction:
+//! unknown encodings at decode, opcodes and modifiers without semantics here when they execute.
+
+pub mod decode;
+pub mod disasm;
+pub mod dispatch;
+mod dpp;
+pub mod kernel;
+mod mem;
+pub mod memory;
+mod salu;
+pub mod tables;
+mod valu;
+mod valu_cmp;
+mod valu_int;
+mod wave;
+
+pub use dispatch::{dispatch, dispatch_parallel, Dispatch, Stats};
+pub use kernel::{CodeObjectKernel, KernelDescriptor};
+pub use memory::{Memory, OutOfBounds, SharedMemory, SharedVecMemory, VecMemory};
+
+/// Emulator errors. Each names the kernel and, for faults while running, the instruction.
+#[derive(Debug, thiserror::Error)]
+pub enum EmuError {
+    #[error("rdna3 {kernel}: unknown encoding {word:#010x} at offset {offset:#x}")]
+    UnknownEncoding { kernel: String, word: u32, offset: u32 },
+    #[error("rdna3 {kernel}: code object: {msg}")]
+    CodeObject { kernel: String, msg: String },
+    #[error("rdna3 {kernel}: dispatch: {msg}")]
+    Dispatch { kernel: String, msg: String },
+    #[error("rdna3 {kernel}: `{inst}` at {offset:#x}: {msg}")]
+    Exec { kernel: String, inst: String, offset: u32, msg: String },
+}
