@@ -362,6 +362,8 @@ fn decode_64(w: u64, offset: u32) -> Option<Inst> {
             inst.data = [operand::VGPR0 + bits(w, 47, 40) as u16, operand::VGPR0 + bits(w, 55, 48) as u16];
             inst.dst = operand::VGPR0 + bits(w, 63, 56) as u16;
         }
+        // MUBUF: only the cache invalidates (no buffer resource), as SOPP-like no-ops.
+        0b11_1000 => inst = Inst::new(Enc::Sopp, lookup(tables::MUBUF_CACHE, bits(w, 25, 18))?, offset),
         0b11_0111 => {
             let (enc, table) = match bits(w, 17, 16) {
                 0 => (Enc::Flat, tables::FLAT),

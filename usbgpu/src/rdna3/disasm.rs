@@ -50,7 +50,8 @@ fn operand(out: &mut String, code: u16, dwords: u8, literal: u32) {
 fn sopp_operand(out: &mut String, name: &str, imm: i32) -> bool {
     let u = imm as u16 as u32;
     match name {
-        "s_endpgm" | "s_barrier" | "s_code_end" | "s_icache_inv" | "s_ttracedata" | "s_endpgm_saved" => {}
+        "s_endpgm" | "s_barrier" | "s_code_end" | "s_icache_inv" | "s_ttracedata" | "s_endpgm_saved"
+        | "buffer_gl0_inv" | "buffer_gl1_inv" => {}
         "s_waitcnt" => {
             let (vm, lgkm, exp) = ((u >> 10) & 63, (u >> 4) & 63, u & 7);
             let mut parts = Vec::new();

@@ -130,6 +130,8 @@ semantics!(S {
     Sendmsg = "s_sendmsg",
     Barrier = "s_barrier",
     IcacheInv = "s_icache_inv",
+    Gl0Inv = "buffer_gl0_inv",
+    Gl1Inv = "buffer_gl1_inv",
 });
 
 pub(super) fn resolve(name: &str) -> u16 {
@@ -393,7 +395,7 @@ fn sopp(w: &mut Wave, inst: &Inst, s: S) -> Result<(), String> {
         RoundMode if inst.imm & 0xf != 0 => return Err("only round-to-nearest-even is emulated".into()),
         // Memory is synchronous here, so waits, hints and priorities have nothing to do.
         Nop | Clause | DelayAlu | WaitcntDepctr | Waitcnt | WaitcntVscnt | WaitcntVmcnt | WaitcntLgkmcnt | WaitIdle
-        | Sleep | Setprio | InstPrefetch | RoundMode | IcacheInv => false,
+        | Sleep | Setprio | InstPrefetch | RoundMode | IcacheInv | Gl0Inv | Gl1Inv => false,
         // The only message compute kernels send is MSG_DEALLOC_VGPRS (3) before s_endpgm.
         Sendmsg if inst.imm == 3 => false,
         _ => return Err("not implemented by the emulator".into()),

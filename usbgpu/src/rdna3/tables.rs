@@ -233,6 +233,12 @@ pub static SOPC: &[OpInfo] = &[
     OpInfo::new(93, "s_cmp_neq_f16", [0, 1, 1, 0], 0, 0, 0, 0),
     OpInfo::new(94, "s_cmp_nlt_f16", [0, 1, 1, 0], 0, 0, 0, 0),
 ];
+/// The MUBUF opcodes clang emits in compute kernels without buffer resources: the cache invalidates
+/// of workgroup- and agent-scope acquire fences. They run as SOPP-like no-ops.
+pub static MUBUF_CACHE: &[OpInfo] = &[
+    OpInfo::new(43, "buffer_gl0_inv", [0, 0, 0, 0], 0, 0, 0, 0),
+    OpInfo::new(44, "buffer_gl1_inv", [0, 0, 0, 0], 0, 0, 0, 0),
+];
 pub static SOPP: &[OpInfo] = &[
     OpInfo::new(0, "s_nop", [0, 0, 0, 0], 0, 0, 0, 0),
     OpInfo::new(1, "s_setkill", [0, 0, 0, 0], 0, 0, 0, 0),
