@@ -7,12 +7,17 @@ use pilot_core::target::{Backend, Target};
 use pilot_core::Device;
 
 /// Names `--device` accepts in this build.
-#[cfg(feature = "fake-kgsl")]
-pub const AVAILABLE: &[&str] = &["cpu", "null", "cl", "qcom", "fake-kgsl"];
-#[cfg(all(feature = "cl", not(feature = "fake-kgsl")))]
-pub const AVAILABLE: &[&str] = &["cpu", "null", "cl", "qcom"];
-#[cfg(not(feature = "cl"))]
-pub const AVAILABLE: &[&str] = &["cpu", "null", "qcom"];
+pub const AVAILABLE: &[&str] = &[
+    "cpu",
+    "null",
+    #[cfg(feature = "cl")]
+    "cl",
+    "qcom",
+    #[cfg(feature = "fake-kgsl")]
+    "fake-kgsl",
+    #[cfg(feature = "amd-emu")]
+    "amd-emu",
+];
 
 /// The KGSL context priority (`--priority`/`QCOM_PRIORITY`, 0 highest .. 15 lowest), else tinygrad's default.
 fn qcom_priority(priority: Option<u8>) -> anyhow::Result<u8> {
@@ -20,6 +25,15 @@ fn qcom_priority(priority: Option<u8>) -> anyhow::Result<u8> {
         Some(p) if p > 15 => bail!("--priority (QCOM_PRIORITY) must be 0 (highest) .. 15 (lowest), got {p}"),
         Some(p) => Ok(p),
         None => Ok(pilot_qcom::kgsl::DEFAULT_PRIORITY),
+    }
+}
+
+/// `--threads`, else one per host core.
+fn host_threads(threads: Option<usize>) -> anyhow::Result<usize> {
+    match threads {
+        Some(0) => bail!("--threads must be at least 1"),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map_or(1, usize::from)),
     }
 }
 
@@ -38,11 +52,7 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
     let name = name.unwrap_or(target.backend.name());
     Ok(match name {
         "cpu" => {
-            let threads = match threads {
-                Some(0) => bail!("--threads must be at least 1"),
-                Some(n) => n,
-                None => std::thread::available_parallelism().map_or(1, usize::from),
-            };
+            let threads = host_threads(threads)?;
             Box::new(CpuDevice::new(threads).with_profiling(profile))
         }
         "null" => Box::new(NullDevice::new(target.arch.name())),
@@ -61,6 +71,14 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
             let fake = pilot_qcom::fake_exec::fake_with_opencl().map_err(|e| anyhow::anyhow!("fake-kgsl: {e}"))?;
             Box::new(pilot_qcom::device::QcomDevice::with_file(Box::new(fake), "fake-kgsl")?)
         }
+        // usb+amd gfx1100 artifacts on the RDNA3 emulator, workgroups spread over `--threads`.
+        #[cfg(feature = "amd-emu")]
+        "amd-emu" => {
+            let threads = host_threads(threads)?;
+            Box::new(pilot_usbgpu::emu_device::EmuDevice::new(threads))
+        }
+        #[cfg(not(feature = "amd-emu"))]
+        "amd-emu" => bail!("this pilot was built without the AMD emulator (cargo feature `amd-emu`)"),
         _ if Backend::parse(name) == Ok(Backend::UsbAmd) => {
             bail!("device `{name}` is not available in this build yet (available: {})", AVAILABLE.join(", "))
         }

@@ -1,0 +1,149 @@
+//! The model tests (vision, policy, dmonitoring from `scripts/make_models.py`) compiled for `usb+amd`
+//! gfx1100 and EXECUTED: the code object pilot ships runs on the RDNA3 emulator through
+//! `pilot_usbgpu::emu_device::EmuDevice` and the session, and its outputs are compared with
+//! onnxruntime on the same seeded inputs (scaled error `|got - ref| / max(1, |ref|)` ≤ 1e-4).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pilot_core::device::{Device, ProgramSpec};
+use pilot_core::npy;
+use pilot_core::target::Modes;
+use pilot_core::{Artifact, DType, Session, SessionError, Target};
+use pilot_usbgpu::emu_device::EmuDevice;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn python() -> PathBuf {
+    let p = root().join(".venv/bin/python");
+    assert!(p.exists(), "the model tests need the venv with onnx and onnxruntime: run scripts/setup.sh");
+    p
+}
+
+/// The generated models (shared with `models.rs`, which writes the same directory).
+fn models() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = root().join("target/test-models");
+        let st = Command::new(python()).arg(root().join("scripts/make_models.py")).arg(&dir).output().unwrap();
+        assert!(st.status.success(), "make_models.py: {}", String::from_utf8_lossy(&st.stderr));
+        dir
+    })
+}
+
+/// Seeded inputs as `models.rs` makes them: uint8 planes uniform, floats in [-1, 1).
+fn input(dtype: DType, shape: &[usize], seed: u64) -> npy::Array {
+    let n: usize = shape.iter().product();
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let data = match dtype {
+        DType::U8 => (0..n).map(|_| next() as u8).collect(),
+        DType::F32 => (0..n)
+            .flat_map(|_| (((next() >> 11) as f64 / (1u64 << 53) as f64) as f32 * 2.0 - 1.0).to_le_bytes())
+            .collect(),
+        d => panic!("no generator for {d}"),
+    };
+    npy::Array { dtype, shape: shape.to_vec(), data }
+}
+
+fn compile(name: &str, arch: &str, dir: &Path) -> PathBuf {
+    let target = Target::parse("usb+amd", Some(arch), Modes::default()).unwrap();
+    let opts = pilot_compiler::CompileOptions { shapes: HashMap::new(), ..pilot_compiler::CompileOptions::new(target) };
+    let art = dir.join(format!("{name}-{arch}.pkl"));
+    pilot_compiler::compile(&models().join(format!("{name}.onnx")), &art, &opts, &|_| {})
+        .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
+    art
+}
+
+/// Compiles `name` for gfx1100, steps it on the emulated GPU, and returns the worst scaled error
+/// against onnxruntime.
+fn run_and_compare(name: &str) -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let art = compile(name, "gfx1100", dir.path());
+    let artifact = Artifact::open(&art).unwrap();
+
+    // The device derives each program's dispatch record from the code object; the artifact's must agree.
+    let mut dev = EmuDevice::new(1);
+    for p in &artifact.manifest.programs {
+        let spec = ProgramSpec { name: &p.name, format: p.format, code: artifact.blob(p.blob), arg_count: p.args };
+        let id = dev.load_program(&spec).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(dev.dispatch_record(id), p.amdgpu.as_ref(), "{name}: program {}", p.name);
+    }
+
+    let mut session = Session::new(artifact, Box::new(EmuDevice::new(2))).unwrap();
+    let specs = session.inputs().to_vec();
+    let arrays: Vec<npy::Array> =
+        specs.iter().enumerate().map(|(i, s)| input(s.dtype, &s.shape, i as u64 + 1)).collect();
+    let mut feeds = Vec::new();
+    for (s, a) in specs.iter().zip(&arrays) {
+        let p = dir.path().join(format!("{}.npy", s.name));
+        npy::write(&p, a).unwrap();
+        feeds.push(format!("{}={}", s.name, p.display()));
+    }
+    let refs: Vec<&[u8]> = arrays.iter().map(|a| a.data.as_slice()).collect();
+    session.step(&refs).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let out = dir.path().join("ort");
+    let st = Command::new(python())
+        .arg(root().join("scripts/ort_run.py"))
+        .arg(models().join(format!("{name}.onnx")))
+        .arg(&out)
+        .args(&feeds)
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "onnxruntime: {}", String::from_utf8_lossy(&st.stderr));
+    let mut worst = 0f64;
+    for (k, (spec, got)) in session.output_specs().iter().zip(session.outputs()).enumerate() {
+        let want = npy::read(out.join(format!("{k}.npy"))).unwrap();
+        let got = npy::Array { dtype: spec.dtype, shape: spec.shape.clone(), data: got.clone() };
+        assert_eq!(got.shape.iter().product::<usize>(), want.shape.iter().product::<usize>(), "{name} output {k}");
+        let (g, w) = (got.to_f64(), want.to_f64());
+        assert!(w.iter().any(|&v| v != 0.0), "{name}: an all-zero reference proves nothing");
+        for (a, b) in g.iter().zip(&w) {
+            let e = (a - b).abs() / b.abs().max(1.0);
+            assert!(e <= 1e-4, "{name} output {k}: got {a}, onnxruntime {b} (scaled error {e:.2e})");
+            worst = worst.max(e);
+        }
+    }
+    eprintln!("{name} on amd-emu: worst scaled error {worst:.2e}");
+    worst
+}
+
+#[test]
+fn policy_runs_on_the_emulated_gpu() {
+    run_and_compare("policy");
+}
+
+#[test]
+fn dmonitoring_runs_on_the_emulated_gpu() {
+    run_and_compare("dmonitoring");
+}
+
+#[test]
+fn vision_runs_on_the_emulated_gpu() {
+    run_and_compare("vision");
+}
+
+#[test]
+fn gfx1201_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let art = compile("policy", "gfx1201", dir.path());
+    let artifact = Artifact::open(&art).unwrap();
+    let p = &artifact.manifest.programs[0];
+    let spec = ProgramSpec { name: &p.name, format: p.format, code: artifact.blob(p.blob), arg_count: p.args };
+    let e = EmuDevice::new(1).load_program(&spec).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!("program `{}`: the code object is for gfx1201; the emulator runs gfx1100 (RDNA3) only", p.name)
+    );
+    let e = Session::new(artifact, Box::new(EmuDevice::new(1))).err().unwrap();
+    assert!(matches!(e, SessionError::Incompatible { .. }), "{e}");
+    assert!(!e.to_string().contains('\n') && e.to_string().contains("gfx1201"), "{e}");
+}

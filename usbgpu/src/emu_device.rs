@@ -1,0 +1,371 @@
+//! `--device amd-emu`: a [`Device`] that runs `usb+amd` gfx1100 artifacts on the RDNA3 emulator
+//! ([`crate::rdna3`]), so the code objects pilot ships are executed without a GPU.
+//!
+//! It does what the USB device does, in process:
+//! - every buffer lives in one flat VRAM at a GPU address ([`VRAM_BASE`] up, 256-byte aligned); host
+//!   copies are bounds-checked per buffer, kernel accesses against the whole VRAM;
+//! - [`Device::load_program`] reads the kernel out of the code object twice, with pilot's reader
+//!   ([`crate::codeobj`], which produced the artifact's `amdgpu` record) and the emulator's loader, and
+//!   refuses a kernel on which they disagree; [`EmuDevice::dispatch_record`] gives the record the
+//!   reader derives, for comparison with the artifact's;
+//! - [`Device::link_step`] writes each dispatch's kernarg segment into VRAM once (the buffers'
+//!   addresses plus offsets at the kernel's argument offsets) and fixes its registers, like a prebuilt
+//!   step; [`Device::submit`] runs the dispatches in order and completes before it returns.
+//!
+//! gfx1201 (RDNA4) code objects are refused: the emulator decodes gfx11 only.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use pilot_core::artifact::AmdDispatch;
+use pilot_core::device::{
+    check_submitted, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ProgramFormat, ProgramId,
+    ProgramSpec, StepId, StepOp,
+};
+use pilot_core::target::{Arch, Backend, Target};
+
+use crate::codeobj::{CodeObject, Kernel};
+use crate::rdna3::memory::OutOfBounds;
+use crate::rdna3::{dispatch_parallel, CodeObjectKernel, Dispatch, SharedMemory};
+
+/// GPU address of the first VRAM byte (not 0, so a null pointer faults).
+pub const VRAM_BASE: u64 = 0x1_0000_0000;
+/// Buffer and kernarg alignment in VRAM.
+const ALIGN: u64 = 256;
+
+/// See the module docs.
+pub struct EmuDevice {
+    vram: Vram,
+    /// `(address, size)` of each buffer; `None` once freed (VRAM is not reused).
+    buffers: Vec<Option<(u64, u64)>>,
+    programs: Vec<Program>,
+    steps: Vec<Vec<Op>>,
+    threads: usize,
+    timeline: u64,
+    /// The last code object parsed (every program of an artifact shares one).
+    parsed: Option<(Vec<u8>, CodeObject)>,
+}
+
+struct Program {
+    kernel: CodeObjectKernel,
+    record: AmdDispatch,
+    workgroup: [u32; 3],
+}
+
+enum Op {
+    Dispatch { program: usize, dispatch: Dispatch },
+    Copy { src: u64, dst: u64, len: usize },
+}
+
+impl EmuDevice {
+    /// An empty device whose dispatches run their workgroups on `threads` host threads.
+    pub fn new(threads: usize) -> EmuDevice {
+        EmuDevice {
+            vram: Vram::default(),
+            buffers: Vec::new(),
+            programs: Vec::new(),
+            steps: Vec::new(),
+            threads: threads.max(1),
+            timeline: 0,
+            parsed: None,
+        }
+    }
+
+    /// The dispatch record of a loaded program as pilot's code-object reader derives it (what the
+    /// compiler records under the program's `amdgpu` key).
+    pub fn dispatch_record(&self, program: ProgramId) -> Option<&AmdDispatch> {
+        self.programs.get(program.0 as usize).map(|p| &p.record)
+    }
+
+    /// GPU address and size of a live buffer.
+    pub fn address(&self, b: BufferId) -> DeviceResult<(u64, u64)> {
+        self.buffers.get(b.0 as usize).copied().flatten().ok_or(DeviceError::InvalidHandle { kind: "buffer", id: b.0 })
+    }
+
+    fn range(&self, op: &'static str, b: BufferId, offset: u64, len: u64) -> DeviceResult<u64> {
+        let (addr, size) = self.address(b)?;
+        pilot_core::bounds::check_range(op, offset, len, size)?;
+        Ok(addr + offset)
+    }
+
+    /// Reserves `size` bytes of VRAM aligned to `align`, zero-filled.
+    fn reserve(&mut self, size: u64, align: u64) -> DeviceResult<u64> {
+        let addr = self.vram.end().next_multiple_of(align);
+        let end = addr.checked_add(size).filter(|&e| e - VRAM_BASE <= MAX_VRAM);
+        let Some(end) = end else { return Err(DeviceError::OutOfMemory { size: size as usize }) };
+        self.vram.grow_to(end);
+        Ok(addr)
+    }
+
+    fn code_object(&mut self, name: &str, code: &[u8]) -> DeviceResult<&CodeObject> {
+        if self.parsed.as_ref().is_none_or(|(bytes, _)| bytes != code) {
+            let obj = CodeObject::parse(code).map_err(|e| program_err(name, e))?;
+            self.parsed = Some((code.to_vec(), obj));
+        }
+        Ok(&self.parsed.as_ref().expect("parsed above").1)
+    }
+}
+
+/// Largest VRAM the device hands out (a 24 GiB RX 7900 XTX).
+const MAX_VRAM: u64 = 24 << 30;
+
+fn program_err(name: &str, reason: impl std::fmt::Display) -> DeviceError {
+    DeviceError::Program { name: name.to_string(), reason: reason.to_string() }
+}
+
+/// The record the compiler writes for `k` (compiler/src/target/amd/mod.rs `dispatch`).
+fn record(k: &Kernel) -> AmdDispatch {
+    let d = &k.descriptor;
+    AmdDispatch {
+        descriptor: k.descriptor_offset,
+        code: k.code_offset,
+        rsrc: [d.compute_pgm_rsrc1, d.compute_pgm_rsrc2, d.compute_pgm_rsrc3],
+        kernarg_size: k.kernarg_size,
+        kernarg_align: k.kernarg_align,
+        arg_offsets: k.arg_offsets.clone(),
+        user_sgprs: k.user_sgprs,
+        vgprs: k.vgprs,
+        sgprs: k.sgprs,
+        lds: k.lds_bytes,
+        scratch: k.scratch_bytes,
+        wave32: k.wave32,
+    }
+}
+
+/// Where the emulator's loader and pilot's reader disagree about `k`, if anywhere.
+fn disagreement(k: &Kernel, e: &CodeObjectKernel) -> Option<String> {
+    let (d, kd) = (&k.descriptor, &e.descriptor);
+    let pairs = [
+        ("COMPUTE_PGM_RSRC1", d.compute_pgm_rsrc1, kd.rsrc1),
+        ("COMPUTE_PGM_RSRC2", d.compute_pgm_rsrc2, kd.rsrc2),
+        ("COMPUTE_PGM_RSRC3", d.compute_pgm_rsrc3, kd.rsrc3),
+        ("LDS bytes", k.lds_bytes, kd.group_segment_fixed_size),
+        ("scratch bytes", k.scratch_bytes, kd.private_segment_fixed_size),
+        ("kernarg bytes", k.kernarg_size, kd.kernarg_size),
+        ("code offset", (k.code_offset - k.descriptor_offset) as u32, kd.entry_offset as u32),
+    ];
+    if let Some((what, a, b)) = pairs.into_iter().find(|(_, a, b)| a != b) {
+        return Some(format!("{what}: {a:#x} in pilot's reader, {b:#x} in the emulator's loader"));
+    }
+    (k.wave32 != kd.wave32()).then(|| "wave32 differs between pilot's reader and the emulator's loader".into())
+}
+
+impl Device for EmuDevice {
+    fn info(&self) -> DeviceInfo {
+        DeviceInfo { backend: "amd-emu".into(), arch: Arch::Gfx1100.name().into() }
+    }
+
+    /// `usb+amd` artifacts for gfx1100 (RDNA3) only.
+    fn runs(&self, target: &Target) -> bool {
+        target.backend == Backend::UsbAmd && target.arch == Arch::Gfx1100
+    }
+
+    fn alloc(&mut self, size: usize, _usage: BufferUse) -> DeviceResult<BufferId> {
+        let addr = self.reserve(size as u64, ALIGN)?;
+        self.buffers.push(Some((addr, size as u64)));
+        Ok(BufferId(self.buffers.len() as u32 - 1))
+    }
+
+    fn free(&mut self, buffer: BufferId) -> DeviceResult<()> {
+        self.address(buffer)?;
+        self.buffers[buffer.0 as usize] = None;
+        Ok(())
+    }
+
+    fn copy_in(&mut self, dst: BufferId, offset: u64, src: &[u8]) -> DeviceResult<()> {
+        let addr = self.range("copy_in", dst, offset, src.len() as u64)?;
+        self.vram.write(addr, src).map_err(|_| unreachable_vram("copy_in"))
+    }
+
+    fn copy_out(&mut self, src: BufferId, offset: u64, dst: &mut [u8]) -> DeviceResult<()> {
+        let addr = self.range("copy_out", src, offset, dst.len() as u64)?;
+        self.vram.read(addr, dst).map_err(|_| unreachable_vram("copy_out"))
+    }
+
+    fn load_program(&mut self, spec: &ProgramSpec<'_>) -> DeviceResult<ProgramId> {
+        let name = spec.name;
+        if spec.format != ProgramFormat::AmdCodeObject {
+            return Err(program_err(name, format!("{:?} is not an AMD code object", spec.format)));
+        }
+        let obj = self.code_object(name, spec.code)?;
+        if obj.arch != Arch::Gfx1100 {
+            return Err(program_err(
+                name,
+                format!("the code object is for {}; the emulator runs gfx1100 (RDNA3) only", obj.arch.name()),
+            ));
+        }
+        let k = obj.kernel(name).ok_or_else(|| program_err(name, "not in the code object"))?;
+        if k.arg_offsets.len() != spec.arg_count {
+            return Err(program_err(
+                name,
+                format!("takes {} arguments, the artifact says {}", k.arg_offsets.len(), spec.arg_count),
+            ));
+        }
+        let workgroup = k
+            .reqd_workgroup_size
+            .ok_or_else(|| program_err(name, "the code object records no reqd_work_group_size"))?;
+        let record = record(k);
+        let kernel = CodeObjectKernel::load(spec.code, name).map_err(|e| program_err(name, e))?;
+        if let Some(msg) = disagreement(k, &kernel) {
+            return Err(program_err(name, msg));
+        }
+        self.programs.push(Program { kernel, record, workgroup });
+        Ok(ProgramId(self.programs.len() as u32 - 1))
+    }
+
+    fn link_step(&mut self, ops: &[StepOp]) -> DeviceResult<StepId> {
+        let fail = |reason: String| DeviceError::Failed { op: "link_step", reason };
+        let mut linked = Vec::with_capacity(ops.len());
+        for op in ops {
+            linked.push(match op {
+                StepOp::Dispatch { program, args, global, local } => {
+                    let p = self
+                        .programs
+                        .get(program.0 as usize)
+                        .ok_or(DeviceError::InvalidHandle { kind: "program", id: program.0 })?;
+                    let name = &p.kernel.name;
+                    if args.len() != p.record.arg_offsets.len() {
+                        return Err(fail(format!(
+                            "`{name}`: {} arguments for {}",
+                            args.len(),
+                            p.record.arg_offsets.len()
+                        )));
+                    }
+                    if *local != p.workgroup {
+                        return Err(fail(format!("`{name}`: launched with {local:?}, built for {:?}", p.workgroup)));
+                    }
+                    if (0..3).any(|d| local[d] == 0 || global[d] % local[d] != 0) {
+                        return Err(fail(format!("`{name}`: global {global:?} is not whole work-groups of {local:?}")));
+                    }
+                    let grid = [0, 1, 2].map(|d| global[d] / local[d]);
+                    let mut kernarg = vec![0u8; p.record.kernarg_size as usize];
+                    for (a, &off) in args.iter().zip(&p.record.arg_offsets) {
+                        let addr = self.range("link_step", a.buffer, a.offset, 0)?;
+                        kernarg[off as usize..off as usize + 8].copy_from_slice(&addr.to_le_bytes());
+                    }
+                    let (program, align) = (program.0 as usize, u64::from(p.record.kernarg_align).max(64));
+                    let at = self.reserve(kernarg.len() as u64, align)?;
+                    self.vram.write(at, &kernarg).map_err(|_| unreachable_vram("link_step"))?;
+                    let p = &self.programs[program];
+                    let dispatch = Dispatch::for_kernel(&p.kernel, grid, *local, at)
+                        .map_err(|e| fail(format!("`{}`: {e}", p.kernel.name)))?;
+                    Op::Dispatch { program, dispatch }
+                }
+                StepOp::Copy { src, dst, len } => Op::Copy {
+                    src: self.range("link_step", src.buffer, src.offset, *len)?,
+                    dst: self.range("link_step", dst.buffer, dst.offset, *len)?,
+                    len: *len as usize,
+                },
+            });
+        }
+        self.steps.push(linked);
+        Ok(StepId(self.steps.len() as u32 - 1))
+    }
+
+    fn submit(&mut self, step: StepId) -> DeviceResult<u64> {
+        let ops = self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
+        for op in ops {
+            match op {
+                Op::Dispatch { program, dispatch } => {
+                    let kernel = &self.programs[*program].kernel;
+                    dispatch_parallel(kernel, dispatch, &self.vram, self.threads)
+                        .map_err(|e| DeviceError::Failed { op: "submit", reason: e.to_string() })?;
+                }
+                Op::Copy { src, dst, len } => {
+                    let mut bytes = vec![0u8; *len];
+                    self.vram.read(*src, &mut bytes).map_err(|_| unreachable_vram("submit"))?;
+                    self.vram.write(*dst, &bytes).map_err(|_| unreachable_vram("submit"))?;
+                }
+            }
+        }
+        self.timeline += 1;
+        Ok(self.timeline)
+    }
+
+    fn wait(&mut self, value: u64) -> DeviceResult<()> {
+        check_submitted(value, self.timeline)
+    }
+
+    fn synchronize(&mut self) -> DeviceResult<()> {
+        Ok(())
+    }
+}
+
+/// A range checked against its buffer yet outside VRAM: a bug in this device, reported not panicked.
+fn unreachable_vram(op: &'static str) -> DeviceError {
+    DeviceError::Failed { op, reason: "a checked buffer range lies outside the emulated VRAM".into() }
+}
+
+/// The VRAM: 32-bit atomic words from [`VRAM_BASE`], so workgroups on several host threads write
+/// different bytes of one word without losing each other's.
+#[derive(Default)]
+struct Vram {
+    words: Vec<AtomicU32>,
+}
+
+impl Vram {
+    fn end(&self) -> u64 {
+        VRAM_BASE + self.words.len() as u64 * 4
+    }
+
+    fn grow_to(&mut self, end: u64) {
+        let words = (end - VRAM_BASE).div_ceil(4) as usize;
+        if words > self.words.len() {
+            self.words.resize_with(words, || AtomicU32::new(0));
+        }
+    }
+
+    fn span(&self, addr: u64, len: usize) -> Result<std::ops::Range<usize>, OutOfBounds> {
+        let start = addr.checked_sub(VRAM_BASE).ok_or(OutOfBounds)?;
+        let end = start.checked_add(len as u64).ok_or(OutOfBounds)?;
+        if end > self.words.len() as u64 * 4 {
+            return Err(OutOfBounds);
+        }
+        Ok(start as usize..end as usize)
+    }
+}
+
+impl SharedMemory for Vram {
+    fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), OutOfBounds> {
+        let r = self.span(addr, out.len())?;
+        if r.start.is_multiple_of(4) && out.len().is_multiple_of(4) {
+            for (o, w) in out.chunks_exact_mut(4).zip(&self.words[r.start / 4..]) {
+                o.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+            }
+            return Ok(());
+        }
+        for (o, i) in out.iter_mut().zip(r) {
+            *o = (self.words[i / 4].load(Ordering::Relaxed) >> (8 * (i % 4))) as u8;
+        }
+        Ok(())
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> Result<(), OutOfBounds> {
+        let r = self.span(addr, data.len())?;
+        let mut i = r.start;
+        while i < r.end {
+            let (word, shift) = (i / 4, i % 4);
+            let n = (4 - shift).min(r.end - i);
+            let (mut bits, mut mask) = (0u32, 0u32);
+            for k in 0..n {
+                bits |= (data[i - r.start + k] as u32) << (8 * (shift + k));
+                mask |= 0xff << (8 * (shift + k));
+            }
+            if mask == u32::MAX {
+                self.words[word].store(bits, Ordering::Relaxed);
+            } else {
+                let _ = self.words[word].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| Some(w & !mask | bits));
+            }
+            i += n;
+        }
+        Ok(())
+    }
+
+    fn rmw32(&self, addr: u64, f: &mut dyn FnMut(u32) -> u32) -> Result<u32, OutOfBounds> {
+        let r = self.span(addr, 4)?;
+        if !r.start.is_multiple_of(4) {
+            return Err(OutOfBounds);
+        }
+        let old = self.words[r.start / 4].fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| Some(f(w)));
+        Ok(old.unwrap_or_else(|w| w))
+    }
+}
