@@ -225,7 +225,7 @@ impl Device for EmuDevice {
                     let name = &p.kernel.name;
                     if args.len() != p.record.arg_offsets.len() {
                         return Err(fail(format!(
-                            "`{name}`: {} arguments for {}",
+                            "`{name}`: the dispatch passes {} arguments, the program takes {}",
                             args.len(),
                             p.record.arg_offsets.len()
                         )));
