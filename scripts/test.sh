@@ -20,9 +20,9 @@ if cargo tree -p pilot-tools --no-default-features -e normal --prefix none | gre
   exit 1
 fi
 cargo build --quiet -p pilot-tools --no-default-features
-# The bridge simulator never reaches the lean runtime.
-if cargo tree -p pilot-tools --no-default-features -e normal --prefix none -f '{p} {f}' | grep -E '^pilot-usbgpu .*\bsim\b'; then
-  echo "dependency rule broken: pilot without default features contains the USB bridge simulator" >&2
+# The bridge simulator and the RDNA3 emulator never reach the lean runtime.
+if cargo tree -p pilot-tools --no-default-features -e normal --prefix none -f '{p} {f}' | grep -E '^pilot-usbgpu .*\b(sim|emu)\b'; then
+  echo "dependency rule broken: pilot without default features contains the USB bridge simulator or the RDNA3 emulator" >&2
   exit 1
 fi
 # The USB transport (rusb with libusb built from source) must build for the comma device (the cross
