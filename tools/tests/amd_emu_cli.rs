@@ -1,0 +1,46 @@
+//! `pilot run --device amd-emu`: a `usb+amd` gfx1100 artifact steps on the RDNA3 emulator and saves
+//! its outputs; a gfx1201 (RDNA4) artifact is refused in one line with exit 2. (The outputs are
+//! compared with onnxruntime in tests/tests/amd_emu.rs.)
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn pilot(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pilot")).args(args).output().expect("pilot runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn amd_artifacts_run_on_the_emulated_gpu() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let models = root.join("target/test-models");
+    if !models.join("policy.onnx").exists() {
+        let st =
+            Command::new(root.join(".venv/bin/python")).arg(root.join("scripts/make_models.py")).arg(&models).output();
+        let st = st.expect("the venv's python (scripts/setup.sh)");
+        assert!(st.status.success(), "make_models.py: {}", String::from_utf8_lossy(&st.stderr));
+    }
+    let model = models.join("policy.onnx");
+    let dir = tempfile::tempdir().unwrap();
+    for arch in ["gfx1100", "gfx1201"] {
+        let art = dir.path().join(format!("policy-{arch}.pkl"));
+        let (model, art) = (model.to_str().unwrap(), art.to_str().unwrap());
+        let o = pilot(&["compile", model, "--target", "usb+amd", "--arch", arch, "-o", art]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let saved = dir.path().join(format!("out-{arch}"));
+        let o = pilot(&["run", art, "--device", "amd-emu", "--steps", "2", "--save-outputs", saved.to_str().unwrap()]);
+        if arch == "gfx1100" {
+            assert!(o.status.success(), "{}", stderr(&o));
+            let files = std::fs::read_dir(&saved).unwrap().count();
+            assert!(files >= 1, "no outputs saved");
+        } else {
+            assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+            let e = stderr(&o);
+            assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+            assert!(e.contains("usb+amd:gfx1201") && e.contains("amd-emu:gfx1100"), "{e}");
+        }
+    }
+}
