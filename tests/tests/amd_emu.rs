@@ -89,7 +89,9 @@ fn run_and_compare(name: &str) -> f64 {
         feeds.push(format!("{}={}", s.name, p.display()));
     }
     let refs: Vec<&[u8]> = arrays.iter().map(|a| a.data.as_slice()).collect();
+    let t = std::time::Instant::now();
     session.step(&refs).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let step = t.elapsed();
     let out = dir.path().join("ort");
     let st = Command::new(python())
         .arg(root().join("scripts/ort_run.py"))
@@ -112,7 +114,8 @@ fn run_and_compare(name: &str) -> f64 {
             worst = worst.max(e);
         }
     }
-    eprintln!("{name} on amd-emu: worst scaled error {worst:.2e}");
+    let counters = session.device_counters();
+    eprintln!("{name} on amd-emu: worst scaled error {worst:.2e}, step {step:.2?}, {counters:?}");
     worst
 }
 

@@ -25,7 +25,7 @@ use pilot_core::target::{Arch, Backend, Target};
 
 use crate::codeobj::{CodeObject, Kernel};
 use crate::rdna3::memory::OutOfBounds;
-use crate::rdna3::{dispatch_parallel, CodeObjectKernel, Dispatch, SharedMemory};
+use crate::rdna3::{dispatch_parallel, CodeObjectKernel, Dispatch, SharedMemory, Stats};
 
 /// GPU address of the first VRAM byte (not 0, so a null pointer faults).
 pub const VRAM_BASE: u64 = 0x1_0000_0000;
@@ -41,6 +41,9 @@ pub struct EmuDevice {
     steps: Vec<Vec<Op>>,
     threads: usize,
     timeline: u64,
+    /// What the emulator ran, over every submission.
+    ran: Stats,
+    dispatches: u64,
     /// The last code object parsed (every program of an artifact shares one).
     parsed: Option<(Vec<u8>, CodeObject)>,
 }
@@ -66,6 +69,8 @@ impl EmuDevice {
             steps: Vec::new(),
             threads: threads.max(1),
             timeline: 0,
+            ran: Stats::default(),
+            dispatches: 0,
             parsed: None,
         }
     }
@@ -263,12 +268,16 @@ impl Device for EmuDevice {
 
     fn submit(&mut self, step: StepId) -> DeviceResult<u64> {
         let ops = self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
-        for op in ops {
+        for op in ops.iter() {
             match op {
                 Op::Dispatch { program, dispatch } => {
                     let kernel = &self.programs[*program].kernel;
-                    dispatch_parallel(kernel, dispatch, &self.vram, self.threads)
+                    let ran = dispatch_parallel(kernel, dispatch, &self.vram, self.threads)
                         .map_err(|e| DeviceError::Failed { op: "submit", reason: e.to_string() })?;
+                    self.dispatches += 1;
+                    self.ran.workgroups += ran.workgroups;
+                    self.ran.waves += ran.waves;
+                    self.ran.instructions += ran.instructions;
                 }
                 Op::Copy { src, dst, len } => {
                     let mut bytes = vec![0u8; *len];
@@ -287,6 +296,16 @@ impl Device for EmuDevice {
 
     fn synchronize(&mut self) -> DeviceResult<()> {
         Ok(())
+    }
+
+    /// Dispatches, workgroups, waves and wave instructions emulated over every submission so far.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("dispatches", self.dispatches),
+            ("workgroups", self.ran.workgroups),
+            ("waves", self.ran.waves),
+            ("wave_instructions", self.ran.instructions),
+        ]
     }
 }
 

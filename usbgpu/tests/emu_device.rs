@@ -60,6 +60,10 @@ fn a_linked_step_replays_with_offsets_and_copies() {
     let t2 = dev.submit(step).unwrap();
     dev.wait(t2).unwrap();
     assert_eq!((t1, t2), (1, 2));
+    // Two submissions of 4 work-groups of 64 work-items: 2 wave32 waves each.
+    let counters = dev.counters();
+    assert_eq!(&counters[..3], &[("dispatches", 2), ("workgroups", 8), ("waves", 16)]);
+    assert!(counters[3].0 == "wave_instructions" && counters[3].1 >= 16 * 5, "{counters:?}");
     let mut out = vec![0u8; 4 * 256];
     dev.copy_out(copy, 0, &mut out).unwrap();
     let want: Vec<f32> = (0..256).map(|i| 1.0 + 4.0 * (i + 44) as f32).collect();
