@@ -14,8 +14,6 @@
 //!
 //! gfx1201 (RDNA4) code objects are refused: the emulator decodes gfx11 only.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use pilot_core::artifact::AmdDispatch;
 use pilot_core::device::{
     check_submitted, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ProgramFormat, ProgramId,
@@ -24,8 +22,7 @@ use pilot_core::device::{
 use pilot_core::target::{Arch, Backend, Target};
 
 use crate::codeobj::{CodeObject, Kernel};
-use crate::rdna3::memory::OutOfBounds;
-use crate::rdna3::{dispatch_parallel, CodeObjectKernel, Dispatch, SharedMemory, Stats};
+use crate::rdna3::{dispatch_parallel, CodeObjectKernel, Dispatch, SharedMemory, SharedVecMemory, Stats};
 
 /// GPU address of the first VRAM byte (not 0, so a null pointer faults).
 pub const VRAM_BASE: u64 = 0x1_0000_0000;
@@ -34,7 +31,9 @@ const ALIGN: u64 = 256;
 
 /// See the module docs.
 pub struct EmuDevice {
-    vram: Vram,
+    /// 32-bit atomic words, so workgroups on several host threads write different bytes of one word
+    /// without losing each other's.
+    vram: SharedVecMemory,
     /// `(address, size)` of each buffer; `None` once freed (VRAM is not reused).
     buffers: Vec<Option<(u64, u64)>>,
     programs: Vec<Program>,
@@ -63,7 +62,7 @@ impl EmuDevice {
     /// An empty device whose dispatches run their workgroups on `threads` host threads.
     pub fn new(threads: usize) -> EmuDevice {
         EmuDevice {
-            vram: Vram::default(),
+            vram: SharedVecMemory::new(VRAM_BASE, 0, &[]),
             buffers: Vec::new(),
             programs: Vec::new(),
             steps: Vec::new(),
@@ -94,10 +93,10 @@ impl EmuDevice {
 
     /// Reserves `size` bytes of VRAM aligned to `align`, zero-filled.
     fn reserve(&mut self, size: u64, align: u64) -> DeviceResult<u64> {
-        let addr = self.vram.end().next_multiple_of(align);
+        let addr = (VRAM_BASE + self.vram.size() as u64).next_multiple_of(align);
         let end = addr.checked_add(size).filter(|&e| e - VRAM_BASE <= MAX_VRAM);
         let Some(end) = end else { return Err(DeviceError::OutOfMemory { size: size as usize }) };
-        self.vram.grow_to(end);
+        self.vram.grow((end - VRAM_BASE) as usize).map_err(|_| DeviceError::OutOfMemory { size: size as usize })?;
         Ok(addr)
     }
 
@@ -312,79 +311,4 @@ impl Device for EmuDevice {
 /// A range checked against its buffer yet outside VRAM: a bug in this device, reported not panicked.
 fn unreachable_vram(op: &'static str) -> DeviceError {
     DeviceError::Failed { op, reason: "a checked buffer range lies outside the emulated VRAM".into() }
-}
-
-/// The VRAM: 32-bit atomic words from [`VRAM_BASE`], so workgroups on several host threads write
-/// different bytes of one word without losing each other's.
-#[derive(Default)]
-struct Vram {
-    words: Vec<AtomicU32>,
-}
-
-impl Vram {
-    fn end(&self) -> u64 {
-        VRAM_BASE + self.words.len() as u64 * 4
-    }
-
-    fn grow_to(&mut self, end: u64) {
-        let words = (end - VRAM_BASE).div_ceil(4) as usize;
-        if words > self.words.len() {
-            self.words.resize_with(words, || AtomicU32::new(0));
-        }
-    }
-
-    fn span(&self, addr: u64, len: usize) -> Result<std::ops::Range<usize>, OutOfBounds> {
-        let start = addr.checked_sub(VRAM_BASE).ok_or(OutOfBounds)?;
-        let end = start.checked_add(len as u64).ok_or(OutOfBounds)?;
-        if end > self.words.len() as u64 * 4 {
-            return Err(OutOfBounds);
-        }
-        Ok(start as usize..end as usize)
-    }
-}
-
-impl SharedMemory for Vram {
-    fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), OutOfBounds> {
-        let r = self.span(addr, out.len())?;
-        if r.start.is_multiple_of(4) && out.len().is_multiple_of(4) {
-            for (o, w) in out.chunks_exact_mut(4).zip(&self.words[r.start / 4..]) {
-                o.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
-            }
-            return Ok(());
-        }
-        for (o, i) in out.iter_mut().zip(r) {
-            *o = (self.words[i / 4].load(Ordering::Relaxed) >> (8 * (i % 4))) as u8;
-        }
-        Ok(())
-    }
-
-    fn write(&self, addr: u64, data: &[u8]) -> Result<(), OutOfBounds> {
-        let r = self.span(addr, data.len())?;
-        let mut i = r.start;
-        while i < r.end {
-            let (word, shift) = (i / 4, i % 4);
-            let n = (4 - shift).min(r.end - i);
-            let (mut bits, mut mask) = (0u32, 0u32);
-            for k in 0..n {
-                bits |= (data[i - r.start + k] as u32) << (8 * (shift + k));
-                mask |= 0xff << (8 * (shift + k));
-            }
-            if mask == u32::MAX {
-                self.words[word].store(bits, Ordering::Relaxed);
-            } else {
-                let _ = self.words[word].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| Some(w & !mask | bits));
-            }
-            i += n;
-        }
-        Ok(())
-    }
-
-    fn rmw32(&self, addr: u64, f: &mut dyn FnMut(u32) -> u32) -> Result<u32, OutOfBounds> {
-        let r = self.span(addr, 4)?;
-        if !r.start.is_multiple_of(4) {
-            return Err(OutOfBounds);
-        }
-        let old = self.words[r.start / 4].fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| Some(f(w)));
-        Ok(old.unwrap_or_else(|w| w))
-    }
 }

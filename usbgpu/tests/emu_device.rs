@@ -117,6 +117,10 @@ fn what_cannot_run_is_a_one_line_error() {
     let step = dev.link_step(&[dispatch(wild, vec![a], [64, 1, 1], [64, 1, 1])]).unwrap();
     let e = err(dev.submit(step).unwrap_err());
     assert!(e.starts_with("submit failed: rdna3 wild: `global_store_b32") && !e.contains('\n'), "{e}");
+    assert_eq!(
+        err(dev.alloc(1 << 40, BufferUse::Scratch).unwrap_err()),
+        format!("out of device memory allocating {} bytes", 1u64 << 40)
+    );
     dev.free(y).unwrap();
     assert_eq!(err(dev.free(y).unwrap_err()), "invalid buffer handle 0");
 }

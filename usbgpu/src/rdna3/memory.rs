@@ -102,6 +102,22 @@ impl SharedVecMemory {
         SharedVecMemory { base, words }
     }
 
+    /// Bytes of memory (a whole number of words).
+    pub fn size(&self) -> usize {
+        self.words.len() * 4
+    }
+
+    /// Grows the memory to at least `len` bytes, zero-filled; it never shrinks. Fails, leaving it as
+    /// it was, when the host cannot allocate that much.
+    pub fn grow(&mut self, len: usize) -> Result<(), std::collections::TryReserveError> {
+        let words = len.div_ceil(4);
+        if words > self.words.len() {
+            self.words.try_reserve_exact(words - self.words.len())?;
+            self.words.resize_with(words, || AtomicU32::new(0));
+        }
+        Ok(())
+    }
+
     /// The whole memory as bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         self.words.iter().flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes()).collect()
@@ -161,8 +177,10 @@ mod tests {
 
     #[test]
     fn shared_memory_bytes_words_and_bounds() {
-        let m = SharedVecMemory::new(0x100, 10, &[1, 2, 3]);
-        assert_eq!(m.to_bytes().len(), 12);
+        let mut m = SharedVecMemory::new(0x100, 6, &[1, 2, 3]);
+        assert_eq!(m.size(), 8);
+        m.grow(10).unwrap();
+        assert_eq!((m.size(), m.to_bytes().len()), (12, 12));
         m.write(0x101, &[0xaa, 0xbb, 0xcc, 0xdd, 0xee]).unwrap(); // straddles two words
         let mut out = [0u8; 7];
         m.read(0x100, &mut out).unwrap();
