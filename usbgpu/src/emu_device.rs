@@ -10,7 +10,9 @@
 //!   reader derives, for comparison with the artifact's;
 //! - [`Device::link_step`] writes each dispatch's kernarg segment into VRAM once (the buffers'
 //!   addresses plus offsets at the kernel's argument offsets) and fixes its registers, like a prebuilt
-//!   step; [`Device::submit`] runs the dispatches in order and completes before it returns.
+//!   step; [`Device::submit`] runs the dispatches in order and completes before it returns. It is a
+//!   test device: unlike the trait's contract for the step path, the emulator allocates (waves, LDS,
+//!   host threads) on every dispatch.
 //!
 //! gfx1201 (RDNA4) code objects are refused: the emulator decodes gfx11 only.
 
