@@ -15,6 +15,16 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void axpy(global const 
 __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void wild(global float *y) {
   y[GID + 0x10000000u] = 1.0f;
 }
+// pilot's barrier(): fences around s_barrier; the acquire fence is clang's buffer_gl0_inv.
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void reverse(global float *y) {
+  local float t[64];
+  uint l = __builtin_amdgcn_workitem_id_x();
+  t[l] = y[GID];
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+  y[GID] = t[63 - l];
+}
 __kernel void unpinned(global float *y) { y[GID] = 0.0f; }
 "#;
 
@@ -69,6 +79,30 @@ fn a_linked_step_replays_with_offsets_and_copies() {
     let want: Vec<f32> = (0..256).map(|i| 1.0 + 4.0 * (i + 44) as f32).collect();
     assert_eq!(floats(&out), want);
     assert_eq!(dev.wait(3).unwrap_err().to_string(), "wait failed: timeline value 3 was never submitted (last is 2)");
+}
+
+#[test]
+fn workgroup_barriers_with_fences_run() {
+    let Some(co) = rdna3_support::build("emu_device", SOURCE) else { return };
+    let kernel = pilot_usbgpu::rdna3::CodeObjectKernel::load(&co, "reverse").unwrap();
+    let text: Vec<String> = kernel.insts.iter().map(|i| i.to_string()).collect();
+    assert!(text.iter().any(|t| t == "buffer_gl0_inv"), "{text:?}");
+    let mut dev = EmuDevice::new(2);
+    let reverse = dev.load_program(&spec("reverse", &co, 1)).unwrap();
+    let y = dev.alloc(4 * 128, BufferUse::Output).unwrap();
+    dev.copy_in(y, 0, &bytes(&(0..128).map(|i| i as f32).collect::<Vec<_>>())).unwrap();
+    let ops = [StepOp::Dispatch {
+        program: reverse,
+        args: vec![Arg { buffer: y, offset: 0 }],
+        global: [128, 1, 1],
+        local: [64, 1, 1],
+    }];
+    let step = dev.link_step(&ops).unwrap();
+    dev.submit(step).unwrap();
+    let mut out = vec![0u8; 4 * 128];
+    dev.copy_out(y, 0, &mut out).unwrap();
+    let want: Vec<f32> = (0..128).map(|i| (i / 64 * 64 + 63 - i % 64) as f32).collect();
+    assert_eq!(floats(&out), want);
 }
 
 #[test]
