@@ -1,4 +1,4 @@
-//! The model tests (vision, policy, dmonitoring from `scripts/make_models.py`) compiled for `usb+amd`
+//! The model tests (vision, policy, dmonitoring and exporter from `scripts/make_models.py`) compiled for `usb+amd`
 //! gfx1100 and EXECUTED: the code object pilot ships runs on the RDNA3 emulator through
 //! `pilot_usbgpu::emu_device::EmuDevice` and the session, and its outputs are compared with
 //! onnxruntime on the same seeded inputs (scaled error `|got - ref| / max(1, |ref|)` ≤ 1e-4).
@@ -54,20 +54,21 @@ fn input(dtype: DType, shape: &[usize], seed: u64) -> npy::Array {
     npy::Array { dtype, shape: shape.to_vec(), data }
 }
 
-fn compile(name: &str, arch: &str, dir: &Path) -> PathBuf {
+fn compile(name: &str, arch: &str, shapes: &[(&str, &[usize])], dir: &Path) -> PathBuf {
     let target = Target::parse("usb+amd", Some(arch), Modes::default()).unwrap();
-    let opts = pilot_compiler::CompileOptions { shapes: HashMap::new(), ..pilot_compiler::CompileOptions::new(target) };
+    let shapes: HashMap<String, Vec<usize>> = shapes.iter().map(|(n, s)| (n.to_string(), s.to_vec())).collect();
+    let opts = pilot_compiler::CompileOptions { shapes, ..pilot_compiler::CompileOptions::new(target) };
     let art = dir.join(format!("{name}-{arch}.pkl"));
     pilot_compiler::compile(&models().join(format!("{name}.onnx")), &art, &opts, &|_| {})
         .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
     art
 }
 
-/// Compiles `name` for gfx1100, steps it on the emulated GPU, and returns the worst scaled error
-/// against onnxruntime.
-fn run_and_compare(name: &str) -> f64 {
+/// Compiles `name` (dynamic dimensions pinned by `shapes`) for gfx1100, steps it on the emulated GPU,
+/// and returns the worst scaled error against onnxruntime.
+fn run_and_compare(name: &str, shapes: &[(&str, &[usize])]) -> f64 {
     let dir = tempfile::tempdir().unwrap();
-    let art = compile(name, "gfx1100", dir.path());
+    let art = compile(name, "gfx1100", shapes, dir.path());
     let artifact = Artifact::open(&art).unwrap();
 
     // The device derives each program's dispatch record from the code object; the artifact's must agree.
@@ -121,23 +122,28 @@ fn run_and_compare(name: &str) -> f64 {
 
 #[test]
 fn policy_runs_on_the_emulated_gpu() {
-    run_and_compare("policy");
+    run_and_compare("policy", &[]);
 }
 
 #[test]
 fn dmonitoring_runs_on_the_emulated_gpu() {
-    run_and_compare("dmonitoring");
+    run_and_compare("dmonitoring", &[]);
 }
 
 #[test]
 fn vision_runs_on_the_emulated_gpu() {
-    run_and_compare("vision");
+    run_and_compare("vision", &[]);
+}
+
+#[test]
+fn exporter_runs_on_the_emulated_gpu() {
+    run_and_compare("exporter", &[("x", &[2, 3, 8, 12])]);
 }
 
 #[test]
 fn gfx1201_is_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let art = compile("policy", "gfx1201", dir.path());
+    let art = compile("policy", "gfx1201", &[], dir.path());
     let artifact = Artifact::open(&art).unwrap();
     let p = &artifact.manifest.programs[0];
     let spec = ProgramSpec { name: &p.name, format: p.format, code: artifact.blob(p.blob), arg_count: p.args };
