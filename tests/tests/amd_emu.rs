@@ -1,7 +1,8 @@
-//! The model tests (vision, policy, dmonitoring and exporter from `scripts/make_models.py`) compiled for `usb+amd`
-//! gfx1100 and EXECUTED: the code object pilot ships runs on the RDNA3 emulator through
+//! The model tests (vision, policy, dmonitoring and exporter from `scripts/make_models.py`) compiled
+//! for `usb+amd` gfx1100 and EXECUTED: the code object pilot ships runs on the RDNA3 emulator through
 //! `pilot_usbgpu::emu_device::EmuDevice` and the session, and its outputs are compared with
-//! onnxruntime on the same seeded inputs (scaled error `|got - ref| / max(1, |ref|)` ≤ 1e-4).
+//! onnxruntime on the same seeded inputs (scaled error `|got - ref| / max(1, |ref|)` ≤ 1e-4). Each
+//! program's `amdgpu` record in the artifact must equal the one the device derives from the code object.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
