@@ -1,6 +1,7 @@
 /* Steps one pilot artifact at 20 Hz from C, as modeld does, and prints each step's time.
  *   cc examples/run_model.c -Icapi/include target/release/libpilot_capi.a -lpthread -ldl -lm -lrt -lutil -o run_model
  *   ./run_model policy.pkl [STEPS] [DEVICE]          (ASSERT_MIN_STEP_TIME=ms gates the fastest step) */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

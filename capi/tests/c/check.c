@@ -3,6 +3,7 @@
  * Input 0 is bound by pointer (the file's bytes, read in place at each step); the others are written into
  * pilot's own input buffers. After STEPS steps each output i is written raw to OUTDIR/i.bin. A failure prints
  * "pilot: error: <message>" and exits with 2 + the status code. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include "pilot.h"
