@@ -194,3 +194,62 @@ fn errors_are_codes_with_the_commands_text() {
         pilot_model_close(ptr::null_mut());
     }
 }
+
+/// The demo artifact with its device-resident features queue also exposed as an input.
+fn demo_with_state_input(dir: &std::path::Path) -> CString {
+    let path = dir.join("state.pkl");
+    let object = pilot_tests::cc_object(demo::KERNEL);
+    let mut manifest = demo::write(&path, &object, "cpu").unwrap();
+    manifest.inputs.push(pilot_core::artifact::TensorSpec {
+        name: "features".into(),
+        shape: vec![1, demo::QUEUE, demo::WIDTH],
+        dtype: pilot_core::DType::F32,
+        buffer: 1,
+        slices: vec![],
+    });
+    let (w, b) = demo::weights();
+    let (w, b) = (bytes(&w), bytes(&b));
+    let mut writer = pilot_core::artifact::ArtifactWriter::new();
+    for blob in [&w, &b, &object] {
+        writer.add_blob(blob);
+    }
+    writer.write(&path, &mut manifest).unwrap();
+    CString::new(path.to_str().unwrap()).unwrap()
+}
+
+#[test]
+fn a_state_input_keeps_its_device_value_until_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(&demo_with_state_input(dir.path()), Some("cpu"));
+    let (w, b) = demo::weights();
+    let mut features = vec![0f32; demo::QUEUE * demo::WIDTH];
+    // SAFETY: `m` is open until closed at the end; every pointer passed is valid.
+    unsafe {
+        assert_eq!(pilot_model_input_count(m), 2);
+        let (mut buf, mut n) = (ptr::null_mut(), 0usize);
+        assert_eq!(pilot_model_input_buffer(m, 1, &mut buf, &mut n), PilotStatus::Ok);
+        for step in 0..6 {
+            if step == 3 {
+                // Set by copy: the next step starts from these values, then the device carries them on.
+                features = (0..features.len()).map(|k| (k as f32 * 0.11).cos()).collect();
+                let x = bytes(&features);
+                assert_eq!(pilot_model_set_input(m, 1, x.as_ptr().cast(), x.len()), PilotStatus::Ok);
+            } else {
+                // Writes to pilot's buffer of a state input are not sent: the device keeps its queue.
+                std::slice::from_raw_parts_mut(buf.cast::<u8>(), n).fill(0x7f);
+            }
+            let x = bytes(&desire(step));
+            assert_eq!(pilot_model_set_input(m, 0, x.as_ptr().cast(), x.len()), PilotStatus::Ok);
+            assert_eq!(pilot_model_step(m), PilotStatus::Ok, "{}", last_error());
+            let want = demo::reference_step(&desire(step), &mut features, &w, &b);
+            let got = output(m);
+            for (g, r) in got.iter().zip(&want) {
+                assert!((g - r).abs() <= 1e-5 * r.abs().max(1.0), "step {step}: got {got:?}, want {want:?}");
+            }
+        }
+        let x = bytes(&features);
+        assert_eq!(pilot_model_bind_input(m, 1, x.as_ptr().cast(), x.len(), ptr::null_mut()), PilotStatus::Order);
+        assert!(last_error().contains("device state"), "{}", last_error());
+        pilot_model_close(m);
+    }
+}
