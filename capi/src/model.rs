@@ -135,7 +135,7 @@ impl Model {
         };
         for i in 0..n {
             if !model.state[i] {
-                model.feed_own(i)?;
+                model.feed_own(i).map_err(|e| Error::Load(e.to_string()))?;
             }
         }
         model.load_time = st.elapsed();
