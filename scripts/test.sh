@@ -37,7 +37,8 @@ PILOT_CL_REQUIRE=1 PROPTEST_CASES="${PROPTEST_CASES:-4096}" cargo test --workspa
 # from pytest and from C against the command; the examples step the test models at 20 Hz.
 .venv/bin/python -c 'import maturin, pytest' 2>/dev/null \
   || .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
-cargo build --quiet -p pilot-tools -p pilot-capi
+cargo build --quiet -p pilot-tools
+cargo build --quiet -p pilot-capi   # alone, so libpilot_capi holds the runtime crates only
 rm -rf target/wheels
 maturin build --quiet -m python/Cargo.toml -o target/wheels
 .venv/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall target/wheels/pilot-*.whl
