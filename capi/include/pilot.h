@@ -321,6 +321,20 @@ enum PilotStatus pilot_model_profile_entry(struct PilotModel *m,
                                            const char **name,
                                            uint64_t *total_ns);
 
+/*
+ Slice `index` of openpilot's `output_slices` (from the artifact's outputs or its metadata, decoded without
+ unpickling): its name and the elements `start..stop` of the flattened first output;
+ [`PilotStatus::InvalidArgument`] past the last one, [`PilotStatus::Metadata`] when the metadata is invalid.
+
+ # Safety
+ `m` is an open model; `name`, `start` and `stop` are valid.
+ */
+enum PilotStatus pilot_model_output_slice(struct PilotModel *m,
+                                          size_t index,
+                                          const char **name,
+                                          size_t *start,
+                                          size_t *stop);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

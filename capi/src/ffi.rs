@@ -546,6 +546,32 @@ pub unsafe extern "C" fn pilot_model_profile_entry(
     })
 }
 
+/// Slice `index` of openpilot's `output_slices` (from the artifact's outputs or its metadata, decoded without
+/// unpickling): its name and the elements `start..stop` of the flattened first output;
+/// [`PilotStatus::InvalidArgument`] past the last one, [`PilotStatus::Metadata`] when the metadata is invalid.
+///
+/// # Safety
+/// `m` is an open model; `name`, `start` and `stop` are valid.
+#[no_mangle]
+pub unsafe extern "C" fn pilot_model_output_slice(
+    m: *mut PilotModel,
+    index: usize,
+    name: *mut *const c_char,
+    start: *mut usize,
+    stop: *mut usize,
+) -> PilotStatus {
+    guard(|| {
+        // SAFETY: per this function's contract.
+        let (m, name, start, stop) =
+            unsafe { (model(m)?, out(name, "name")?, out(start, "start")?, out(stop, "stop")?) };
+        let slices = m.model.output_slices()?;
+        let s = slices.get(index).ok_or(Error::Index { kind: "output slice", index, count: slices.len() })?;
+        *name = m.keep_name(&s.name);
+        (*start, *stop) = (s.start, s.stop);
+        Ok(())
+    })
+}
+
 impl PilotModel {
     /// A NUL-terminated copy of `name` that lives until close (reused when asked again).
     fn keep_name(&mut self, name: &str) -> *const c_char {

@@ -116,6 +116,10 @@ fn steps_through_the_c_abi_match_the_reference() {
         assert_eq!(CStr::from_ptr(name).to_str().unwrap(), "policy");
         assert!(ns > 0);
         assert_eq!(pilot_model_profile_entry(m, 99, &mut name, &mut ns), PilotStatus::InvalidArgument);
+        let (mut start, mut stop) = (0usize, 0usize);
+        assert_eq!(pilot_model_output_slice(m, 0, &mut name, &mut start, &mut stop), PilotStatus::Ok);
+        assert_eq!((CStr::from_ptr(name).to_str().unwrap(), start, stop), ("hidden_state", 0, demo::WIDTH));
+        assert_eq!(pilot_model_output_slice(m, 1, &mut name, &mut start, &mut stop), PilotStatus::InvalidArgument);
         let mut value = 0u64;
         assert_eq!(pilot_model_counter(m, 0, &mut name, &mut value), PilotStatus::InvalidArgument, "cpu keeps none");
         pilot_model_close(m);

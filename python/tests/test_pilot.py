@@ -132,6 +132,17 @@ def test_the_step_time_gate(models, monkeypatch):
     assert stats["load_ms"] > 0
 
 
+def test_profile_and_counters(models):
+    model = pilot.load(models["vision"], profile=True)
+    for _ in range(2):
+        model.step()
+    ops = model.profile()
+    assert ops and all(isinstance(n, str) and t >= 0 for n, t in ops) and sum(t for _, t in ops) > 0
+    assert model.counters() == {}, "the CPU device keeps no counters"
+    with pytest.raises(pilot.PilotError, match="does not profile"):
+        pilot.load(models["vision"]).profile()
+
+
 def test_enqueue_and_wait_halves(models):
     a, b = pilot.load(models["policy"]), pilot.load(models["policy"])
     inputs = seeded_inputs(a, 3)
@@ -171,6 +182,7 @@ def test_zero_copy_inputs_on_the_fake_kgsl(models, tmp_path):
     got = model(**inputs)["outputs"]
     want = cli_outputs(models["policy_qcom"], inputs, tmp_path, device="fake-kgsl")["outputs"]
     assert got.tobytes() == want.tobytes()
+    assert model.counters()["ioctls"] > 0
     # Written in place after the step: the device reads the new values where they lie.
     model.inputs["desire"][:] = 0.25
     model.step()
