@@ -50,6 +50,7 @@ class Model:
         self.enqueue = raw.enqueue
         self.wait = raw.wait
         self._slices = None
+        self._bound = set()
 
     def __call__(self, **inputs):
         """Sets the given inputs (exact dtype and shape), steps, and returns `self.outputs`."""
@@ -61,15 +62,36 @@ class Model:
     def set_input(self, name, value):
         """Copies `value` (exactly the input's dtype and shape) into input `name` for the next step. This is
         how a device-state input (not in `inputs`) is set; the device keeps its value otherwise."""
-        index = self._raw.input_index(name)
-        _, dtype, shape, state = self._input_specs[name]
-        a = np.asarray(value)
-        if a.dtype != dtype or a.shape != shape:
-            raise PilotError(f"{a.dtype} {list(a.shape)} given for input `{name}`, which is {dtype} {list(shape)}")
-        if state:
+        index, a, state = self._checked(name, np.asarray(value))
+        if state or name in self._bound:
             self._raw.set_input(index, np.ascontiguousarray(a).tobytes())
         else:
             np.copyto(self.inputs[name], a)
+
+    def bind_input(self, name, array):
+        """Binds input `name` to `array`'s memory (exactly the input's dtype and shape, C-contiguous; a camera
+        frame, say): every later step reads it there, without a copy where the device maps host memory, until
+        `unbind_input(name)`; `inputs[name]` no longer feeds the model meanwhile. Do not write `array` while a
+        step is in flight. Returns whether the device reads it in place."""
+        if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+            raise PilotError(f"bind_input: input `{name}` needs a C-contiguous numpy array")
+        index, a, _ = self._checked(name, array)
+        zero_copy = self._raw.bind_input(index, a.reshape(-1).view(np.uint8))
+        self._bound.add(name)
+        return zero_copy
+
+    def unbind_input(self, name):
+        """Feeds input `name` from `inputs[name]`, pilot's own buffer, again."""
+        zero_copy = self._raw.unbind_input(self._raw.input_index(name))
+        self._bound.discard(name)
+        return zero_copy
+
+    def _checked(self, name, a):
+        index = self._raw.input_index(name)
+        _, dtype, shape, state = self._input_specs[name]
+        if a.dtype != dtype or a.shape != shape:
+            raise PilotError(f"{a.dtype} {list(a.shape)} given for input `{name}`, which is {dtype} {list(shape)}")
+        return index, a, state
 
     def is_zero_copy(self, name):
         """Whether the device reads input `name` where it lies, without a copy per step."""

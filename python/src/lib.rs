@@ -7,6 +7,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
 use pilot_capi::{Error, Model, Options, PilotStatus};
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::{create_exception, ffi};
@@ -26,6 +27,8 @@ fn py_err(e: Error) -> PyErr {
 #[pyclass(module = "pilot._pilot", name = "Model")]
 struct PyModel {
     model: Mutex<Model>,
+    /// The caller's buffers bound to inputs (`bind_input`), held until rebound or dropped after the model.
+    bound: Mutex<Vec<Option<PyBuffer<u8>>>>,
 }
 
 impl PyModel {
@@ -93,6 +96,30 @@ impl PyModel {
     /// Copies `data` (exactly the input's bytes) into input `i` for the next step.
     fn set_input(&self, i: usize, data: &[u8]) -> PyResult<()> {
         self.with(|m| m.set_input(i, data))
+    }
+
+    /// Binds input `i` to the caller's C-contiguous bytes `data` (exactly the input's size), held here until
+    /// rebound: every later step reads them there. Returns whether the device reads them in place.
+    fn bind_input(&self, i: usize, data: PyBuffer<u8>) -> PyResult<bool> {
+        if !data.is_c_contiguous() {
+            return Err(PilotError::new_err("bind_input: the array must be C-contiguous"));
+        }
+        let (ptr, len) = (data.buf_ptr() as *const u8, data.len_bytes());
+        let mapped = self.with(|m| {
+            // SAFETY: `data` holds the exporter's buffer (an exporting numpy array cannot be resized or freed)
+            // and is kept in `bound[i]` until the input is rebound or the model, dropped first, is gone. Not
+            // writing it during a step in flight is the caller's documented duty, as for pilot's own buffers.
+            unsafe { m.bind_input(i, std::slice::from_raw_parts(ptr, len)) }
+        })?;
+        self.bound.lock().map_err(|_| PilotError::new_err("bind_input: poisoned"))?[i] = Some(data);
+        Ok(mapped)
+    }
+
+    /// Feeds input `i` from the model's own buffer again and lets go of the caller's.
+    fn unbind_input(&self, i: usize) -> PyResult<bool> {
+        let mapped = self.with(|m| m.unbind_input(i))?;
+        self.bound.lock().map_err(|_| PilotError::new_err("unbind_input: poisoned"))?[i] = None;
+        Ok(mapped)
     }
 
     /// Whether the device reads input `i` in place (no copy per step).
@@ -185,7 +212,8 @@ fn load(
 ) -> PyResult<PyModel> {
     let opts = Options { device, threads, profile, priority };
     let model = py.detach(|| Model::load(&path, &opts)).map_err(py_err)?;
-    Ok(PyModel { model: Mutex::new(model) })
+    let bound = Mutex::new((0..model.inputs().len()).map(|_| None).collect());
+    Ok(PyModel { model: Mutex::new(model), bound })
 }
 
 #[pymodule]

@@ -78,6 +78,29 @@ def test_inputs_and_outputs_are_views_of_pilots_buffers(models):
         out[0, 0] = 1.0
 
 
+def test_an_array_bound_by_pointer_is_read_at_each_step(models):
+    bound, copied = pilot.load(models["policy"]), pilot.load(models["policy"])
+    inputs = seeded_inputs(bound, 13)
+    for name, value in inputs.items():
+        bound.inputs[name][:] = value
+    frame = inputs["desire"].copy()
+    assert bound.bind_input("desire", frame) is False, "the CPU device copies it at each enqueue"
+    bound.inputs["desire"][:] = 99.0  # pilot's own buffer no longer feeds the model
+    for step in range(3):
+        frame[...] = step * 0.5 - 0.3  # written after binding: the step reads these values
+        bound.step()
+        copied(**{**inputs, "desire": frame})
+        assert bound.outputs["outputs"].tobytes() == copied.outputs["outputs"].tobytes(), step
+    with pytest.raises(pilot.PilotError, match="bound to caller memory"):
+        bound.set_input("desire", frame)
+    with pytest.raises(pilot.PilotError, match="C-contiguous"):
+        bound.bind_input("desire", np.zeros((8, 24, 1), np.float32).T)
+    bound.unbind_input("desire")
+    bound.step()
+    assert np.all(bound.inputs["desire"] == 99.0)
+    assert bound.outputs["outputs"].tobytes() != copied.outputs["outputs"].tobytes()
+
+
 def test_output_slices_are_decoded_from_the_metadata(models):
     policy = pilot.load(models["policy"])
     assert policy.output_slices == {"plan": slice(0, 33), "hidden_state": slice(33, 545)}
@@ -183,6 +206,14 @@ def test_zero_copy_inputs_on_the_fake_kgsl(models, tmp_path):
     want = cli_outputs(models["policy_qcom"], inputs, tmp_path, device="fake-kgsl")["outputs"]
     assert got.tobytes() == want.tobytes()
     assert model.counters()["ioctls"] > 0
+    frame = np.full((1, 24, 8), 0.25, np.float32)
+    assert model.bind_input("desire", frame), "KGSL maps the caller's array too"
+    model.step()
+    from_frame = got.tobytes()
+    model.unbind_input("desire")
+    model.inputs["desire"][:] = 0.25
+    model.step()
+    assert got.tobytes() == from_frame
     # Written in place after the step: the device reads the new values where they lie.
     model.inputs["desire"][:] = 0.25
     model.step()
