@@ -1,11 +1,13 @@
 //! The artifact: an openpilot-style out-of-band pickle (SPEC §3).
 //!
-//! Layers, bottom up: [`container`] (the `<q N> pickle (<q n> bytes)*` framing), [`pickle`] (the strict
-//! plain-data subset), [`schema`] (the typed payload, version 1, decoded with bounds checks) and
-//! [`verify`] (meaning). [`Artifact::open`] memory-maps a file and runs them all; there is no way to
-//! get an [`Artifact`] that skipped verification. Blob bytes are slices of the map, never copied.
+//! Layers, bottom up: [`container`] (the `<q N> pickle (<q n> bytes)*` framing), [`integrity`] (xxh3 of
+//! the pickle and of every record, in the last record), [`pickle`] (the strict plain-data subset),
+//! [`schema`] (the typed payload, version 2, decoded with bounds checks) and [`verify`] (meaning).
+//! [`Artifact::open`] memory-maps a file and runs them all; there is no way to get an [`Artifact`]
+//! that skipped the integrity check or verification. Blob bytes are slices of the map, never copied.
 
 pub mod container;
+pub mod integrity;
 pub mod pickle;
 pub mod schema;
 pub mod verify;
@@ -26,6 +28,8 @@ pub enum ArtifactError {
     Io { path: String, source: std::io::Error },
     #[error("container: {0}")]
     Container(#[from] container::ContainerError),
+    #[error("integrity: {0}")]
+    Integrity(#[from] integrity::IntegrityError),
     #[error("{0}")]
     Pickle(#[from] pickle::PickleError),
     #[error("payload: {0}")]
@@ -73,14 +77,24 @@ impl Artifact {
         Artifact::from_bytes(Arc::new(Mapped(map)))
     }
 
-    /// Parses and verifies artifact bytes held by `bytes`.
+    /// Checks the integrity record of the artifact bytes held by `bytes` (every byte is hashed),
+    /// then parses and verifies them.
     pub fn from_bytes(bytes: Arc<dyn AsRef<[u8]> + Send + Sync>) -> Result<Artifact, ArtifactError> {
         let data = (*bytes).as_ref();
         let c = container::parse(data)?;
+        // Without an integrity record the payload is still decoded first, so that an older or foreign
+        // file is named as such (version, format) rather than as damaged.
+        let checked = integrity::present(data, &c.records);
+        if checked {
+            integrity::check(data, c.pickle.clone(), &c.records)?;
+        }
         let p = pickle::read(&data[c.pickle.clone()])?;
         let manifest = Manifest::decode(&p.value, p.buffer_count as usize)?;
         let sizes: Vec<u64> = c.records.iter().map(|r| r.len() as u64).collect();
         verify::verify(&manifest, &sizes)?;
+        if !checked {
+            integrity::check(data, c.pickle.clone(), &c.records)?;
+        }
         Ok(Artifact { records: c.records, manifest, bytes })
     }
 
@@ -100,7 +114,9 @@ impl Artifact {
         (*self.bytes).as_ref().len()
     }
 
-    /// Checks every buffer checksum (reads all the weights).
+    /// The deep check (`pilot load --verify`): every buffer's own checksum, which the compiler took
+    /// from the data it meant to write, independently of the integrity record that the writer took
+    /// from the bytes it streamed. Reads all the weights again. Returns how many buffers were checked.
     pub fn verify_checksums(&self) -> Result<usize, ArtifactError> {
         let mut checked = 0;
         for (i, b) in self.manifest.buffers.iter().enumerate() {

@@ -1,7 +1,7 @@
-//! The typed payload, version 1, and its first verification pass (structure and bounds).
+//! The typed payload, version 2, and its first verification pass (structure and bounds).
 //!
 //! ```text
-//! {"format": "pilot", "version": 1,
+//! {"format": "pilot", "version": 2,
 //!  "target":   {"backend": "cpu", "arch": "x86_64", "image": False, "float16": False, "nolocals": False},
 //!  "inputs":   [{"name", "shape": [..], "dtype": "uint8", "buffer": i}],
 //!  "outputs":  [{"name", "shape", "dtype", "buffer": i, "slices": {name: (start, end)} | None}],
@@ -13,7 +13,8 @@
 //!              | {"op": "copy", "src": (buffer, offset), "dst": (buffer, offset), "size": n}],
 //!  "metadata": {"compiler": str, "model_hash": str, "props": {str: str}},
 //!  "blobs":    [PickleBuffer, ...],   # record k of the container, in order
-//!  "_pad":     [record, ...]}         # records that only align the next one to 64 bytes
+//!  "_pad":     [record, ...],         # records that only align the next one to 64 bytes
+//!  "integrity": record}               # the last record: xxh3 of the pickle and of every other record
 //! ```
 //! `record` is an index into `blobs`, i.e. the n-th out-of-band record of the file. Decoding checks
 //! types and bounds only; [`super::verify`] checks meaning.
@@ -22,8 +23,8 @@ use super::pickle::Value;
 use crate::device::{BufferUse, ImageChannel, ImageDesc, ProgramFormat, StepOp};
 use crate::dtype::DType;
 
-/// The only payload version this build reads and writes.
-pub const VERSION: i64 = 1;
+/// The only payload version this build reads and writes (2: the integrity record).
+pub const VERSION: i64 = 2;
 /// The value of the payload's `format` key.
 pub const FORMAT: &str = "pilot";
 
@@ -442,6 +443,10 @@ impl Manifest {
                 "blobs",
                 format!("lists {} records but the pickle references {buffer_count}", blobs.len()),
             ));
+        }
+        let integrity = o.uint("integrity")?;
+        if integrity + 1 != blobs.len() {
+            return Err(err("integrity", format!("record {integrity} is not the last of the {} records", blobs.len())));
         }
         let m = Obj::new("metadata", o.get("metadata")?)?;
         let props = match m.get("props")? {

@@ -93,15 +93,73 @@ fn data_records_start_64_byte_aligned_in_the_file() {
 }
 
 #[test]
-fn checksum_mismatch_is_reported() {
+fn buffer_checksum_mismatch_is_reported_by_the_deep_check() {
+    // The compiler hashed other bytes than the writer streamed: the file is intact, the deep check
+    // (`pilot load --verify`) is what notices.
     let weights = vec![3u8; 64];
     let mut m = manifest();
-    m.buffers[1].checksum = Some(super::checksum(&weights));
-    let mut bytes = write(&mut m, &weights, b"code").unwrap();
-    let at = bytes.iter().rposition(|&b| b == 3).unwrap();
-    bytes[at] = 4;
-    let err = open(bytes).unwrap().verify_checksums().unwrap_err();
+    m.buffers[1].checksum = Some(super::checksum(&[4u8; 64]));
+    let a = open(write(&mut m, &weights, b"code").unwrap()).unwrap();
+    let err = a.verify_checksums().unwrap_err();
     assert!(matches!(err, ArtifactError::Checksum { buffer: 1, .. }), "{err}");
+}
+
+#[test]
+fn every_flipped_byte_is_refused_on_load() {
+    let weights: Vec<u8> = (0..64).collect();
+    let bytes = write(&mut manifest(), &weights, b"\x7fELF code").unwrap();
+    let c = super::container::parse(&bytes).unwrap();
+    assert_eq!(c.records.len(), 5);
+    assert!(bytes[c.records[4].clone()].starts_with(&super::integrity::MAGIC));
+    for at in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x10;
+        let err = open(bad).expect_err(&format!("byte {at} flipped was accepted")).to_string();
+        assert!(!err.contains('\n'), "{err}");
+        // Damage inside the pickle or a record is named as such; a damaged length field may also
+        // surface as a framing error.
+        if c.pickle.contains(&at) {
+            assert!(err.contains("checksum mismatch in the pickle"), "byte {at}: {err}");
+        }
+        for (k, r) in c.records[..4].iter().enumerate() {
+            if r.contains(&at) {
+                assert!(err.contains(&format!("checksum mismatch in record {k} ")), "byte {at}: {err}");
+            }
+        }
+    }
+}
+
+#[test]
+fn older_and_unsealed_payloads_are_refused() {
+    let bytes = write(&mut manifest(), &[0u8; 64], b"code").unwrap();
+    let c = super::container::parse(&bytes).unwrap();
+    let records: Vec<&[u8]> = c.records.iter().map(|r| &bytes[r.clone()]).collect();
+    let reframe = |payload: &Value, records: &[&[u8]]| {
+        let pickle = pickle::write(payload).unwrap();
+        let mut out = (pickle.len() as i64).to_le_bytes().to_vec();
+        out.extend_from_slice(&pickle);
+        for r in records {
+            out.extend_from_slice(&(r.len() as i64).to_le_bytes());
+            out.extend_from_slice(r);
+        }
+        out
+    };
+    let edit = |key: &str, value: Value| {
+        let mut v = pickle::read(&bytes[c.pickle.clone()]).unwrap().value;
+        let Value::Dict(entries) = &mut v else { unreachable!() };
+        entries.iter_mut().find(|(k, _)| *k == Value::str(key)).unwrap().1 = value;
+        v
+    };
+    // A version-1 payload (no integrity record) is named by its version.
+    let err = open(reframe(&edit("version", Value::Int(1)), &records[..4])).unwrap_err().to_string();
+    assert!(err.contains("version 1 is not supported (this build reads 2)"), "{err}");
+    // A current payload whose integrity record was dropped or replaced.
+    let mut junk = records.clone();
+    junk[4] = &[b'x'; 56]; // the size of the table it replaces
+    let err = open(reframe(&edit("version", Value::Int(2)), &junk)).unwrap_err().to_string();
+    assert!(err.contains("no `pilotxx3` header"), "{err}");
+    let err = open(reframe(&edit("integrity", Value::Int(3)), &records)).unwrap_err().to_string();
+    assert!(err.contains("checksum mismatch in the pickle"), "{err}");
 }
 
 fn refused(change: impl FnOnce(&mut Manifest), needle: &str) {
@@ -153,7 +211,7 @@ fn unreferenced_records_and_foreign_payloads_are_refused() {
     let mut extra = bytes.clone();
     extra.extend_from_slice(&3i64.to_le_bytes());
     extra.extend_from_slice(b"abc");
-    assert!(open(extra).unwrap_err().to_string().contains("holds 5"), "extra record");
+    assert!(open(extra).unwrap_err().to_string().contains("holds 6"), "extra record");
     // A valid pickle that is not a pilot artifact.
     let payload = pickle::write(&Value::List(vec![Value::Int(1)])).unwrap();
     let mut foreign = (payload.len() as i64).to_le_bytes().to_vec();

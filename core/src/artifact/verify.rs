@@ -3,10 +3,11 @@
 //! Checks: a known target; unique input and output names; every index in range; sizes consistent with
 //! dtype × shape; weights carry contents of exactly their size; dispatch argument counts match their
 //! programs; every argument offset and copy range lies inside its buffer; every out-of-band record is
-//! referenced exactly once (by a buffer or `_pad`), or by one or more programs (a code object that
-//! exports several kernels).
+//! referenced exactly once (by a buffer, `_pad` or `integrity`, which is the last record), or by one
+//! or more programs (a code object that exports several kernels).
 
 use super::schema::{err, kind_name, Manifest, SchemaError, BACKENDS};
+use super::write::integrity_len;
 use crate::device::{Arg, BufferUse, ImageChannel, StepOp};
 use crate::dtype::DType;
 
@@ -107,6 +108,19 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
         if record_sizes.get(r).is_some_and(|&s| s >= 64) {
             return Err(err(format!("_pad[{k}]"), "a padding record is 64 bytes or longer"));
         }
+    }
+    // The last record is the integrity record (checked by `integrity::check` before decoding).
+    let integrity = m.blob_count.checked_sub(1).ok_or_else(|| err("blobs", "no integrity record"))?;
+    claim(integrity, "integrity".to_string())?;
+    if record_sizes[integrity] != integrity_len(integrity) {
+        return Err(err(
+            "integrity",
+            format!(
+                "record {integrity} holds {} bytes, an integrity table of {integrity} records is {}",
+                record_sizes[integrity],
+                integrity_len(integrity)
+            ),
+        ));
     }
     if let Some(r) = referenced.iter().position(Option::is_none) {
         return Err(err(format!("blobs[{r}]"), "record is not referenced"));
