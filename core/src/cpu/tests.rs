@@ -11,6 +11,8 @@ use std::sync::Arc;
 use super::*;
 use crate::device::{Arg, BufferId, BufferUse, Device, HostBytes, ProgramFormat, ProgramSpec, StepOp};
 
+#[path = "tests_elf_hostile.rs"]
+mod elf_hostile_tests;
 #[path = "tests_elf.rs"]
 mod elf_tests;
 
