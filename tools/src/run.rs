@@ -95,10 +95,14 @@ impl SplitMix {
 }
 
 /// Seeded random contents for an input: normal floats, uniform bytes, small integers, 0/1 bools.
-pub fn random_input(spec: &TensorSpec, rng_seed: u64) -> Vec<u8> {
+/// An input too large for this machine's memory is an error, not an abort.
+pub fn random_input(spec: &TensorSpec, rng_seed: u64) -> anyhow::Result<Vec<u8>> {
     let mut rng = SplitMix(rng_seed);
     let n = spec.elements();
-    let mut out = Vec::with_capacity(spec.nbytes());
+    let mut out = Vec::new();
+    if out.try_reserve_exact(spec.nbytes()).is_err() {
+        bail!("input `{}`: cannot allocate {} bytes for random values", spec.name, spec.nbytes());
+    }
     for _ in 0..n {
         match spec.dtype {
             DType::F32 => out.extend_from_slice(&(rng.normal() as f32).to_le_bytes()),
@@ -112,7 +116,7 @@ pub fn random_input(spec: &TensorSpec, rng_seed: u64) -> Vec<u8> {
             }
         }
     }
-    out
+    Ok(out)
 }
 
 fn parse_input(arg: &str) -> anyhow::Result<(&str, &Path)> {
@@ -145,12 +149,15 @@ fn build_inputs(session: &Session, args: &RunArgs) -> anyhow::Result<Vec<Vec<u8>
         }
         given[i] = Some(a.data);
     }
-    Ok(given
+    given
         .into_iter()
         .zip(specs)
         .enumerate()
-        .map(|(i, (g, s))| g.unwrap_or_else(|| random_input(s, args.seed.wrapping_mul(1000).wrapping_add(i as u64))))
-        .collect())
+        .map(|(i, (g, s))| match g {
+            Some(data) => Ok(data),
+            None => random_input(s, args.seed.wrapping_mul(1000).wrapping_add(i as u64)),
+        })
+        .collect()
 }
 
 /// Replaces every character outside `[A-Za-z0-9._-]` with `_` (SPEC §5).
@@ -304,9 +311,17 @@ mod tests {
     #[test]
     fn random_inputs_are_seeded() {
         let spec = TensorSpec { name: "x".into(), shape: vec![2, 3], dtype: DType::F32, buffer: 0, slices: vec![] };
-        assert_eq!(random_input(&spec, 7), random_input(&spec, 7));
-        assert_ne!(random_input(&spec, 7), random_input(&spec, 8));
-        assert_eq!(random_input(&spec, 7).len(), 24);
+        assert_eq!(random_input(&spec, 7).unwrap(), random_input(&spec, 7).unwrap());
+        assert_ne!(random_input(&spec, 7).unwrap(), random_input(&spec, 8).unwrap());
+        assert_eq!(random_input(&spec, 7).unwrap().len(), 24);
+    }
+
+    #[test]
+    fn random_inputs_beyond_memory_are_an_error() {
+        let shape = vec![1 << 20, 1 << 20, 1 << 20];
+        let spec = TensorSpec { name: "huge".into(), shape, dtype: DType::F32, buffer: 0, slices: vec![] };
+        let err = random_input(&spec, 0).unwrap_err().to_string();
+        assert!(err.starts_with("input `huge`: cannot allocate"), "{err}");
     }
 
     #[test]
