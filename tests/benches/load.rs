@@ -5,7 +5,7 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use pilot_core::artifact::{
-    ArtifactWriter, BufferSpec, Manifest, Metadata, Placement, ProgramEntry, Target, TensorSpec,
+    ArtifactWriter, BufferSpec, Manifest, Metadata, ParamKind, ParamSpec, Placement, ProgramEntry, Target, TensorSpec,
 };
 use pilot_core::cpu::CpuDevice;
 use pilot_core::device::{Arg, BufferId, BufferUse, ProgramFormat, ProgramId, StepOp};
@@ -70,7 +70,17 @@ fn write_big(path: &Path) {
         inputs: vec![t("x", 0)],
         outputs: vec![t("y", 1)],
         buffers,
-        programs: vec![ProgramEntry { name: "touch".into(), format: ProgramFormat::Elf, blob: code_blob, args: 2 }],
+        programs: vec![ProgramEntry {
+            name: "touch".into(),
+            format: ProgramFormat::Elf,
+            blob: code_blob,
+            args: 2,
+            params: [false, true]
+                .map(|writes| ParamSpec { dtype: DType::F32, writes, kind: ParamKind::Buffer { bytes: 4 } })
+                .to_vec(),
+            global: [1, 1, 1],
+            local: [1, 1, 1],
+        }],
         step: vec![StepOp::Dispatch {
             program: ProgramId(0),
             args: vec![Arg { buffer: BufferId(0), offset: 0 }, Arg { buffer: BufferId(1), offset: 0 }],

@@ -18,7 +18,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::device::HostBytes;
-pub use schema::{BufferSpec, Manifest, Metadata, Placement, ProgramEntry, SchemaError, Target, TensorSpec};
+pub use schema::{
+    BufferSpec, Manifest, Metadata, ParamKind, ParamSpec, Placement, ProgramEntry, SchemaError, Target, TensorSpec,
+};
 pub use write::{checksum, ArtifactWriter};
 
 /// Why an artifact could not be read or written. Display is one line.

@@ -8,7 +8,9 @@
 //!  "buffers":  [{"size", "dtype", "kind": "weight|input|output|state|scratch",
 //!                "placement": "device|host", "blob": record | None, "checksum": "xxh3:<16 hex>" | None,
 //!                "image": {"width", "height", "pitch", "channel": "float|half"} | None}],
-//!  "programs": [{"name", "format": "elf|opencl|adreno|amdgpu", "blob": record, "args": n}],
+//!  "programs": [{"name", "format": "elf|opencl|adreno|amdgpu", "blob": record, "args": n,
+//!                "params": [{"dtype", "writes": bool, "bytes": n | None, "image": (w, h) | None}],  # per argument
+//!                "global": [x,y,z], "local": [x,y,z]}],                                       # the grid compiled for
 //!  "step":     [{"op": "dispatch", "program": p, "args": [(buffer, offset)..], "global": [x,y,z], "local": [x,y,z]}
 //!              | {"op": "copy", "src": (buffer, offset), "dst": (buffer, offset), "size": n}],
 //!  "metadata": {"compiler": str, "model_hash": str, "props": {str: str}},
@@ -92,12 +94,38 @@ pub struct BufferSpec {
     pub image: Option<ImageDesc>,
 }
 
+/// What a kernel's argument is, as the compiler generated the kernel for it. The verifier checks every
+/// dispatch against it, so a step that passes cannot make a kernel reach outside its buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamSpec {
+    /// The element type the kernel reads or writes through the argument.
+    pub dtype: DType,
+    /// Whether the kernel writes through the argument (never a weight or an input: weights may be
+    /// read-only maps of the artifact, inputs host memory).
+    pub writes: bool,
+    pub kind: ParamKind,
+}
+
+/// How a kernel addresses an argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A plain buffer: the kernel reads or writes at most `bytes` bytes from the argument's offset.
+    Buffer { bytes: u64 },
+    /// A 2-D RGBA image of exactly these pixel dimensions (addressed by pixel, bound whole).
+    Image { width: u32, height: u32 },
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProgramEntry {
     pub name: String,
     pub format: ProgramFormat,
     pub blob: usize,
     pub args: usize,
+    /// One per argument, in order.
+    pub params: Vec<ParamSpec>,
+    /// The grid the kernel was generated for; every dispatch of it must use exactly this one.
+    pub global: [u32; 3],
+    pub local: [u32; 3],
 }
 
 /// A step operation with buffer and program indices of the artifact (not device handles).
@@ -362,6 +390,23 @@ fn parse_checksum(path: &str, s: &str) -> Result<u64, SchemaError> {
         .ok_or_else(|| err(path, format!("expected `xxh3:` and 16 hex digits, found `{s}`")))
 }
 
+fn param(path: &str, v: &Value) -> Result<ParamSpec, SchemaError> {
+    let o = Obj::new(path, v)?;
+    let kind = match (o.opt_uint("bytes")?, o.opt("image")) {
+        (Some(bytes), None | Some(Value::None)) => ParamKind::Buffer { bytes: bytes as u64 },
+        (None, Some(image @ (Value::List(_) | Value::Tuple(_)))) => {
+            let dims = uints(&o.at("image"), image)?;
+            let [width, height] = dims[..] else {
+                return Err(err(o.at("image"), "expected (width, height)"));
+            };
+            let dim = |n: usize| u32::try_from(n).map_err(|_| err(o.at("image"), format!("{n} exceeds u32")));
+            ParamKind::Image { width: dim(width)?, height: dim(height)? }
+        }
+        _ => return Err(err(path, "expected exactly one of `bytes` and `image`")),
+    };
+    Ok(ParamSpec { dtype: o.dtype("dtype")?, writes: o.bool("writes")?, kind })
+}
+
 fn program(path: &str, v: &Value) -> Result<ProgramEntry, SchemaError> {
     let o = Obj::new(path, v)?;
     let format = o.str("format")?;
@@ -370,6 +415,9 @@ fn program(path: &str, v: &Value) -> Result<ProgramEntry, SchemaError> {
         format: format_from(format).ok_or_else(|| err(o.at("format"), format!("unknown format `{format}`")))?,
         blob: o.uint("blob")?,
         args: o.uint("args")?,
+        params: list_of(&o, "params", param)?,
+        global: dims3(&o.at("global"), o.get("global")?)?,
+        local: dims3(&o.at("local"), o.get("local")?)?,
     })
 }
 

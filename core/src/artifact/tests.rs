@@ -3,21 +3,37 @@
 use std::sync::Arc;
 
 use super::pickle::{self, Value};
-use super::schema::{Manifest, Metadata, Placement, ProgramEntry, Target, TensorSpec};
+use super::schema::{Manifest, Metadata, ParamKind, ParamSpec, Placement, ProgramEntry, Target, TensorSpec};
 use super::{Artifact, ArtifactError, ArtifactWriter, BufferSpec};
-use crate::device::{Arg, BufferId, BufferUse, ProgramFormat, ProgramId, StepOp};
+use crate::device::{Arg, BufferId, BufferUse, ImageChannel, ImageDesc, ProgramFormat, ProgramId, StepOp};
 use crate::DType;
 
-fn buf(size: usize, kind: BufferUse, blob: Option<usize>) -> BufferSpec {
+pub(super) fn buf(size: usize, kind: BufferUse, blob: Option<usize>) -> BufferSpec {
     BufferSpec { size, dtype: DType::F32, kind, placement: Placement::Device, blob, checksum: None, image: None }
 }
 
-fn arg(buffer: u32, offset: u64) -> Arg {
+pub(super) fn arg(buffer: u32, offset: u64) -> Arg {
     Arg { buffer: BufferId(buffer), offset }
 }
 
-/// A manifest using records 1 (weights, 64 bytes) and 3 (code).
-fn manifest() -> Manifest {
+fn plain(bytes: u64) -> ParamSpec {
+    ParamSpec { dtype: DType::F32, writes: false, kind: ParamKind::Buffer { bytes } }
+}
+
+fn written(bytes: u64) -> ParamSpec {
+    ParamSpec { writes: true, ..plain(bytes) }
+}
+
+/// A manifest using records 1 (weights, 64 bytes) and 3 (code, two kernels).
+///
+/// Buffers: 0 input (16 bytes), 1 weight (64), 2 output (16), 3 scratch (4), 4 a 2x2 float image,
+/// 5 a byte arena (1024). Kernel `k` (dispatched on [4, 1, 1]) reads 16, 64 and writes 16 bytes;
+/// kernel `img` (dispatched on [2, 2, 1] like an image kernel) reads the image and writes 16 bytes.
+pub(super) fn manifest() -> Manifest {
+    let mut image = buf(64, BufferUse::Scratch, None);
+    image.image = Some(ImageDesc { width: 2, height: 2, pitch: 32, channel: ImageChannel::F32 });
+    let mut arena = buf(1024, BufferUse::Scratch, None);
+    arena.dtype = DType::U8;
     Manifest {
         target: Target { backend: "cpu".into(), arch: "x86_64".into(), image: false, float16: false, nolocals: false },
         inputs: vec![TensorSpec { name: "x".into(), shape: vec![1, 4], dtype: DType::F32, buffer: 0, slices: vec![] }],
@@ -32,8 +48,33 @@ fn manifest() -> Manifest {
             buf(16, BufferUse::Input, None),
             buf(64, BufferUse::Weight, Some(1)),
             buf(16, BufferUse::Output, None),
+            buf(4, BufferUse::Scratch, None),
+            image,
+            arena,
         ],
-        programs: vec![ProgramEntry { name: "k".into(), format: ProgramFormat::Elf, blob: 3, args: 3 }],
+        programs: vec![
+            ProgramEntry {
+                name: "k".into(),
+                format: ProgramFormat::Elf,
+                blob: 3,
+                args: 3,
+                params: vec![plain(16), plain(64), written(16)],
+                global: [4, 1, 1],
+                local: [1, 1, 1],
+            },
+            ProgramEntry {
+                name: "img".into(),
+                format: ProgramFormat::Elf,
+                blob: 3,
+                args: 2,
+                params: vec![
+                    ParamSpec { dtype: DType::F32, writes: false, kind: ParamKind::Image { width: 2, height: 2 } },
+                    written(16),
+                ],
+                global: [2, 2, 1],
+                local: [0, 0, 0],
+            },
+        ],
         step: vec![
             StepOp::Dispatch {
                 program: ProgramId(0),
@@ -42,6 +83,12 @@ fn manifest() -> Manifest {
                 local: [1, 1, 1],
             },
             StepOp::Copy { src: arg(1, 0), dst: arg(2, 0), len: 16 },
+            StepOp::Dispatch {
+                program: ProgramId(1),
+                args: vec![arg(4, 0), arg(5, 512)],
+                global: [2, 2, 1],
+                local: [0, 0, 0],
+            },
         ],
         metadata: Metadata { compiler: "test".into(), model_hash: "h".into(), props: vec![("k".into(), "v".into())] },
         blob_count: 0,
@@ -162,7 +209,7 @@ fn older_and_unsealed_payloads_are_refused() {
     assert!(err.contains("checksum mismatch in the pickle"), "{err}");
 }
 
-fn refused(change: impl FnOnce(&mut Manifest), needle: &str) {
+pub(super) fn refused(change: impl FnOnce(&mut Manifest), needle: &str) {
     let mut m = manifest();
     change(&mut m);
     let err = write(&mut m, &[0u8; 64], b"code").unwrap_err().to_string();
@@ -219,3 +266,6 @@ fn unreferenced_records_and_foreign_payloads_are_refused() {
     let err = open(foreign).unwrap_err().to_string();
     assert!(err.contains("expected dict"), "{err}");
 }
+
+#[path = "tests_step.rs"]
+mod step;

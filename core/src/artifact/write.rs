@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::container::{self, BlobSource, Record};
 use super::pickle::{self, Value};
-use super::schema::{format_name, kind_name, Manifest, Placement, TensorSpec, FORMAT, VERSION};
+use super::schema::{format_name, kind_name, Manifest, ParamKind, ParamSpec, Placement, TensorSpec, FORMAT, VERSION};
 use super::verify::verify;
 use super::ArtifactError;
 use crate::device::{Arg, StepOp};
@@ -123,12 +123,25 @@ pub fn encode(m: &Manifest) -> Value {
             ),
         ])
     });
+    let dims = |d: &[u32; 3]| ints(d.iter().map(|&x| x as usize));
+    let param = |p: &ParamSpec| {
+        let (bytes, image) = match p.kind {
+            ParamKind::Buffer { bytes } => (int(bytes as usize), Value::None),
+            ParamKind::Image { width, height } => {
+                (Value::None, Value::Tuple(vec![int(width as usize), int(height as usize)]))
+            }
+        };
+        dict(vec![("dtype", s(p.dtype.name())), ("writes", Value::Bool(p.writes)), ("bytes", bytes), ("image", image)])
+    };
     let programs = m.programs.iter().map(|p| {
         dict(vec![
             ("name", s(&p.name)),
             ("format", s(format_name(p.format))),
             ("blob", int(p.blob)),
             ("args", int(p.args)),
+            ("params", Value::List(p.params.iter().map(param).collect())),
+            ("global", dims(&p.global)),
+            ("local", dims(&p.local)),
         ])
     });
     let step = m.step.iter().map(|op| match op {
