@@ -6,10 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use pilot_core::artifact::signature::VerifyingKey;
 use pilot_core::artifact::TensorSpec;
 use pilot_core::{Artifact, DType, Session};
 
 use crate::devices;
+use crate::keys;
 use crate::npy;
 
 #[derive(clap::Args)]
@@ -44,6 +46,9 @@ pub struct RunArgs {
     /// Print the time spent in each kernel over all steps.
     #[arg(long)]
     pub profile: bool,
+    /// Run only an artifact signed by the holder of this public key (from `pilot keygen`).
+    #[arg(long, env = "PILOT_TRUSTED_KEY", value_name = "FILE")]
+    pub trusted_key: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -51,7 +56,7 @@ pub struct LoadArgs {
     pub artifact: PathBuf,
     #[arg(long, default_value_t = 10)]
     pub times: usize,
-    /// Also check every buffer checksum.
+    /// The deep check: also every buffer's own checksum (the integrity record is always checked).
     #[arg(long)]
     pub verify: bool,
     #[arg(long)]
@@ -64,10 +69,19 @@ pub struct LoadArgs {
     /// Fail (exit 1) unless the fastest load takes less than S seconds.
     #[arg(long, env = "ASSERT_MIN_LOAD_TIME", value_name = "S")]
     pub assert_min_load_time: Option<f64>,
+    /// Load only an artifact signed by the holder of this public key (from `pilot keygen`).
+    #[arg(long, env = "PILOT_TRUSTED_KEY", value_name = "FILE")]
+    pub trusted_key: Option<PathBuf>,
 }
 
-fn open_session(path: &Path, device: Option<&str>, opts: devices::DeviceOptions) -> anyhow::Result<Session> {
+fn open_session(
+    path: &Path,
+    device: Option<&str>,
+    opts: devices::DeviceOptions,
+    trusted: Option<&VerifyingKey>,
+) -> anyhow::Result<Session> {
     let artifact = Artifact::open(path)?;
+    keys::check_trusted(&artifact, trusted)?;
     let device = devices::open(device, &artifact.manifest.target, opts)?;
     Ok(Session::new(artifact, device)?)
 }
@@ -177,7 +191,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
         bail!("--steps must be at least 1");
     }
     let opts = devices::DeviceOptions { threads: args.threads, profile: args.profile, priority: args.priority };
-    let mut session = open_session(&args.artifact, args.device.as_deref(), opts)?;
+    let trusted = keys::trusted_key(args.trusted_key.as_deref())?;
+    let mut session = open_session(&args.artifact, args.device.as_deref(), opts, trusted.as_ref())?;
     let inputs = build_inputs(&session, args)?;
     let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
     let mut log = match benchmark_log_path(args) {
@@ -265,10 +280,12 @@ pub fn load(args: &LoadArgs) -> anyhow::Result<bool> {
     if args.times == 0 {
         bail!("--times must be at least 1");
     }
+    let trusted = keys::trusted_key(args.trusted_key.as_deref())?;
     let mut best = f64::INFINITY;
     for i in 0..args.times {
         let st = Instant::now();
         let artifact = Artifact::open(&args.artifact)?;
+        keys::check_trusted(&artifact, trusted.as_ref())?;
         let parsed = st.elapsed();
         if args.verify {
             artifact.verify_checksums()?;

@@ -8,6 +8,7 @@
 //! u64       n: the number of records before this one
 //! u64       xxh3-64 of the pickle stream
 //! n × u64   xxh3-64 of the data of record 0 .. n-1
+//! [64 bytes  an Ed25519 signature of the file before it, see `signature`]
 //! ```
 //!
 //! Every byte of a container is a length field, the pickle, or record data. A changed length field
@@ -59,6 +60,12 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(le)
 }
 
+/// Bytes of the integrity table covering `records` records (a signature may follow it, see
+/// [`super::signature`]).
+pub fn table_len(records: usize) -> usize {
+    24 + 8 * records
+}
+
 /// Whether the last of `records` (ranges of `bytes`) looks like an integrity record.
 pub fn present(bytes: &[u8], records: &[Range<usize>]) -> bool {
     records.last().is_some_and(|r| bytes[r.clone()].starts_with(&MAGIC))
@@ -74,8 +81,9 @@ pub fn check(bytes: &[u8], pickle: Range<usize>, records: &[Range<usize>]) -> Re
     if !table.starts_with(&MAGIC) {
         return Err(IntegrityError::Missing);
     }
-    let expected_len = 24 + 8 * covered.len();
-    if table.len() != expected_len || u64_at(table, 8) != covered.len() as u64 {
+    let expected_len = table_len(covered.len());
+    let signed_len = expected_len + super::signature::SIGNATURE_LEN;
+    if (table.len() != expected_len && table.len() != signed_len) || u64_at(table, 8) != covered.len() as u64 {
         return Err(IntegrityError::BadLength {
             record: covered.len(),
             len: table.len(),

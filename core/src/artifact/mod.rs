@@ -10,6 +10,7 @@ pub mod container;
 pub mod integrity;
 pub mod pickle;
 pub mod schema;
+pub mod signature;
 pub mod verify;
 pub mod write;
 
@@ -30,8 +31,9 @@ pub enum ArtifactError {
     Io { path: String, source: std::io::Error },
     #[error("container: {0}")]
     Container(#[from] container::ContainerError),
+    // Not a `source`: the message already holds the inner one, which a chain would print twice.
     #[error("integrity: {0}")]
-    Integrity(#[from] integrity::IntegrityError),
+    Integrity(integrity::IntegrityError),
     #[error("{0}")]
     Pickle(#[from] pickle::PickleError),
     #[error("payload: {0}")]
@@ -40,6 +42,20 @@ pub enum ArtifactError {
     Checksum { buffer: usize, expected: u64, found: u64 },
     #[error("encoding the payload: {0}")]
     Encode(String),
+    #[error("signature: {0}")]
+    Signature(signature::SignatureError),
+}
+
+impl From<integrity::IntegrityError> for ArtifactError {
+    fn from(e: integrity::IntegrityError) -> Self {
+        ArtifactError::Integrity(e)
+    }
+}
+
+impl From<signature::SignatureError> for ArtifactError {
+    fn from(e: signature::SignatureError) -> Self {
+        ArtifactError::Signature(e)
+    }
 }
 
 /// A loaded, verified artifact whose blobs are slices of its backing bytes (normally a memory map).
@@ -109,6 +125,11 @@ impl Artifact {
     pub fn blob_host_bytes(&self, index: usize) -> HostBytes {
         HostBytes::new(self.bytes.clone(), self.records[index].clone())
             .expect("record ranges were checked against the file when parsing")
+    }
+
+    /// Checks that the artifact is signed by the holder of `key` (reads every byte; SHA-512 speed).
+    pub fn verify_signature(&self, key: &ed25519_dalek::VerifyingKey) -> Result<(), ArtifactError> {
+        Ok(signature::verify((*self.bytes).as_ref(), key)?)
     }
 
     /// Total size of the artifact in bytes.

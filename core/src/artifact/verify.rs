@@ -120,7 +120,8 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
     // The last record is the integrity record (checked by `integrity::check` before decoding).
     let integrity = m.blob_count.checked_sub(1).ok_or_else(|| err("blobs", "no integrity record"))?;
     claim(integrity, "integrity".to_string())?;
-    if record_sizes[integrity] != integrity_len(integrity) {
+    let signed = integrity_len(integrity) + super::signature::SIGNATURE_LEN as u64;
+    if record_sizes[integrity] != integrity_len(integrity) && record_sizes[integrity] != signed {
         return Err(err(
             "integrity",
             format!(

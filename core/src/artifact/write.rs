@@ -50,9 +50,9 @@ impl<'a> ArtifactWriter<'a> {
     }
 }
 
-/// The size of the integrity record that covers `records` records.
+/// The size of the (unsigned) integrity record that covers `records` records.
 pub(crate) fn integrity_len(records: usize) -> u64 {
-    24 + 8 * records as u64
+    super::integrity::table_len(records) as u64
 }
 
 fn s(x: &str) -> Value {
