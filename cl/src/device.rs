@@ -266,6 +266,11 @@ impl Device for ClDevice {
         DeviceInfo { backend: "cl".to_string(), arch: self.name.clone() }
     }
 
+    /// OpenCL C is portable: a `cl` artifact (written for the a630's limits) runs on any OpenCL device.
+    fn runs(&self, target: &pilot_core::Target) -> bool {
+        target.backend == pilot_core::Backend::Cl
+    }
+
     fn alloc(&mut self, size: usize, _usage: BufferUse) -> DeviceResult<BufferId> {
         // OpenCL has no empty buffers; an empty one is one byte that no range can reach.
         let bytes = size.max(1);

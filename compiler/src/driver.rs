@@ -5,20 +5,22 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::backend::cl::{self, ClOptions};
-use crate::backend::emit::{self, EmitOptions};
+use pilot_core::Target;
+
+use crate::artifact::{self, ModelInfo};
 use crate::error::{CompileError, Result};
 use crate::lower::image::ImageMode;
 use crate::lower::{lower_with, Port};
+use crate::target::cl::ClOptions;
+use crate::target::{self, Gates};
 
 /// What to compile for.
 #[derive(Clone, Debug)]
 pub struct CompileOptions {
-    /// `cpu`, `null` (compile everything, run nothing) or `cl`.
-    pub backend: String,
-    /// `x86_64` or `aarch64` for `cpu`; the GPU whose constraints `cl` code follows (`a630`).
-    pub arch: String,
-    /// Modes of the OpenCL target (`--image`, `--float16`, `--nolocals`, pitch alignment).
+    /// Backend, architecture and the OpenCL modes (`--image`, `--float16`, `--nolocals`); checked
+    /// against the target rules ([`Target::check`]) before anything else.
+    pub target: Target,
+    /// Options of the OpenCL back ends (pitch alignment, widest image, the Adreno compiler).
     pub cl: ClOptions,
     /// Pinned shapes of dynamic inputs.
     pub shapes: HashMap<String, Vec<usize>>,
@@ -32,16 +34,11 @@ pub struct CompileOptions {
 }
 
 impl CompileOptions {
-    /// Options for `backend` on its default architecture, everything else default.
-    pub fn new(backend: &str) -> CompileOptions {
-        let arch = match backend {
-            "cl" | "qcom" => "a630".to_string(),
-            _ => std::env::consts::ARCH.to_string(),
-        };
+    /// Options for `target`, everything else default.
+    pub fn new(target: Target) -> CompileOptions {
         CompileOptions {
-            backend: backend.to_string(),
-            arch: arch.clone(),
-            cl: ClOptions { backend: backend.to_string(), arch, ..ClOptions::default() },
+            target,
+            cl: ClOptions::default(),
             shapes: HashMap::new(),
             cc: None,
             allowed_kernel_count: None,
@@ -101,23 +98,8 @@ impl fmt::Display for CompileReport {
 /// Nothing is written unless every step and gate succeeds.
 pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn Fn(&str)) -> Result<CompileReport> {
     let st = Instant::now();
-    let gpu = opts.backend == "cl" || opts.backend == "qcom";
-    match opts.backend.as_str() {
-        "cpu" | "null" if !["x86_64", "aarch64"].contains(&opts.arch.as_str()) => {
-            return Err(CompileError::Graph(format!("unknown CPU architecture `{}` (x86_64, aarch64)", opts.arch)));
-        }
-        "cpu" | "null" if opts.cl.image || opts.cl.float16 || opts.cl.nolocals => {
-            return Err(CompileError::Graph("--image, --float16 and --nolocals apply to the OpenCL target".into()));
-        }
-        "cl" | "qcom" if opts.arch != "a630" => {
-            return Err(CompileError::Graph(format!("unknown OpenCL architecture `{}` (a630)", opts.arch)));
-        }
-        "cpu" | "null" | "cl" | "qcom" => {}
-        other => return Err(CompileError::Graph(format!("unknown target `{other}` (cpu, null, cl, qcom)"))),
-    }
-    if opts.cl.float16 && !opts.cl.image {
-        return Err(CompileError::Graph("--float16 stores images as half: it needs --image".into()));
-    }
+    opts.target.check().map_err(|e| CompileError::Graph(e.to_string()))?;
+    let codegen = target::codegen(opts)?;
     progress("import");
     let bytes =
         std::fs::read(model).map_err(|source| CompileError::Io { path: model.display().to_string(), source })?;
@@ -125,7 +107,7 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
     let m = crate::onnx::load_bytes(&bytes, Some(base))?;
     progress("lower");
     let images =
-        (gpu && opts.cl.image).then_some(ImageMode { float16: opts.cl.float16, max_width: opts.cl.max_image_width });
+        opts.target.image.then_some(ImageMode { float16: opts.target.float16, max_width: opts.cl.max_image_width });
     let mut lowered = lower_with(&m, &opts.shapes, images)?;
     let kernels = lowered.program.kernels.len();
     if let Some(expected) = opts.allowed_kernel_count {
@@ -134,37 +116,16 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
         }
     }
     progress(&format!("codegen ({kernels} kernels)"));
-    let emit_opts = EmitOptions {
-        backend: opts.backend.clone(),
-        arch: opts.arch.clone(),
-        cc: opts.cc.clone(),
+    let info = ModelInfo {
         model_hash: format!("xxh3:{:016x}", pilot_core::artifact::checksum(&bytes)),
         props: m.metadata_props.clone(),
         inputs: lowered.inputs.clone(),
         outputs: lowered.outputs.clone(),
     };
-    let (built, read_images, gated_read_images) = if gpu {
-        let built = cl::build(&mut lowered.program, &opts.cl)?;
-        let source = std::str::from_utf8(&built.codes[0]).unwrap_or_default();
-        let (reads, gated) = pilot_core::gates::read_image_counts(source);
-        for (gate, allowed, found) in [
-            ("ALLOWED_READ_IMAGE", opts.allowed_read_image, reads),
-            ("ALLOWED_GATED_READ_IMAGE", opts.allowed_gated_read_image, gated),
-        ] {
-            if let Some(expected) = allowed.filter(|&e| e != found) {
-                return Err(CompileError::Gate { gate, expected, found });
-            }
-        }
-        let built = if opts.backend == "qcom" {
-            cl::qcom::to_adreno(&lowered.program, built, opts.cl.qcom_compiler)?
-        } else {
-            built
-        };
-        (built, reads, gated)
-    } else {
-        (emit::build_cpu(&lowered.program, &emit_opts)?, 0, 0)
-    };
-    let r = emit::write(&lowered.program, &emit_opts, built, out)?;
+    let gates = Gates { read_image: opts.allowed_read_image, gated_read_image: opts.allowed_gated_read_image };
+    let built = codegen.build(&mut lowered.program, &gates)?;
+    let (read_images, gated_read_images) = built.read_images;
+    let r = artifact::write(&lowered.program, &info, built, out)?;
     progress("done");
     Ok(CompileReport {
         inputs: lowered.inputs,

@@ -1,6 +1,6 @@
 //! pilot-compiler: ONNX import, graph passes, scheduling, code generation and the artifact writer.
 
-pub mod backend;
+pub mod artifact;
 mod driver;
 pub mod error;
 pub mod exec;
@@ -8,7 +8,9 @@ pub mod ir;
 pub mod lazy;
 pub mod lower;
 pub mod onnx;
+pub mod plan;
 pub mod program;
+pub mod target;
 pub mod tensor;
 
 pub use driver::{compile, CompileOptions, CompileReport};

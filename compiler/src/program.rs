@@ -1,9 +1,15 @@
 //! A program under construction: buffers, kernels in execution order, and the IR context.
 
+use pilot_core::device::{ImageChannel, ImageDesc};
 use pilot_core::DType;
 
 use crate::ir::{Ctx, N};
 use crate::tensor::Tensor;
+
+/// The pitch of an image row: the pixels' bytes rounded up to `align`.
+fn image_pitch(width: usize, elem: usize, align: usize) -> usize {
+    (width * 4 * elem).div_ceil(align) * align
+}
 
 /// What a buffer holds.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,6 +44,18 @@ pub struct Buf {
 impl Buf {
     pub fn nbytes(&self) -> usize {
         self.numel * self.dtype.size()
+    }
+
+    /// The artifact's image descriptor of an image buffer whose rows are `pitch_align`-aligned.
+    pub fn image_desc(&self, pitch_align: usize) -> Option<ImageDesc> {
+        let im = self.image?;
+        let channel = if self.dtype == DType::F16 { ImageChannel::F16 } else { ImageChannel::F32 };
+        Some(ImageDesc {
+            width: im.width as u32,
+            height: im.height as u32,
+            pitch: image_pitch(im.width, self.dtype.size(), pitch_align) as u32,
+            channel,
+        })
     }
 }
 

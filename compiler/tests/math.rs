@@ -1,12 +1,14 @@
-//! Accuracy of the freestanding math prelude (`backend/cmath.rs`), end to end: kernels compiled by
+//! Accuracy of the freestanding math prelude (`compiler/src/target/cpu/cmath.rs`), end to end: kernels compiled by
 //! the CPU back end, run by the runtime, compared with Rust's f64 functions on dense grids. The bounds
 //! asserted here are the ones the prelude's documentation states.
 
-use pilot_compiler::backend::emit::{emit, EmitOptions};
+use pilot_compiler::artifact::{write, ModelInfo};
 use pilot_compiler::ir::{BinOp, UnOp};
 use pilot_compiler::lazy::Lazy;
 use pilot_compiler::lower::Port;
 use pilot_compiler::program::{BufKind, Program};
+use pilot_compiler::target::cpu::Cpu;
+use pilot_compiler::target::{Codegen, Gates};
 use pilot_core::cpu::CpuDevice;
 use pilot_core::{Artifact, DType, Session};
 
@@ -29,16 +31,10 @@ fn run(dtype: DType, xs: &[f64], ys: &[f64], fs: &[MathFn<'_>]) -> Vec<Vec<f64>>
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("math.pkl");
     let port = |n: &str| Port { name: n.into(), dtype, shape: vec![xs.len()] };
-    let opts = EmitOptions {
-        backend: "cpu".into(),
-        arch: std::env::consts::ARCH.into(),
-        cc: None,
-        model_hash: "math".into(),
-        props: vec![],
-        inputs: vec![port("x"), port("y")],
-        outputs,
-    };
-    emit(&p, &opts, &path).unwrap();
+    let info = ModelInfo { model_hash: "math".into(), props: vec![], inputs: vec![port("x"), port("y")], outputs };
+    let cpu = Cpu { target: pilot_core::Target::default_for(pilot_core::Backend::Cpu).unwrap(), cc: None };
+    let built = cpu.build(&mut p, &Gates::default()).unwrap();
+    write(&p, &info, built, &path).unwrap();
     let mut s = Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(2))).unwrap();
     let enc = |v: &[f64]| -> Vec<u8> {
         match dtype {

@@ -16,6 +16,7 @@ mod common;
 use common::{close, close_within, data_sets, read_pb, root};
 use pilot_compiler::onnx;
 use pilot_compiler::tensor::Tensor;
+use pilot_core::{Backend, Target};
 
 /// The generated node tests, generating them with the project's venv on first use.
 fn node_dir() -> PathBuf {
@@ -46,6 +47,11 @@ fn node_dir() -> PathBuf {
         dir
     })
     .clone()
+}
+
+/// `backend` on its default architecture.
+fn target(backend: Backend) -> Target {
+    Target::default_for(backend).expect("cpu and cl have default architectures here")
 }
 
 /// Runs one case through import, lowering and the reference executor.
@@ -117,12 +123,12 @@ fn run_case_on(
 
 /// The C code generator (clang) on the CPU runtime.
 fn run_case_cpu(dir: &Path) -> Result<(), String> {
-    run_case_on(dir, &pilot_compiler::CompileOptions::new("cpu"), cpu_device, None)
+    run_case_on(dir, &pilot_compiler::CompileOptions::new(target(Backend::Cpu)), cpu_device, None)
 }
 
 /// The OpenCL code generator (plain buffers) on the OpenCL runtime (PoCL).
 fn run_case_cl(dir: &Path) -> Result<(), String> {
-    run_case_on(dir, &pilot_compiler::CompileOptions::new("cl"), cl_device, None)
+    run_case_on(dir, &pilot_compiler::CompileOptions::new(target(Backend::Cl)), cl_device, None)
 }
 
 /// The OpenCL code generator with `--image --float16`, compared at 1e-2. The image path needs
@@ -131,9 +137,9 @@ fn run_case_cl(dir: &Path) -> Result<(), String> {
 /// `read_image` the kernels have.
 fn run_case_cl_half_images(dir: &Path) -> Result<usize, String> {
     use prost::Message;
-    let mut opts = pilot_compiler::CompileOptions::new("cl");
-    opts.cl.image = true;
-    opts.cl.float16 = true;
+    let mut opts = pilot_compiler::CompileOptions::new(target(Backend::Cl));
+    opts.target.image = true;
+    opts.target.float16 = true;
     let bytes = std::fs::read(dir.join("model.onnx")).map_err(|e| e.to_string())?;
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut reads = 0;

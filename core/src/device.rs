@@ -18,6 +18,8 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use crate::target::Target;
+
 /// A device buffer, as assigned by the backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BufferId(pub u32);
@@ -222,6 +224,14 @@ pub fn check_submitted(value: u64, last: u64) -> DeviceResult<()> {
 /// `copy_in`/`copy_out` are ordered after all previously submitted work that touches the buffer.
 pub trait Device: Send {
     fn info(&self) -> DeviceInfo;
+
+    /// Whether this device runs artifacts compiled for `target`. The default: the device's backend
+    /// and architecture are the target's. Devices that run more (the NULL device runs anything, an
+    /// OpenCL device any `cl` artifact) or name themselves differently (QCOM over the fake KGSL) say so.
+    fn runs(&self, target: &Target) -> bool {
+        let info = self.info();
+        target.backend == info.backend.as_str() && target.arch == info.arch.as_str()
+    }
 
     /// Allocates `size` bytes, zero-filled.
     fn alloc(&mut self, size: usize, usage: BufferUse) -> DeviceResult<BufferId>;

@@ -3,6 +3,8 @@
 //! - [`artifact`]: the openpilot out-of-band container, the strict pickle subset, the typed schema and
 //!   its two-pass verification, and the memory-mapped loader.
 //! - [`device`]: the narrow [`device::Device`] trait every backend implements.
+//! - [`target`]: what an artifact is compiled for ([`target::Target`]: backend, arch, modes) and the
+//!   rules of which backend takes which architecture and modes.
 //! - [`session`]: load → verify → allocate → upload → link → ready, then allocation-free steps.
 //! - [`cpu`] and [`null`]: the desktop CPU backend (own ELF loader, thread pool) and the compile-only backend.
 //!
@@ -16,9 +18,11 @@ pub mod gates;
 pub mod npy;
 pub mod null;
 pub mod session;
+pub mod target;
 
 pub use artifact::{Artifact, ArtifactError};
 
 pub use device::{Device, DeviceError};
 pub use dtype::DType;
 pub use session::{Session, SessionError};
+pub use target::{Arch, Backend, Target};

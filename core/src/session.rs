@@ -54,22 +54,15 @@ pub struct Session {
     bound: Vec<bool>,
 }
 
-/// Whether a device of backend `device` runs artifacts made for `target`.
-pub fn compatible(target: &str, device: &str) -> bool {
-    device == target || device == "null" || (target == "qcom" && device == "fake-kgsl")
-}
-
 impl Session {
     /// Allocates every buffer, uploads weights (zero-copy where the device can), loads the programs
     /// and links the step.
     pub fn new(artifact: Artifact, mut device: Box<dyn Device>) -> Result<Session, SessionError> {
         let m = &artifact.manifest;
-        let info = device.info();
-        // OpenCL C is portable: a `cl` artifact (written for the a630's limits) runs on any OpenCL device.
-        let arch_bound = !matches!(info.backend.as_str(), "null" | "cl");
-        if !compatible(&m.target.backend, &info.backend) || (arch_bound && m.target.arch != info.arch) {
+        if !device.runs(&m.target) {
+            let info = device.info();
             return Err(SessionError::Incompatible {
-                target: format!("{}:{}", m.target.backend, m.target.arch),
+                target: m.target.to_string(),
                 device: format!("{}:{}", info.backend, info.arch),
             });
         }
@@ -281,6 +274,7 @@ mod tests {
     use super::*;
     use crate::artifact::{ArtifactWriter, BufferSpec, Manifest, Metadata, Placement, Target};
     use crate::null::NullDevice;
+    use crate::target::Backend;
     use crate::DType;
 
     /// An artifact whose output (and so its host copy) is `bytes` long; the NULL device allocates
@@ -303,7 +297,7 @@ mod tests {
             slices: vec![],
         };
         let mut m = Manifest {
-            target: Target { backend: "null".into(), arch: "x".into(), image: false, float16: false, nolocals: false },
+            target: Target::default_for(Backend::Null).expect("a host the tests run on"),
             inputs: vec![port("x", 4, 0)],
             outputs: vec![port("y", bytes, 1)],
             buffers: vec![spec(4, BufferUse::Input), spec(bytes, BufferUse::Output)],
@@ -321,10 +315,11 @@ mod tests {
 
     #[test]
     fn outputs_beyond_host_memory_are_an_error() {
-        let err = Session::new(with_output_of(1 << 60), Box::new(NullDevice::new("x"))).err().unwrap();
+        let err =
+            Session::new(with_output_of(1 << 60), Box::new(NullDevice::new(std::env::consts::ARCH))).err().unwrap();
         assert!(matches!(err, SessionError::HostMemory { bytes, .. } if bytes == 1 << 60), "{err}");
         assert_eq!(err.to_string(), format!("output `y`: cannot allocate {} bytes of host memory", 1u64 << 60));
-        let s = Session::new(with_output_of(8), Box::new(NullDevice::new("x"))).unwrap();
+        let s = Session::new(with_output_of(8), Box::new(NullDevice::new(std::env::consts::ARCH))).unwrap();
         assert_eq!(s.outputs(), &[vec![0u8; 8]]);
     }
 }

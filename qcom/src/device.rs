@@ -319,6 +319,11 @@ impl Device for QcomDevice {
         DeviceInfo { backend: self.backend.clone(), arch: self.kgsl.info().arch() }
     }
 
+    /// `qcom` artifacts for this GPU, over KGSL or the fake (whose backend name is `fake-kgsl`).
+    fn runs(&self, target: &pilot_core::Target) -> bool {
+        target.backend == pilot_core::Backend::Qcom && target.arch == self.kgsl.info().arch().as_str()
+    }
+
     /// A zero-filled GPU object of `size` bytes (whole pages underneath).
     fn alloc(&mut self, size: usize, _usage: BufferUse) -> DeviceResult<BufferId> {
         let obj = alloc_obj(&self.kgsl, size as u64)?;

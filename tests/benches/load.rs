@@ -60,13 +60,7 @@ fn write_big(path: &Path) {
         slices: vec![],
     };
     let mut m = Manifest {
-        target: Target {
-            backend: "cpu".into(),
-            arch: std::env::consts::ARCH.into(),
-            image: false,
-            float16: false,
-            nolocals: false,
-        },
+        target: Target::default_for(pilot_core::Backend::Cpu).expect("a CPU pilot compiles for"),
         inputs: vec![t("x", 0)],
         outputs: vec![t("y", 1)],
         buffers,

@@ -100,13 +100,8 @@ pub fn write(path: &Path, object: &[u8], backend: &str) -> Result<Manifest, Arti
     let a = |buffer: u32, offset: usize| Arg { buffer: BufferId(buffer), offset: offset as u64 };
     let shifted = ((QUEUE - 1) * WIDTH * 4) as u64;
     let mut manifest = Manifest {
-        target: Target {
-            backend: backend.into(),
-            arch: std::env::consts::ARCH.into(),
-            image: false,
-            float16: false,
-            nolocals: false,
-        },
+        target: Target::parse(backend, None, Default::default())
+            .expect("the demo targets `cpu` or `null` on this host"),
         inputs: vec![TensorSpec {
             name: "desire".into(),
             shape: vec![1, WIDTH],

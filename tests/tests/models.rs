@@ -9,7 +9,7 @@ use std::process::Command;
 
 use pilot_core::cpu::CpuDevice;
 use pilot_core::npy;
-use pilot_core::{Artifact, DType, Session};
+use pilot_core::{Arch, Artifact, Backend, DType, Session, Target};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -68,15 +68,15 @@ enum Mode {
 impl Mode {
     fn options(self) -> pilot_compiler::CompileOptions {
         let backend = match self {
-            Mode::Cpu => "cpu",
-            Mode::QcomFake | Mode::QcomFakeImageHalf => "qcom",
-            _ => "cl",
+            Mode::Cpu => Backend::Cpu,
+            Mode::QcomFake | Mode::QcomFakeImageHalf => Backend::Qcom,
+            _ => Backend::Cl,
         };
-        let mut o = pilot_compiler::CompileOptions::new(backend);
-        o.cl.image = matches!(self, Mode::ClImage | Mode::ClImageHalf | Mode::QcomFakeImageHalf);
-        o.cl.float16 = matches!(self, Mode::ClImageHalf | Mode::QcomFakeImageHalf);
-        o.cl.nolocals = self == Mode::QcomFakeImageHalf;
-        o.cl.qcom_compiler = pilot_compiler::backend::cl::qcom::QcomCompiler::Fake;
+        let mut o = pilot_compiler::CompileOptions::new(Target::default_for(backend).unwrap());
+        o.target.image = matches!(self, Mode::ClImage | Mode::ClImageHalf | Mode::QcomFakeImageHalf);
+        o.target.float16 = matches!(self, Mode::ClImageHalf | Mode::QcomFakeImageHalf);
+        o.target.nolocals = self == Mode::QcomFakeImageHalf;
+        o.cl.qcom_compiler = pilot_compiler::target::qcom::QcomCompiler::Fake;
         o
     }
 
@@ -240,7 +240,7 @@ fn models_on_the_fake_kgsl_half_images_nolocals() {
 fn exporter_without_pinned_dims_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.pkl");
-    let opts = pilot_compiler::CompileOptions::new("cpu");
+    let opts = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Cpu).unwrap());
     let err = pilot_compiler::compile(&models().join("exporter.onnx"), &out, &opts, &|_| {}).unwrap_err().to_string();
     assert!(err.contains("dynamic dimension `batch`") && err.contains("--shape x="), "{err}");
     assert!(!out.exists(), "nothing is written on error");
@@ -250,7 +250,8 @@ fn exporter_without_pinned_dims_is_a_clear_error() {
 fn aarch64_cross_compile_for_the_comma_device() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("vision-a64.pkl");
-    let opts = pilot_compiler::CompileOptions { arch: "aarch64".into(), ..pilot_compiler::CompileOptions::new("cpu") };
+    let aarch64 = Target::new(Backend::Cpu, Arch::Aarch64, Default::default()).unwrap();
+    let opts = pilot_compiler::CompileOptions::new(aarch64);
     pilot_compiler::compile(&models().join("vision.onnx"), &out, &opts, &|_| {}).unwrap();
     let art = Artifact::open(&out).unwrap();
     assert_eq!(art.manifest.target.arch, "aarch64");
@@ -273,7 +274,7 @@ fn image_mode_reads_images_and_nolocals_has_no_local_memory() {
     let dir = tempfile::tempdir().unwrap();
     let art = dir.path().join("vision-img.pkl");
     let mut opts = Mode::ClImageHalf.options();
-    opts.cl.nolocals = true;
+    opts.target.nolocals = true;
     let report = pilot_compiler::compile(&models().join("vision.onnx"), &art, &opts, &|_| {}).unwrap();
     let a = Artifact::open(&art).unwrap();
     let m = &a.manifest;

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::bail;
+use pilot_compiler::target::qcom::QcomCompiler;
+use pilot_core::target::{Backend, Modes, Target};
 
 #[derive(clap::Args)]
 pub struct CompileArgs {
@@ -14,7 +16,7 @@ pub struct CompileArgs {
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
     /// cpu, null (compile everything, run nothing), cl (OpenCL C; the exact kernels of the Adreno path)
-    /// or qcom (Adreno 630 programs, run over KGSL).
+    /// or qcom (Adreno 630 programs, run over KGSL). The rules are `pilot_core::target`'s.
     #[arg(long, default_value = "cpu")]
     pub target: String,
     /// Where --target qcom gets Adreno binaries: `device` (Qualcomm's OpenCL compiler on a comma
@@ -83,9 +85,9 @@ fn progress(on_terminal: bool) -> impl Fn(&str) {
 
 /// `pilot compile`. Returns false when a gate or the selftest failed.
 pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
-    if !["cpu", "null", "cl", "qcom"].contains(&args.target.as_str()) {
-        bail!("unknown target `{}` (cpu, null, cl, qcom)", args.target);
-    }
+    let modes = Modes { image: args.image, float16: args.float16, nolocals: args.nolocals };
+    let backend = pilot_compiler::target::backend(&args.target)?;
+    let target = Target::parse(backend.name(), args.arch.as_deref(), modes)?;
     if !args.image_pitch_alignment.is_power_of_two() || args.image_pitch_alignment < 16 {
         bail!(
             "--image-pitch-alignment must be a power of two of at least 16 bytes, got {}",
@@ -96,20 +98,14 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
         args.shapes.iter().map(|s| parse_shape(s)).collect::<anyhow::Result<_>>()?;
     let output = args.output.clone().unwrap_or_else(|| args.model.with_extension("pkl"));
     let gate = |n: Option<i64>| n.filter(|&n| n >= 0).map(|n| n as usize);
-    let mut opts = pilot_compiler::CompileOptions::new(&args.target);
-    if let Some(arch) = &args.arch {
-        opts.arch = arch.clone();
-        opts.cl.arch = arch.clone();
-    }
+    let null = backend == Backend::Null;
+    let mut opts = pilot_compiler::CompileOptions::new(target);
     opts.shapes = shapes;
     opts.cc = args.cc.clone();
-    opts.cl.image = args.image;
-    opts.cl.float16 = args.float16;
-    opts.cl.nolocals = args.nolocals;
     opts.cl.pitch_align = args.image_pitch_alignment;
     opts.cl.qcom_compiler = match args.qcom_compiler.as_str() {
-        "device" => pilot_compiler::backend::cl::qcom::QcomCompiler::Device,
-        "fake" => pilot_compiler::backend::cl::qcom::QcomCompiler::Fake,
+        "device" => QcomCompiler::Device,
+        "fake" => QcomCompiler::Fake,
         other => bail!("--qcom-compiler must be `device` or `fake`, got `{other}`"),
     };
     opts.allowed_kernel_count = gate(args.allowed_kernel_count);
@@ -133,7 +129,7 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
     println!("{report}");
     println!("wrote {} in {:.2} s", output.display(), st.elapsed().as_secs_f64());
     if args.selftest {
-        return crate::selftest::selftest(&args.model, &output, args.target == "null");
+        return crate::selftest::selftest(&args.model, &output, null);
     }
     Ok(true)
 }

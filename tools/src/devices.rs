@@ -1,9 +1,9 @@
 //! Opening a device by name for `--device`.
 
 use anyhow::bail;
-use pilot_core::artifact::Target;
 use pilot_core::cpu::CpuDevice;
 use pilot_core::null::NullDevice;
+use pilot_core::target::{Backend, Target};
 use pilot_core::Device;
 
 /// Names `--device` accepts in this build.
@@ -32,10 +32,11 @@ pub struct DeviceOptions {
     pub priority: Option<u8>,
 }
 
-/// Opens `name`, or the artifact's own backend when `name` is `None`.
+/// Opens `name`, or the device named as the artifact's backend when `name` is `None`. Whether the
+/// device runs the artifact is the device's to say ([`Device::runs`], asked by the session).
 pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow::Result<Box<dyn Device>> {
     let DeviceOptions { threads, profile, priority } = opts;
-    let name = name.unwrap_or(&target.backend);
+    let name = name.unwrap_or(target.backend.name());
     Ok(match name {
         "cpu" => {
             let threads = match threads {
@@ -46,7 +47,7 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
             let device = CpuDevice::try_new(threads).map_err(|e| anyhow::anyhow!("--threads {threads}: {e}"))?;
             Box::new(device.with_profiling(profile))
         }
-        "null" => Box::new(NullDevice::new(&target.arch)),
+        "null" => Box::new(NullDevice::new(target.arch.name())),
         // The OpenCL device: $PILOT_CL_DEVICE ("platform:device") picks one, else the first GPU.
         #[cfg(feature = "cl")]
         "cl" => Box::new(pilot_cl::ClDevice::open(None)?.with_profiling(profile)),
@@ -60,7 +61,7 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
             let fake = pilot_qcom::fake_exec::fake_with_opencl().map_err(|e| anyhow::anyhow!("fake-kgsl: {e}"))?;
             Box::new(pilot_qcom::device::QcomDevice::with_file(Box::new(fake), "fake-kgsl")?)
         }
-        "usb+amd" => {
+        _ if Backend::parse(name) == Ok(Backend::UsbAmd) => {
             bail!("device `{name}` is not available in this build yet (available: {})", AVAILABLE.join(", "))
         }
         other => bail!("unknown device `{other}` (available: {})", AVAILABLE.join(", ")),

@@ -47,7 +47,7 @@ pub fn describe(a: &Artifact) -> Value {
     json!({
         "file_size": a.file_size(),
         "target": {
-            "backend": m.target.backend, "arch": m.target.arch,
+            "backend": m.target.backend.name(), "arch": m.target.arch.name(),
             "image": m.target.image, "float16": m.target.float16, "nolocals": m.target.nolocals,
         },
         "inputs": m.inputs.iter().map(tensor).collect::<Vec<_>>(),

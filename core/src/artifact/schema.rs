@@ -24,6 +24,7 @@
 use super::pickle::Value;
 use crate::device::{BufferUse, ImageChannel, ImageDesc, ProgramFormat, StepOp};
 use crate::dtype::DType;
+use crate::target::{Arch, Backend};
 
 /// The only payload version this build reads and writes (2: the integrity record).
 pub const VERSION: i64 = 2;
@@ -42,15 +43,7 @@ pub(crate) fn err(path: impl Into<String>, reason: impl Into<String>) -> SchemaE
     SchemaError { path: path.into(), reason: reason.into() }
 }
 
-/// What the artifact was compiled for.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target {
-    pub backend: String,
-    pub arch: String,
-    pub image: bool,
-    pub float16: bool,
-    pub nolocals: bool,
-}
+pub use crate::target::Target;
 
 /// A model input or output.
 #[derive(Clone, Debug, PartialEq)]
@@ -155,8 +148,6 @@ pub struct Metadata {
     /// ONNX `metadata_props`, in order.
     pub props: Vec<(String, String)>,
 }
-
-pub const BACKENDS: [&str; 5] = ["cpu", "null", "cl", "qcom", "usb+amd"];
 
 pub(crate) fn kind_name(kind: BufferUse) -> &'static str {
     match kind {
@@ -473,9 +464,16 @@ impl Manifest {
             other => return Err(err("version", format!("expected int, found {}", other.type_name()))),
         }
         let t = Obj::new("target", o.get("target")?)?;
+        let (backend, arch) = (t.str("backend")?, t.str("arch")?);
         let target = Target {
-            backend: t.str("backend")?.to_string(),
-            arch: t.str("arch")?.to_string(),
+            backend: Backend::from_name(backend).ok_or_else(|| {
+                let known = Backend::ALL.map(Backend::name).join(", ");
+                err("target.backend", format!("unknown backend `{backend}` (known: {known})"))
+            })?,
+            arch: Arch::from_name(arch).ok_or_else(|| {
+                let known = Arch::ALL.map(Arch::name).join(", ");
+                err("target.arch", format!("unknown arch `{arch}` (known: {known})"))
+            })?,
             image: t.bool("image")?,
             float16: t.bool("float16")?,
             nolocals: t.bool("nolocals")?,

@@ -6,6 +6,7 @@ use super::pickle::{self, Value};
 use super::schema::{Manifest, Metadata, ParamKind, ParamSpec, Placement, ProgramEntry, Target, TensorSpec};
 use super::{Artifact, ArtifactError, ArtifactWriter, BufferSpec};
 use crate::device::{Arg, BufferId, BufferUse, ImageChannel, ImageDesc, ProgramFormat, ProgramId, StepOp};
+use crate::target::{Arch, Backend};
 use crate::DType;
 
 pub(super) fn buf(size: usize, kind: BufferUse, blob: Option<usize>) -> BufferSpec {
@@ -35,7 +36,7 @@ pub(super) fn manifest() -> Manifest {
     let mut arena = buf(1024, BufferUse::Scratch, None);
     arena.dtype = DType::U8;
     Manifest {
-        target: Target { backend: "cpu".into(), arch: "x86_64".into(), image: false, float16: false, nolocals: false },
+        target: Target { backend: Backend::Cpu, arch: Arch::X86_64, image: false, float16: false, nolocals: false },
         inputs: vec![TensorSpec { name: "x".into(), shape: vec![1, 4], dtype: DType::F32, buffer: 0, slices: vec![] }],
         outputs: vec![TensorSpec {
             name: "y".into(),
@@ -209,6 +210,36 @@ fn older_and_unsealed_payloads_are_refused() {
     assert!(err.contains("checksum mismatch in the pickle"), "{err}");
 }
 
+/// The artifact of [`manifest`] with the pickle's string `from` replaced by `to` (same length).
+/// Resealed, so that the edit reaches the schema instead of failing the integrity check.
+fn with_string_replaced(from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut bytes = write(&mut manifest(), &[0u8; 64], b"code").unwrap();
+    let at = bytes.windows(from.len()).position(|w| w == from).unwrap();
+    bytes[at..at + to.len()].copy_from_slice(to);
+    reseal(&mut bytes);
+    bytes
+}
+
+/// Recomputes the integrity record of `bytes` after an edit of the same length.
+fn reseal(bytes: &mut [u8]) {
+    let c = super::container::parse(bytes).unwrap();
+    let (last, covered) = c.records.split_last().unwrap();
+    let hashes: Vec<u64> = covered.iter().map(|r| super::integrity::hash(&bytes[r.clone()])).collect();
+    let table = super::integrity::encode(super::integrity::hash(&bytes[c.pickle.clone()]), &hashes);
+    bytes[last.clone()].copy_from_slice(&table);
+}
+
+#[test]
+fn unknown_backends_and_archs_are_refused_with_the_known_names() {
+    let err = open(with_string_replaced(b"cpu", b"tpu")).unwrap_err().to_string();
+    assert!(err.contains("target.backend: unknown backend `tpu` (known: cpu, null, cl, qcom, usb+amd)"), "{err}");
+    let err = open(with_string_replaced(b"x86_64", b"x86_65")).unwrap_err().to_string();
+    assert!(
+        err.contains("target.arch: unknown arch `x86_65` (known: x86_64, aarch64, a630, gfx1100, gfx1201)"),
+        "{err}"
+    );
+}
+
 pub(super) fn refused(change: impl FnOnce(&mut Manifest), needle: &str) {
     let mut m = manifest();
     change(&mut m);
@@ -218,7 +249,8 @@ pub(super) fn refused(change: impl FnOnce(&mut Manifest), needle: &str) {
 
 #[test]
 fn verification_refuses_inconsistent_manifests() {
-    refused(|m| m.target.backend = "tpu".into(), "unknown backend `tpu`");
+    refused(|m| m.target.arch = Arch::A630, "target: unknown CPU architecture `a630` (x86_64, aarch64)");
+    refused(|m| m.target.image = true, "target: --image, --float16 and --nolocals apply to the OpenCL target");
     refused(|m| m.buffers[1].size = 60, "record 1 holds 64 bytes, buffer size is 60");
     refused(|m| m.buffers[0].size = 12, "needs 16 bytes");
     refused(|m| m.inputs[0].buffer = 9, "buffer 9 out of range");

@@ -1,26 +1,22 @@
 //! Pass two of verification: meaning. Runs on a decoded [`Manifest`] before any device is touched.
 //!
-//! Checks: a known target; unique input and output names; every index in range; sizes consistent with
-//! dtype × shape; weights carry contents of exactly their size; every copy range lies inside its
-//! buffers; every dispatch matches what its kernel was compiled for (argument count, grid, and per
-//! argument image-ness, element type and the extent the kernel reaches, inside the buffer — so a step
-//! that passes cannot make a kernel touch memory outside its buffers); every out-of-band record is
-//! referenced exactly once (by a buffer, `_pad` or `integrity`, which is the last record), or by one
-//! or more programs (a code object that exports several kernels).
+//! Checks: a target its backend takes (architecture and modes, [`crate::target::Target::check`]); unique
+//! input and output names; every index in range; sizes consistent with dtype × shape; weights carry
+//! contents of exactly their size; every copy range lies inside its buffers; every dispatch matches
+//! what its kernel was compiled for (argument count, grid, and per argument image-ness, element type
+//! and the extent the kernel reaches, inside the buffer — so a step that passes cannot make a kernel
+//! touch memory outside its buffers); every out-of-band record is referenced exactly once (by a
+//! buffer, `_pad` or `integrity`, which is the last record), or by one or more programs (a code object
+//! that exports several kernels).
 
-use super::schema::{err, kind_name, BufferSpec, Manifest, ParamKind, ParamSpec, SchemaError, BACKENDS};
+use super::schema::{err, kind_name, BufferSpec, Manifest, ParamKind, ParamSpec, SchemaError};
 use super::write::integrity_len;
 use crate::device::{Arg, BufferUse, ImageChannel, StepOp};
 use crate::dtype::DType;
 
 /// Verifies `m` against the sizes of the container's records.
 pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
-    if !BACKENDS.contains(&m.target.backend.as_str()) {
-        return Err(err(
-            "target.backend",
-            format!("unknown backend `{}` (known: {})", m.target.backend, BACKENDS.join(", ")),
-        ));
-    }
+    m.target.check().map_err(|e| err("target", e.to_string()))?;
     if record_sizes.len() != m.blob_count {
         return Err(err(
             "blobs",

@@ -163,8 +163,8 @@ pub fn encode(m: &Manifest) -> Value {
         (
             "target",
             dict(vec![
-                ("backend", s(&t.backend)),
-                ("arch", s(&t.arch)),
+                ("backend", s(t.backend.name())),
+                ("arch", s(t.arch.name())),
                 ("image", Value::Bool(t.image)),
                 ("float16", Value::Bool(t.float16)),
                 ("nolocals", Value::Bool(t.nolocals)),

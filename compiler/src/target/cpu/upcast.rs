@@ -21,7 +21,7 @@
 use std::collections::HashSet;
 use std::fmt::Write;
 
-use super::c::{ctype, free_vars, header, CKernel, Renderer};
+use super::render::{ctype, free_vars, header, CKernel, Renderer};
 use crate::ir::{Op, RedOp, N};
 use crate::program::{Kernel, Program};
 
@@ -198,7 +198,7 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
         let blocked_chain = r.blocked.contains(&chain.top);
         let acc = if blocked_chain { format!("acc{ci}@") } else { format!("acc{ci}") };
         let pad = "  ".repeat(indent);
-        let init = super::c::literal(ctx.reduce_identity_const(chain.op, dtype)?, dtype);
+        let init = super::render::literal(ctx.reduce_identity_const(chain.op, dtype)?, dtype);
         let chain_reps: &[usize] = if blocked_chain { &reps } else { &[0] };
         for &u in chain_reps {
             set_rep(&mut r, u);

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use pilot_cl::ClDevice;
 use pilot_core::device::{Arg, BufferId, BufferUse, Device, ProgramSpec, StepOp};
 
-use super::super::emit::{image_desc, Built};
 use crate::error::{CompileError, Result};
 use crate::program::Program;
+use crate::target::Built;
 
 /// Work-group sizes tried, in work-items. Each candidate costs a kernel build on drivers that
 /// specialize kernels per local size (PoCL does), so the ladder is short.
@@ -54,7 +54,7 @@ pub fn tune(p: &Program, built: &mut Built) -> Result<String> {
                 continue;
             }
             let buf = &p.bufs[b as usize];
-            let id = match image_desc(buf, built.pitch_align) {
+            let id = match buf.image_desc(built.pitch_align) {
                 Some(desc) => dev.alloc_image(desc, BufferUse::Scratch),
                 None => dev.alloc(buf.nbytes().max(1), BufferUse::Scratch),
             }

@@ -14,8 +14,8 @@ use std::fmt::Write;
 use pilot_core::DType;
 
 use crate::ir::{BinOp, Const, Ctx, Op, RedOp, UnOp, N};
-use crate::lazy::strides;
 use crate::program::{Kernel, Program};
+use crate::target::scoping::{flat_index, free_vars_by};
 
 /// A rendered kernel.
 pub struct CKernel {
@@ -43,7 +43,7 @@ pub fn ctype(d: DType) -> &'static str {
     }
 }
 
-pub(super) fn literal(c: Const, d: DType) -> String {
+pub(crate) fn literal(c: Const, d: DType) -> String {
     match c {
         Const::Float(bits) => {
             let v = f64::from_bits(bits);
@@ -78,25 +78,6 @@ pub(super) fn free_vars(ctx: &Ctx, order: &[N]) -> HashMap<N, Vec<u32>> {
     free_vars_by(ctx, order, |n| ctx.children(n))
 }
 
-/// [`free_vars`] where a node depends on `deps(n)` (for renderers that compute some nodes from
-/// others than their IR children); `order` lists dependencies first.
-pub(super) fn free_vars_by(ctx: &Ctx, order: &[N], deps: impl Fn(N) -> Vec<N>) -> HashMap<N, Vec<u32>> {
-    let mut free: HashMap<N, Vec<u32>> = HashMap::new();
-    for &n in order {
-        let mut vs: Vec<u32> = match ctx.op(n) {
-            Op::Var(v) => vec![*v],
-            _ => deps(n).iter().flat_map(|c| free[c].clone()).collect(),
-        };
-        if let Op::Reduce { var, .. } = ctx.op(n) {
-            vs.retain(|v| v != var);
-        }
-        vs.sort_unstable();
-        vs.dedup();
-        free.insert(n, vs);
-    }
-    free
-}
-
 /// The signature and typed buffer pointers.
 pub(super) fn header(p: &Program, name: &str, args: &[u32], out: &mut String) {
     let _ = writeln!(out, "void {name}(void *const *args, unsigned part, unsigned nparts) {{");
@@ -104,18 +85,6 @@ pub(super) fn header(p: &Program, name: &str, args: &[u32], out: &mut String) {
         let t = ctype(p.bufs[b as usize].dtype);
         let q = if i == 0 { "" } else { "const " };
         let _ = writeln!(out, "  {q}{t} *restrict b{b} = ({q}{t} *)args[{i}];");
-    }
-}
-
-/// The C-order flat index of the kernel's output point.
-pub(super) fn flat_index(k: &Kernel) -> String {
-    let st = strides(&k.shape);
-    let flat: Vec<String> =
-        k.vars.iter().zip(&st).zip(&k.shape).filter(|(_, &d)| d > 1).map(|((v, s), _)| format!("v{v} * {s}")).collect();
-    if flat.is_empty() {
-        "0".to_string()
-    } else {
-        flat.join(" + ")
     }
 }
 

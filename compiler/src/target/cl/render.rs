@@ -13,10 +13,10 @@ use std::fmt::Write;
 use pilot_core::DType;
 
 use super::prepare::{Prepared, Texel};
-use crate::backend::c::{flat_index, free_vars_by};
 use crate::error::{CompileError, Result};
 use crate::ir::{BinOp, Const, Ctx, Op, RedOp, UnOp, N};
 use crate::program::{Kernel, Program};
+use crate::target::scoping::{flat_index, free_vars_by};
 
 /// A rendered kernel.
 #[derive(Clone, Debug)]

@@ -8,10 +8,23 @@ use pilot_core::device::ProgramFormat;
 use pilot_core::gates::kernel_sources;
 use pilot_qcom::fake_shader::{FakeShader, ShaderArg};
 
-use super::PRELUDE;
-use crate::backend::emit::Built;
 use crate::error::{CompileError, Result};
 use crate::program::Program;
+use crate::target::cl::{Cl, PRELUDE};
+use crate::target::{Built, Codegen, Gates};
+
+/// The QCOM back end: the OpenCL back end's kernels (gates checked on the OpenCL source), then
+/// turned into Adreno programs by the compiler its [`super::cl::ClOptions::qcom_compiler`] names.
+pub struct Qcom {
+    pub cl: Cl,
+}
+
+impl Codegen for Qcom {
+    fn build(&self, p: &mut Program, gates: &Gates) -> Result<Built> {
+        let built = self.cl.build(p, gates)?;
+        to_adreno(p, built, self.cl.opts.qcom_compiler)
+    }
+}
 
 /// Where the Adreno binaries come from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

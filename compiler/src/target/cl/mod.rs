@@ -2,14 +2,13 @@
 //! Adreno 630 (`qcom`). One source holds every kernel of a model, after a small prelude.
 
 pub mod prepare;
-pub mod qcom;
 pub mod render;
 pub mod tune;
 
-use pilot_core::artifact::Target;
 use pilot_core::device::ProgramFormat;
+use pilot_core::Target;
 
-use super::emit::{Built, BuiltKernel};
+use super::{Built, BuiltKernel, Codegen, Gates};
 use crate::error::Result;
 use crate::program::Program;
 
@@ -24,36 +23,21 @@ float pl_round_half(float x) { return pl_bits_half(pl_half_bits(x)); }
 float pl_channel(float4 p, long c) { return c == 0 ? p.s0 : c == 1 ? p.s1 : c == 2 ? p.s2 : p.s3; }
 "#;
 
-/// Target options of the OpenCL back end.
+/// Options of the OpenCL back ends beyond the [`Target`] (whose modes say `--image`, `--float16`
+/// and `--nolocals`).
 #[derive(Clone, Debug)]
 pub struct ClOptions {
-    /// `cl` or `qcom`.
-    pub backend: String,
-    /// The architecture constraints compiled for (`a630`).
-    pub arch: String,
-    pub image: bool,
-    pub float16: bool,
-    pub nolocals: bool,
     /// Image row pitch alignment in bytes (`IMAGE_PITCH_ALIGNMENT`; 64 on the a630).
     pub pitch_align: usize,
     /// Widest image in pixels (16384 on the a630).
     pub max_image_width: usize,
     /// Where `--target qcom` gets Adreno binaries.
-    pub qcom_compiler: qcom::QcomCompiler,
+    pub qcom_compiler: crate::target::qcom::QcomCompiler,
 }
 
 impl Default for ClOptions {
     fn default() -> ClOptions {
-        ClOptions {
-            backend: "cl".into(),
-            arch: "a630".into(),
-            image: false,
-            float16: false,
-            nolocals: false,
-            pitch_align: 64,
-            max_image_width: 16384,
-            qcom_compiler: qcom::QcomCompiler::Device,
-        }
+        ClOptions { pitch_align: 64, max_image_width: 16384, qcom_compiler: crate::target::qcom::QcomCompiler::Device }
     }
 }
 
@@ -61,15 +45,32 @@ impl Default for ClOptions {
 /// 512 B covers desktop GPUs too).
 pub const ARENA_ALIGN: usize = 512;
 
+/// The OpenCL back end for `target` (backend `cl`; `qcom` builds on it).
+pub struct Cl {
+    pub target: Target,
+    pub opts: ClOptions,
+}
+
+impl Codegen for Cl {
+    /// Every kernel of `p` rendered into one OpenCL source, then the read-image gates checked on it.
+    fn build(&self, p: &mut Program, gates: &Gates) -> Result<Built> {
+        let mut built = build(p, &self.target, &self.opts)?;
+        let source = std::str::from_utf8(&built.codes[0]).unwrap_or_default();
+        built.read_images = gates.check_source(source)?;
+        Ok(built)
+    }
+}
+
 /// Renders every kernel of `p` into one OpenCL source.
 /// With `--nolocals`, local sizes are then timed on this machine's OpenCL device ([`tune`]).
-pub fn build(p: &mut Program, opts: &ClOptions) -> Result<Built> {
+fn build(p: &mut Program, target: &Target, opts: &ClOptions) -> Result<Built> {
+    let nolocals = target.nolocals;
     let mut source = PRELUDE.to_string();
     let mut kernels = Vec::new();
     for i in 0..p.kernels.len() {
         let k = p.kernels[i].clone();
         let prep = prepare::prepare(p, &k);
-        let ck = render::render(p, &k, &prep, !opts.nolocals)?;
+        let ck = render::render(p, &k, &prep, !nolocals)?;
         source.push('\n');
         source.push_str(&ck.source);
         let local = ck.local.unwrap_or_else(|| default_local(ck.global));
@@ -88,15 +89,10 @@ pub fn build(p: &mut Program, opts: &ClOptions) -> Result<Built> {
         kernels,
         align: ARENA_ALIGN,
         pitch_align: opts.pitch_align,
-        target: Target {
-            backend: opts.backend.clone(),
-            arch: opts.arch.clone(),
-            image: opts.image,
-            float16: opts.float16,
-            nolocals: opts.nolocals,
-        },
+        target: target.clone(),
+        read_images: (0, 0),
     };
-    if opts.nolocals {
+    if nolocals {
         tune::tune(p, &mut built)?;
     }
     Ok(built)

@@ -1,0 +1,96 @@
+//! The CPU back end (`cpu`, and `null`, which compiles the same and runs nothing): C rendered per
+//! kernel ([`render`], [`upcast`]) after a freestanding math prelude ([`cmath`]), grouped into one
+//! translation unit per core and compiled into relocatable objects in parallel ([`cc`]).
+
+pub mod cc;
+pub mod cmath;
+pub mod render;
+pub mod upcast;
+
+use std::path::PathBuf;
+
+use pilot_core::device::ProgramFormat;
+use pilot_core::Target;
+
+use super::{Built, BuiltKernel, Codegen, Gates};
+use crate::error::{CompileError, Result};
+use crate::plan;
+use crate::program::Program;
+
+/// The CPU back end for `target` (backend `cpu` or `null`), with an optional C compiler override.
+pub struct Cpu {
+    pub target: Target,
+    pub cc: Option<PathBuf>,
+}
+
+/// Renders every kernel (without the prelude).
+pub fn render_all(p: &Program) -> Vec<render::CKernel> {
+    p.kernels.iter().map(|k| render::render(p, k)).collect()
+}
+
+/// Kernels grouped into translation units, one per core: each unit is the prelude plus its kernels,
+/// compiled into one object that every kernel of the unit loads by its own entry symbol.
+fn units(rendered: &[render::CKernel]) -> Vec<(String, String, Vec<usize>)> {
+    let n = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, rendered.len().max(1));
+    (0..n)
+        .map(|u| {
+            let members: Vec<usize> = (u..rendered.len()).step_by(n).collect();
+            let mut source = cmath::PRELUDE.to_string();
+            for &i in &members {
+                source.push('\n');
+                source.push_str(&rendered[i].source);
+            }
+            (format!("unit{u}"), source, members)
+        })
+        .filter(|(_, _, m)| !m.is_empty())
+        .collect()
+}
+
+impl Codegen for Cpu {
+    /// C rendered per kernel, one object per core, compiled in parallel. The CPU has no gates.
+    fn build(&self, p: &mut Program, _gates: &Gates) -> Result<Built> {
+        let arch = self.target.arch.name();
+        let rendered = render_all(p);
+        let cc = cc::find_cc(self.cc.as_deref(), arch)?;
+        let units = units(&rendered);
+        if let Some(dir) = std::env::var_os("PILOT_DUMP_C") {
+            // Debugging aid: every translation unit's C, as compiled.
+            let dir = PathBuf::from(dir);
+            std::fs::create_dir_all(&dir)
+                .map_err(|source| CompileError::Io { path: dir.display().to_string(), source })?;
+            for (name, source, _) in &units {
+                let f = dir.join(format!("{name}.c"));
+                std::fs::write(&f, source)
+                    .map_err(|source| CompileError::Io { path: f.display().to_string(), source })?;
+            }
+        }
+        let sources: Vec<(String, String)> = units.iter().map(|(n, src, _)| (n.clone(), src.clone())).collect();
+        let codes = cc::compile_all(&sources, &cc, arch)?;
+        let mut unit_of = vec![0usize; rendered.len()];
+        for (u, (_, _, members)) in units.iter().enumerate() {
+            for &i in members {
+                unit_of[i] = u;
+            }
+        }
+        let kernels = rendered
+            .iter()
+            .enumerate()
+            .map(|(i, k)| BuiltKernel {
+                name: k.name.clone(),
+                args: k.args.clone(),
+                code: unit_of[i],
+                global: [k.parts, 1, 1],
+                local: [1, 1, 1],
+            })
+            .collect();
+        Ok(Built {
+            format: ProgramFormat::Elf,
+            codes,
+            kernels,
+            align: plan::ALIGN,
+            pitch_align: 1,
+            target: self.target.clone(),
+            read_images: (0, 0),
+        })
+    }
+}
