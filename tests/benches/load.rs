@@ -1,5 +1,6 @@
-//! Load time of a 100 MB artifact: mmap, container, pickle, schema, verification, and a session on the
-//! CPU backend (weights imported zero-copy), with and without checksum verification.
+//! Load time of a 100 MB artifact: mmap, container, the integrity check (xxh3 of every record, always
+//! on), pickle, schema, verification, and a session on the CPU backend (weights imported zero-copy);
+//! the last case adds the deep check of `pilot load --verify` (every buffer's own checksum).
 
 use std::path::Path;
 

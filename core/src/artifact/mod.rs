@@ -87,11 +87,13 @@ impl Artifact {
         if file.metadata().map_err(io)?.is_dir() {
             return Err(io(std::io::Error::other("is a directory")));
         }
+        // Every byte is hashed right away: populating the map up front costs less than faulting it
+        // in page by page.
         // SAFETY: the map is read-only and private to this process. Artifacts are written atomically
         // (temp file + rename), so the file behind a path is never modified in place by pilot; a file
         // truncated by someone else while mapped would fault on access, which is the documented
         // limitation of every mmap-based loader.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) }.map_err(io)?;
         Artifact::from_bytes(Arc::new(Mapped(map)))
     }
 
