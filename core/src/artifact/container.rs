@@ -13,11 +13,12 @@
 //! an [`integrity`] record when asked ([`Record::Integrity`]).
 
 use std::fs::File;
+use std::hash::Hasher;
 use std::io::{self, BufWriter, Write};
 use std::ops::Range;
 use std::path::Path;
 
-use xxhash_rust::xxh3::Xxh3;
+use twox_hash::XxHash3_64;
 
 use super::integrity;
 
@@ -190,7 +191,7 @@ struct Limited<'w, W: Write> {
     inner: &'w mut W,
     written: u64,
     limit: u64,
-    hasher: Xxh3,
+    hasher: XxHash3_64,
 }
 
 impl<W: Write> Write for Limited<'_, W> {
@@ -199,7 +200,7 @@ impl<W: Write> Write for Limited<'_, W> {
             return Err(blob_len_error(self.limit, "more"));
         }
         let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
+        self.hasher.write(&buf[..n]);
         self.written += n as u64;
         Ok(n)
     }
@@ -258,12 +259,12 @@ pub fn write(path: &Path, pickle: &[u8], records: &[Record]) -> io::Result<()> {
                 Record::Data(blob) => {
                     let len = blob.len();
                     w.write_all(&len_field(len)?)?;
-                    let mut limited = Limited { inner: &mut w, written: 0, limit: len, hasher: Xxh3::new() };
+                    let mut limited = Limited { inner: &mut w, written: 0, limit: len, hasher: XxHash3_64::new() };
                     blob.write_to(&mut limited)?;
                     if limited.written != len {
                         return Err(blob_len_error(len, "fewer"));
                     }
-                    hashes.push(limited.hasher.digest());
+                    hashes.push(limited.hasher.finish());
                     offset += 8 + len;
                 }
                 Record::Integrity => {

@@ -22,9 +22,9 @@ use std::ops::Range;
 /// The first 8 bytes of an integrity record.
 pub const MAGIC: [u8; 8] = *b"pilotxx3";
 
-/// xxh3-64 of `bytes`, the hash of every checksum in an artifact.
+/// xxh3-64 (seed 0) of `bytes`, the hash of every checksum in an artifact.
 pub fn hash(bytes: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(bytes)
+    twox_hash::XxHash3_64::oneshot(bytes)
 }
 
 /// Why a container fails its integrity check. Display is one line naming the part at fault.
