@@ -90,6 +90,9 @@ pub fn sign(args: &SignArgs) -> anyhow::Result<bool> {
         _ => Path::new("."),
     };
     let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("writing {}", out.display()))?;
+    // The signed file keeps the artifact's permissions (a temporary file starts private).
+    let permissions = std::fs::metadata(&args.artifact).map(|m| m.permissions());
+    permissions.and_then(|p| tmp.as_file().set_permissions(p)).with_context(|| format!("writing {}", out.display()))?;
     tmp.write_all(&signed)
         .and_then(|()| tmp.as_file().sync_all())
         .with_context(|| format!("writing {}", out.display()))?;

@@ -61,6 +61,9 @@ fn a_trusted_key_admits_only_artifacts_its_owner_signed() {
 
     let signed = dir.path().join("signed.pkl");
     assert_eq!(outcome(&pilot(&["sign", s(&art), "--key", s(&secret), "-o", s(&signed)], &[])).0, 0);
+    let mode = |p: &Path| std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions());
+    assert_eq!(mode(&signed), mode(&art), "the signed artifact keeps the artifact's permissions");
+    assert_eq!(mode(&secret) & 0o777, 0o600, "the secret key is private");
     let (code, err) = outcome(&pilot(&["sign", s(&signed), "--key", s(&secret)], &[]));
     assert_eq!((code, err.as_str()), (2, &*format!("pilot: error: {}: already signed", signed.display())));
     for cmd in ["run", "load"] {
