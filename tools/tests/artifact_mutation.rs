@@ -16,6 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pilot_core::artifact::container;
+use pilot_core::artifact::pickle::{self, Value};
 use pilot_core::Artifact;
 
 /// Longest a `load` or `run` of these tiny artifacts may take before it counts as a hang.
@@ -155,11 +156,82 @@ fn runs(path: &Path, device: &str) -> bool {
     true
 }
 
+/// `bytes` with the payload edited by `edit` (given the first dispatch), re-framed and resealed.
+fn edit_first_dispatch(bytes: &[u8], edit: impl FnOnce(&mut Vec<(Value, Value)>)) -> Vec<u8> {
+    let c = container::parse(bytes).unwrap();
+    let mut payload = pickle::read(&bytes[c.pickle.clone()]).unwrap().value;
+    let Value::Dict(top) = &mut payload else { panic!("the payload is a dict") };
+    let step = &mut top.iter_mut().find(|(k, _)| *k == Value::str("step")).expect("a step").1;
+    let Value::List(ops) = step else { panic!("step is a list") };
+    let op = ops.iter_mut().find_map(|op| match op {
+        Value::Dict(d) if d.iter().any(|(k, v)| *k == Value::str("op") && *v == Value::str("dispatch")) => Some(d),
+        _ => None,
+    });
+    edit(op.expect("a dispatch"));
+    let pickle = pickle::write(&payload).unwrap();
+    let mut out = (pickle.len() as i64).to_le_bytes().to_vec();
+    out.extend_from_slice(&pickle);
+    for r in &c.records {
+        out.extend_from_slice(&(r.len() as i64).to_le_bytes());
+        out.extend_from_slice(&bytes[r.clone()]);
+    }
+    assert!(pilot_tests::reseal(&mut out));
+    out
+}
+
+/// The hand-made crashes of a hostile user on a compiled artifact (a dispatch's grid doubled, or its
+/// `global[1]` tripled, which corrupted the heap of the fake KGSL): each `run` is one line, exit 2.
+fn hand_edits(path: &Path, device: &str) {
+    let good = std::fs::read(path).unwrap();
+    let ints = |v: &mut Value| -> Vec<i64> {
+        let (Value::List(items) | Value::Tuple(items)) = v else { panic!("a list") };
+        items.iter().map(|x| if let Value::Int(i) = x { *i } else { panic!("an int") }).collect()
+    };
+    let get = |d: &mut Vec<(Value, Value)>, key: &str| -> usize {
+        d.iter().position(|(k, _)| *k == Value::str(key)).unwrap()
+    };
+    type Edit = Box<dyn Fn(&mut Vec<(Value, Value)>)>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "doubled global size",
+            Box::new(move |d| {
+                let g = get(d, "global");
+                let mut dims = ints(&mut d[g].1);
+                dims[0] *= 2;
+                d[g].1 = Value::List(dims.into_iter().map(Value::Int).collect());
+            }),
+            "was compiled for",
+        ),
+        (
+            "global[1] tripled",
+            Box::new(move |d| {
+                let g = get(d, "global");
+                let mut dims = ints(&mut d[g].1);
+                dims[1] *= 3;
+                d[g].1 = Value::List(dims.into_iter().map(Value::Int).collect());
+            }),
+            "was compiled for",
+        ),
+    ];
+    for (name, edit, needle) in cases {
+        let bad = path.with_extension("edited.pkl");
+        std::fs::write(&bad, edit_first_dispatch(&good, edit)).unwrap();
+        let o = pilot(&["run", bad.to_str().unwrap(), "--steps", "1", "--device", device]);
+        assert_eq!(o.code, Ok(2), "{device} / {name}: {}", o.stderr);
+        assert!(
+            o.stderr.contains(needle) && o.stderr.trim_end().lines().count() == 1,
+            "{device} / {name}: {}",
+            o.stderr
+        );
+    }
+}
+
 /// Flips bits in every region of `path` and checks `load` and `run` on `device` each time.
 fn mutate(path: &Path, device: &str, seed: u64) {
     if !runs(path, device) {
         return;
     }
+    hand_edits(path, device);
     let good = std::fs::read(path).unwrap();
     let bad_path = path.with_extension("bad.pkl");
     let bad = bad_path.to_str().unwrap();
