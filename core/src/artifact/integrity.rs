@@ -111,7 +111,7 @@ const PARALLEL_BYTES: usize = 8 << 20;
 /// The hash of every record, in order: on up to 8 threads for large artifacts (xxh3 runs at memory
 /// speed on one core; a 100 MB artifact takes several milliseconds per core), records dealt out
 /// largest first to the least loaded thread.
-fn hash_all(bytes: &[u8], records: &[Range<usize>]) -> Vec<u64> {
+pub(crate) fn hash_all(bytes: &[u8], records: &[Range<usize>]) -> Vec<u64> {
     let total: usize = records.iter().map(|r| r.len()).sum();
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(8);
     if total < PARALLEL_BYTES || threads < 2 {
