@@ -23,6 +23,9 @@ fn qcom_priority(priority: Option<u8>) -> anyhow::Result<u8> {
     }
 }
 
+/// The most CPU worker threads `--threads` asks for (far more than any machine pilot runs on has cores).
+pub const MAX_THREADS: usize = 1024;
+
 /// How to open a device: CPU threads, per-op profiling, the QCOM context priority.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DeviceOptions {
@@ -39,11 +42,12 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
     Ok(match name {
         "cpu" => {
             let threads = match threads {
-                Some(0) => bail!("--threads must be at least 1"),
+                Some(n) if !(1..=MAX_THREADS).contains(&n) => bail!("--threads must be 1 .. {MAX_THREADS}, got {n}"),
                 Some(n) => n,
                 None => std::thread::available_parallelism().map_or(1, usize::from),
             };
-            Box::new(CpuDevice::new(threads).with_profiling(profile))
+            let device = CpuDevice::try_new(threads).map_err(|e| anyhow::anyhow!("--threads {threads}: {e}"))?;
+            Box::new(device.with_profiling(profile))
         }
         "null" => Box::new(NullDevice::new(target.arch.name())),
         // The OpenCL device: $PILOT_CL_DEVICE ("platform:device") picks one, else the first GPU.
