@@ -5,8 +5,9 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 
-# core, qcom and usbgpu must never link protobuf/ONNX code (the dependency rule in ARCHITECTURE.md).
-for crate in pilot-core pilot-qcom pilot-usbgpu; do
+# core, qcom and usbgpu must never link protobuf/ONNX code (the dependency rule in ARCHITECTURE.md); nor may
+# the C ABI and the Python module.
+for crate in pilot-core pilot-qcom pilot-usbgpu pilot-capi pilot-python; do
   if cargo tree -p "$crate" -e normal --prefix none | grep -Eiq '^(prost|protobuf|onnx|pilot-compiler)'; then
     echo "dependency rule broken: $crate depends on protobuf/ONNX/compiler code" >&2
     cargo tree -p "$crate" -e normal -i prost 2>/dev/null || true
@@ -67,6 +68,24 @@ PILOT_CL_REQUIRE=1 PROPTEST_CASES="${PROPTEST_CASES:-4096}" cargo test --workspa
 # The fakes are witnesses: a few of issue 15's planted QCOM bugs must each make a fake or cross-check test fail
 # (the full table: scripts/mutate_qcom.py, TESTING.md).
 python3 scripts/mutate_qcom.py --quick
+
+# The embedding: the Python module (a wheel built by maturin, installed into .venv) and the C ABI, tested
+# from pytest and from C against the command; the examples step the test models at 20 Hz.
+.venv/bin/python -c 'import maturin, pytest' 2>/dev/null \
+  || .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
+cargo build --quiet -p pilot-tools
+cargo build --quiet -p pilot-capi   # alone, so libpilot_capi holds the runtime crates only
+rm -rf target/wheels
+maturin build --quiet -m python/Cargo.toml -o target/wheels
+.venv/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall target/wheels/pilot-*.whl
+.venv/bin/python -m pytest -q -p no:cacheprovider python/tests
+mkdir -p target/embed-models
+.venv/bin/python scripts/make_models.py target/embed-models > /dev/null
+for m in vision policy; do target/debug/pilot compile target/embed-models/$m.onnx -o target/embed-models/$m.pkl > /dev/null; done
+cc -std=c11 -Wall -Wextra -Werror -Icapi/include examples/run_model.c target/debug/libpilot_capi.a \
+  -lpthread -ldl -lm -lrt -lutil -o target/embed-models/run_model
+target/embed-models/run_model target/embed-models/policy.pkl 5
+.venv/bin/python examples/modeld.py target/embed-models/vision.pkl target/embed-models/policy.pkl --frames 5
 
 # The comma device's CPU path: the aarch64 runtime under qemu-user against onnxruntime.
 scripts/aarch64.sh

@@ -396,7 +396,7 @@ impl Device for ClDevice {
         Ok(ProgramId(id))
     }
 
-    /// Makes one kernel object per dispatch with all its arguments set, sub-buffers for non-zero
+    /// Makes one kernel object per program and argument list with its arguments set, sub-buffers for non-zero
     /// offsets (which must be multiples of [`ClLimits::base_address_align`]), and a staging buffer
     /// for a copy whose source and destination overlap. Referenced buffers can no longer be freed.
     fn link_step(&mut self, ops: &[StepOp]) -> DeviceResult<StepId> {

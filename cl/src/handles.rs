@@ -62,7 +62,7 @@ owned!(
     program::release_program
 );
 owned!(
-    /// A kernel object (one per dispatch: it carries that dispatch's arguments).
+    /// A kernel object (one per program and argument list in a step: it carries those arguments).
     Kernel(cl_kernel),
     kernel::release_kernel
 );

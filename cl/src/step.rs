@@ -1,5 +1,6 @@
 //! Linking a step (kernel objects, arguments, sub-buffers) and replaying it.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use pilot_core::device::{Arg, DeviceError, DeviceResult, ProgramId, StepOp};
@@ -9,15 +10,22 @@ use crate::error::{failed, failed_at};
 use crate::handles::{Event, Kernel, Mem, Queue};
 use crate::platform::ClLimits;
 
+/// A kernel object with its arguments set, and the memory objects bound to them (kept alive with it).
+struct BoundKernel {
+    kernel: Kernel,
+    _args: Vec<Mem>,
+}
+
 /// One op, ready to enqueue.
 enum LinkedOp {
     Dispatch {
-        kernel: Kernel,
+        /// Index into [`LinkedStep::kernels`]: dispatches of one program with the same arguments share
+        /// one kernel object (creating and releasing one per dispatch made steps of many dispatches
+        /// take seconds to link and to drop).
+        kernel: usize,
         /// The kernel's name, for errors.
         name: String,
         range: NdRange,
-        /// The memory objects bound as arguments, kept alive with the kernel.
-        _args: Vec<Mem>,
     },
     Copy {
         src: Mem,
@@ -45,6 +53,7 @@ struct NdRange {
 
 /// A linked step: its ops, and while profiling the events of the last submission not yet timed.
 pub(crate) struct LinkedStep {
+    kernels: Vec<BoundKernel>,
     ops: Vec<LinkedOp>,
     /// Per op, up to two events (a staged copy is two commands); allocated at link time.
     pending: Vec<[Option<Event>; 2]>,
@@ -62,9 +71,9 @@ impl LinkedStep {
                 harvest(slots, &mut self.times[i])?;
             }
             let events = match op {
-                LinkedOp::Dispatch { kernel, name, range, .. } => {
+                LinkedOp::Dispatch { kernel, name, range } => {
                     let ev = queue
-                        .dispatch(kernel, range.dims, &range.global, range.local.as_ref())
+                        .dispatch(&self.kernels[*kernel].kernel, range.dims, &range.global, range.local.as_ref())
                         .map_err(|c| failed_at("submit", format_args!("op {i} (kernel `{name}`)"), c))?;
                     [Some(ev), None]
                 }
@@ -160,10 +169,22 @@ impl ClDevice {
     /// Links `ops` (see [`pilot_core::device::Device::link_step`]) and pins the buffers they use.
     pub(crate) fn link(&mut self, ops: &[StepOp]) -> DeviceResult<LinkedStep> {
         let mut linked = Vec::with_capacity(ops.len());
+        let mut kernels = Vec::new();
+        let mut shared: HashMap<(u32, Vec<(u32, u64)>), usize> = HashMap::new();
         for op in ops {
             linked.push(match op {
                 StepOp::Dispatch { program, args, global, local } => {
-                    self.link_dispatch(*program, args, *global, *local)?
+                    let key = (program.0, args.iter().map(|a| (a.buffer.0, a.offset)).collect());
+                    let (name, range) = self.check_dispatch(*program, args, *global, *local)?;
+                    let kernel = match shared.get(&key) {
+                        Some(&k) => k,
+                        None => {
+                            kernels.push(self.bind_kernel(*program, args)?);
+                            shared.insert(key, kernels.len() - 1);
+                            kernels.len() - 1
+                        }
+                    };
+                    LinkedOp::Dispatch { kernel, name, range }
                 }
                 StepOp::Copy { src, dst, len } => self.link_copy(*src, *dst, *len)?,
             });
@@ -175,16 +196,22 @@ impl ClDevice {
             }
         }
         let n = linked.len();
-        Ok(LinkedStep { ops: linked, pending: (0..n).map(|_| [None, None]).collect(), times: vec![Duration::ZERO; n] })
+        Ok(LinkedStep {
+            kernels,
+            ops: linked,
+            pending: (0..n).map(|_| [None, None]).collect(),
+            times: vec![Duration::ZERO; n],
+        })
     }
 
-    fn link_dispatch(
-        &mut self,
+    /// Checks a dispatch of `program` (argument count, NDRange) and returns the kernel's name and range.
+    fn check_dispatch(
+        &self,
         program: ProgramId,
         args: &[Arg],
         global: [u32; 3],
         local: [u32; 3],
-    ) -> DeviceResult<LinkedOp> {
+    ) -> DeviceResult<(String, NdRange)> {
         let p = self
             .programs
             .get(program.0 as usize)
@@ -194,9 +221,15 @@ impl ClDevice {
             return Err(bad(format!("dispatch passes {} arguments, the kernel takes {}", args.len(), p.arg_count)));
         }
         let range = ndrange(global, local, &self.limits, p.max_work_group).map_err(bad)?;
-        let mut kernel = Kernel::new(&self.sources[p.source].program, &p.cname)
-            .map_err(|c| failed_at("link_step", format_args!("kernel `{}`", p.name), c))?;
+        Ok((p.name.clone(), range))
+    }
+
+    /// A new kernel object of `program` (checked by [`ClDevice::check_dispatch`]) with `args` bound.
+    fn bind_kernel(&mut self, program: ProgramId, args: &[Arg]) -> DeviceResult<BoundKernel> {
+        let p = &self.programs[program.0 as usize];
         let name = p.name.clone();
+        let mut kernel = Kernel::new(&self.sources[p.source].program, &p.cname)
+            .map_err(|c| failed_at("link_step", format_args!("kernel `{name}`"), c))?;
         let mut bound = Vec::with_capacity(args.len());
         for (i, &arg) in args.iter().enumerate() {
             let mem = self.arg_mem(&name, i, arg)?;
@@ -205,7 +238,7 @@ impl ClDevice {
                 .map_err(|c| failed_at("link_step", format_args!("argument {i} of `{name}`"), c))?;
             bound.push(mem);
         }
-        Ok(LinkedOp::Dispatch { kernel, name, range, _args: bound })
+        Ok(BoundKernel { kernel, _args: bound })
     }
 
     /// The memory object for argument `i` of kernel `name`: the buffer or image itself at offset 0,

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use pilot_core::artifact::{
-    checksum, ArtifactWriter, BufferSpec, Manifest, Metadata, Placement, ProgramEntry, TensorSpec,
+    checksum, ArtifactWriter, BufferSpec, Manifest, Metadata, ParamKind, ParamSpec, Placement, ProgramEntry, TensorSpec,
 };
 use pilot_core::device::{Arg, BufferId, BufferUse, ProgramId, StepOp};
 use pilot_core::DType;
@@ -139,6 +139,12 @@ pub fn write(p: &Program, opts: &ModelInfo, built: Built, path: &Path) -> Result
             blob: code_blobs[k.code],
             args: k.args.len(),
             amdgpu: k.amdgpu.clone(),
+            // Arguments are in order output first: the kernel writes the first and reads the others.
+            params: (k.args.iter().enumerate())
+                .map(|(i, &b)| param_spec(&p.bufs[b as usize], i == 0, built.pitch_align))
+                .collect(),
+            global: k.global,
+            local: k.local,
         });
         step.push(StepOp::Dispatch {
             program: ProgramId(i as u32),
@@ -172,6 +178,16 @@ pub fn write(p: &Program, opts: &ModelInfo, built: Built, path: &Path) -> Result
         weight_bytes,
         artifact_bytes,
     })
+}
+
+/// What a kernel generated for buffer `b` reaches through its argument: the image it addresses by
+/// pixel, or the buffer's bytes from the argument's offset.
+fn param_spec(b: &crate::program::Buf, writes: bool, pitch_align: usize) -> ParamSpec {
+    let kind = match b.image_desc(pitch_align) {
+        Some(d) => ParamKind::Image { width: d.width, height: d.height },
+        None => ParamKind::Buffer { bytes: b.nbytes() as u64 },
+    };
+    ParamSpec { dtype: b.dtype, writes, kind }
 }
 
 /// Rows of `row` bytes laid out `pitch` bytes apart, the padding zeroed.

@@ -21,6 +21,16 @@ pub enum SessionError {
     InputSize { index: usize, expected: usize, found: usize },
     #[error("{phase}: {source}")]
     Device { phase: &'static str, source: DeviceError },
+    #[error("{what}: cannot allocate {bytes} bytes of host memory")]
+    HostMemory { what: String, bytes: usize },
+}
+
+/// `bytes` zeros on the heap, or an error instead of the allocator's abort when memory runs out.
+fn zeroed(bytes: usize, what: impl FnOnce() -> String) -> Result<Vec<u8>, SessionError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(bytes).map_err(|_| SessionError::HostMemory { what: what(), bytes })?;
+    v.resize(bytes, 0);
+    Ok(v)
 }
 
 /// How long each load phase took.
@@ -109,7 +119,11 @@ impl Session {
             .collect();
         let step = device.link_step(&ops).map_err(err("link"))?;
         let t3 = Instant::now();
-        let outputs = m.outputs.iter().map(|o| vec![0u8; o.nbytes()]).collect();
+        let outputs = m
+            .outputs
+            .iter()
+            .map(|o| zeroed(o.nbytes(), || format!("output `{}`", o.name)))
+            .collect::<Result<_, _>>()?;
         Ok(Session {
             device,
             buffers,
@@ -214,7 +228,7 @@ impl Session {
             let data = match b.blob {
                 Some(r) => self.artifact.blob(r),
                 None => {
-                    zeros = vec![0u8; b.size];
+                    zeros = zeroed(b.size, || format!("resetting state buffer {i}"))?;
                     &zeros
                 }
             };
@@ -250,5 +264,62 @@ impl Session {
     /// Blocks until all submitted work is done.
     pub fn synchronize(&mut self) -> Result<(), SessionError> {
         self.device.synchronize().map_err(|source| SessionError::Device { phase: "synchronize", source })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::artifact::{ArtifactWriter, BufferSpec, Manifest, Metadata, Placement, Target};
+    use crate::null::NullDevice;
+    use crate::target::Backend;
+    use crate::DType;
+
+    /// An artifact whose output (and so its host copy) is `bytes` long; the NULL device allocates
+    /// nothing, so only the session's own host memory is at stake.
+    fn with_output_of(bytes: usize) -> Artifact {
+        let spec = |size, kind| BufferSpec {
+            size,
+            dtype: DType::U8,
+            kind,
+            placement: Placement::Device,
+            blob: None,
+            checksum: None,
+            image: None,
+        };
+        let port = |name: &str, size, buffer| TensorSpec {
+            name: name.into(),
+            shape: vec![size],
+            dtype: DType::U8,
+            buffer,
+            slices: vec![],
+        };
+        let mut m = Manifest {
+            target: Target::default_for(Backend::Null).expect("a host the tests run on"),
+            inputs: vec![port("x", 4, 0)],
+            outputs: vec![port("y", bytes, 1)],
+            buffers: vec![spec(4, BufferUse::Input), spec(bytes, BufferUse::Output)],
+            programs: vec![],
+            step: vec![],
+            metadata: Metadata::default(),
+            blob_count: 0,
+            pads: vec![],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.pkl");
+        ArtifactWriter::new().write(&path, &mut m).unwrap();
+        Artifact::from_bytes(Arc::new(std::fs::read(&path).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn outputs_beyond_host_memory_are_an_error() {
+        let err =
+            Session::new(with_output_of(1 << 60), Box::new(NullDevice::new(std::env::consts::ARCH))).err().unwrap();
+        assert!(matches!(err, SessionError::HostMemory { bytes, .. } if bytes == 1 << 60), "{err}");
+        assert_eq!(err.to_string(), format!("output `y`: cannot allocate {} bytes of host memory", 1u64 << 60));
+        let s = Session::new(with_output_of(8), Box::new(NullDevice::new(std::env::consts::ARCH))).unwrap();
+        assert_eq!(s.outputs(), &[vec![0u8; 8]]);
     }
 }

@@ -1,11 +1,12 @@
-//! Load time of a 100 MB artifact: mmap, container, pickle, schema, verification, and a session on the
-//! CPU backend (weights imported zero-copy), with and without checksum verification.
+//! Load time of a 100 MB artifact: mmap, container, the integrity check (xxh3 of every record, always
+//! on), pickle, schema, verification, and a session on the CPU backend (weights imported zero-copy);
+//! the last case adds the deep check of `pilot load --verify` (every buffer's own checksum).
 
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use pilot_core::artifact::{
-    ArtifactWriter, BufferSpec, Manifest, Metadata, Placement, ProgramEntry, Target, TensorSpec,
+    ArtifactWriter, BufferSpec, Manifest, Metadata, ParamKind, ParamSpec, Placement, ProgramEntry, Target, TensorSpec,
 };
 use pilot_core::cpu::CpuDevice;
 use pilot_core::device::{Arg, BufferId, BufferUse, ProgramFormat, ProgramId, StepOp};
@@ -70,6 +71,11 @@ fn write_big(path: &Path) {
             blob: code_blob,
             args: 2,
             amdgpu: None,
+            params: [false, true]
+                .map(|writes| ParamSpec { dtype: DType::F32, writes, kind: ParamKind::Buffer { bytes: 4 } })
+                .to_vec(),
+            global: [1, 1, 1],
+            local: [1, 1, 1],
         }],
         step: vec![StepOp::Dispatch {
             program: ProgramId(0),

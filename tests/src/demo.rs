@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use pilot_core::artifact::{
-    ArtifactWriter, BufferSpec, Manifest, Metadata, Placement, ProgramEntry, Target, TensorSpec,
+    ArtifactWriter, BufferSpec, Manifest, Metadata, ParamKind, ParamSpec, Placement, ProgramEntry, Target, TensorSpec,
 };
 use pilot_core::device::{Arg, BufferId, BufferUse, ProgramFormat, ProgramId, StepOp};
 use pilot_core::{ArtifactError, DType};
@@ -60,6 +60,11 @@ pub fn reference_step(desire: &[f32], features: &mut [f32], w: &[f32], b: &[f32]
     features.copy_within(WIDTH.., 0);
     features[(QUEUE - 1) * WIDTH..].copy_from_slice(&hidden);
     hidden
+}
+
+/// A float32 kernel argument of `bytes` bytes that the kernel reads (or `writes`) in full.
+fn param(bytes: usize, writes: bool) -> ParamSpec {
+    ParamSpec { dtype: DType::F32, writes, kind: ParamKind::Buffer { bytes: bytes as u64 } }
 }
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
@@ -111,14 +116,17 @@ pub fn write(path: &Path, object: &[u8], backend: &str) -> Result<Manifest, Arti
             buffer: 4,
             slices: vec![("hidden_state".into(), 0, WIDTH)],
         }],
-        buffers,
         programs: vec![ProgramEntry {
             name: "policy".into(),
             format: ProgramFormat::Elf,
             blob: code_blob,
             args: 5,
+            params: buffers[..5].iter().enumerate().map(|(i, b)| param(b.size, i == 4)).collect(),
+            global: [WIDTH as u32, 1, 1],
+            local: [1, 1, 1],
             amdgpu: None,
         }],
+        buffers,
         step: vec![
             StepOp::Dispatch {
                 program: ProgramId(0),

@@ -6,6 +6,8 @@ pub mod demo;
 use std::path::Path;
 use std::process::Command;
 
+use pilot_core::artifact::{container, integrity};
+
 /// Compiles freestanding C `source` into a relocatable object for the host with `cc`
 /// (or `$CC`). Panics with the compiler's output on failure: this is test scaffolding.
 pub fn cc_object(source: &str) -> Vec<u8> {
@@ -30,4 +32,20 @@ pub fn python(script: &str, args: &[&Path]) -> String {
     let out = Command::new("python3").arg("-c").arg(script).args(args).output().expect("python3 runs");
     assert!(out.status.success(), "python failed:\n{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+/// Recomputes the integrity record of artifact bytes in place, as someone who edits an artifact and
+/// knows the format would, so that the edit reaches verification and the devices. Returns false (and
+/// changes nothing) when the bytes do not frame as a container ending in an integrity record of the
+/// right size.
+pub fn reseal(bytes: &mut [u8]) -> bool {
+    let Ok(c) = container::parse(bytes) else { return false };
+    let Some((last, covered)) = c.records.split_last() else { return false };
+    if !integrity::present(bytes, &c.records) || last.len() != 24 + 8 * covered.len() {
+        return false;
+    }
+    let hashes: Vec<u64> = covered.iter().map(|r| integrity::hash(&bytes[r.clone()])).collect();
+    let table = integrity::encode(integrity::hash(&bytes[c.pickle.clone()]), &hashes);
+    bytes[last.clone()].copy_from_slice(&table);
+    true
 }

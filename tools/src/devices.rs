@@ -28,10 +28,13 @@ fn qcom_priority(priority: Option<u8>) -> anyhow::Result<u8> {
     }
 }
 
-/// `--threads`, else one per host core.
+/// The most CPU worker threads `--threads` asks for (far more than any machine pilot runs on has cores).
+pub const MAX_THREADS: usize = 1024;
+
+/// `--threads` (1 ..= [`MAX_THREADS`]), else one per host core.
 fn host_threads(threads: Option<usize>) -> anyhow::Result<usize> {
     match threads {
-        Some(0) => bail!("--threads must be at least 1"),
+        Some(n) if !(1..=MAX_THREADS).contains(&n) => bail!("--threads must be 1 .. {MAX_THREADS}, got {n}"),
         Some(n) => Ok(n),
         None => Ok(std::thread::available_parallelism().map_or(1, usize::from)),
     }
@@ -53,7 +56,8 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
     Ok(match name {
         "cpu" => {
             let threads = host_threads(threads)?;
-            Box::new(CpuDevice::new(threads).with_profiling(profile))
+            let device = CpuDevice::try_new(threads).map_err(|e| anyhow::anyhow!("--threads {threads}: {e}"))?;
+            Box::new(device.with_profiling(profile))
         }
         "null" => Box::new(NullDevice::new(target.arch.name())),
         // The OpenCL device: $PILOT_CL_DEVICE ("platform:device") picks one, else the first GPU.

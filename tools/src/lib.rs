@@ -5,6 +5,7 @@ pub mod compile;
 pub mod devices;
 pub mod gate;
 pub mod inspect;
+pub mod keys;
 pub use pilot_core::npy;
 pub mod run;
 #[cfg(feature = "compiler")]

@@ -30,6 +30,10 @@ enum Command {
     Run(run::RunArgs),
     /// Load an artifact repeatedly and print load times.
     Load(run::LoadArgs),
+    /// Make an Ed25519 key pair for signing artifacts.
+    Keygen(pilot_tools::keys::KeygenArgs),
+    /// Sign an artifact with a secret key from `pilot keygen`.
+    Sign(pilot_tools::keys::SignArgs),
     /// Describe an artifact.
     Inspect {
         artifact: PathBuf,
@@ -87,6 +91,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<bool> {
         Command::Usb(cmd) => pilot_tools::usb::run(&cmd),
         Command::Run(args) => run::run(&args),
         Command::Load(args) => run::load(&args),
+        Command::Keygen(args) => pilot_tools::keys::keygen(&args),
+        Command::Sign(args) => pilot_tools::keys::sign(&args),
         Command::Inspect { artifact, json } => inspect::inspect(&artifact, json).map(|()| true),
         Command::Gate { baseline, current, max_regression } => {
             let max = gate::parse_percent(&max_regression)?;

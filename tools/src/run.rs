@@ -6,10 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use pilot_core::artifact::signature::VerifyingKey;
 use pilot_core::artifact::TensorSpec;
 use pilot_core::{Artifact, DType, Session};
 
 use crate::devices;
+use crate::keys;
 use crate::npy;
 
 #[derive(clap::Args)]
@@ -44,6 +46,9 @@ pub struct RunArgs {
     /// Print the time spent in each kernel over all steps.
     #[arg(long)]
     pub profile: bool,
+    /// Run only an artifact signed by the holder of this public key (from `pilot keygen`).
+    #[arg(long, env = "PILOT_TRUSTED_KEY", value_name = "FILE")]
+    pub trusted_key: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -51,7 +56,7 @@ pub struct LoadArgs {
     pub artifact: PathBuf,
     #[arg(long, default_value_t = 10)]
     pub times: usize,
-    /// Also check every buffer checksum.
+    /// The deep check: also every buffer's own checksum (the integrity record is always checked).
     #[arg(long)]
     pub verify: bool,
     #[arg(long)]
@@ -64,10 +69,19 @@ pub struct LoadArgs {
     /// Fail (exit 1) unless the fastest load takes less than S seconds.
     #[arg(long, env = "ASSERT_MIN_LOAD_TIME", value_name = "S", value_parser = crate::gate::parse_time_limit)]
     pub assert_min_load_time: Option<f64>,
+    /// Load only an artifact signed by the holder of this public key (from `pilot keygen`).
+    #[arg(long, env = "PILOT_TRUSTED_KEY", value_name = "FILE")]
+    pub trusted_key: Option<PathBuf>,
 }
 
-fn open_session(path: &Path, device: Option<&str>, opts: devices::DeviceOptions) -> anyhow::Result<Session> {
+fn open_session(
+    path: &Path,
+    device: Option<&str>,
+    opts: devices::DeviceOptions,
+    trusted: Option<&VerifyingKey>,
+) -> anyhow::Result<Session> {
     let artifact = Artifact::open(path)?;
+    keys::check_trusted(&artifact, trusted)?;
     let device = devices::open(device, &artifact.manifest.target, opts)?;
     Ok(Session::new(artifact, device)?)
 }
@@ -95,10 +109,14 @@ impl SplitMix {
 }
 
 /// Seeded random contents for an input: normal floats, uniform bytes, small integers, 0/1 bools.
-pub fn random_input(spec: &TensorSpec, rng_seed: u64) -> Vec<u8> {
+/// An input too large for this machine's memory is an error, not an abort.
+pub fn random_input(spec: &TensorSpec, rng_seed: u64) -> anyhow::Result<Vec<u8>> {
     let mut rng = SplitMix(rng_seed);
     let n = spec.elements();
-    let mut out = Vec::with_capacity(spec.nbytes());
+    let mut out = Vec::new();
+    if out.try_reserve_exact(spec.nbytes()).is_err() {
+        bail!("input `{}`: cannot allocate {} bytes for random values", spec.name, spec.nbytes());
+    }
     for _ in 0..n {
         match spec.dtype {
             DType::F32 => out.extend_from_slice(&(rng.normal() as f32).to_le_bytes()),
@@ -112,7 +130,7 @@ pub fn random_input(spec: &TensorSpec, rng_seed: u64) -> Vec<u8> {
             }
         }
     }
-    out
+    Ok(out)
 }
 
 fn parse_input(arg: &str) -> anyhow::Result<(&str, &Path)> {
@@ -145,12 +163,15 @@ fn build_inputs(session: &Session, args: &RunArgs) -> anyhow::Result<Vec<Vec<u8>
         }
         given[i] = Some(a.data);
     }
-    Ok(given
+    given
         .into_iter()
         .zip(specs)
         .enumerate()
-        .map(|(i, (g, s))| g.unwrap_or_else(|| random_input(s, args.seed.wrapping_mul(1000).wrapping_add(i as u64))))
-        .collect())
+        .map(|(i, (g, s))| match g {
+            Some(data) => Ok(data),
+            None => random_input(s, args.seed.wrapping_mul(1000).wrapping_add(i as u64)),
+        })
+        .collect()
 }
 
 /// Replaces every character outside `[A-Za-z0-9._-]` with `_` (README.md, `--save-outputs`).
@@ -170,7 +191,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
         bail!("--steps must be at least 1");
     }
     let opts = devices::DeviceOptions { threads: args.threads, profile: args.profile, priority: args.priority };
-    let mut session = open_session(&args.artifact, args.device.as_deref(), opts)?;
+    let trusted = keys::trusted_key(args.trusted_key.as_deref())?;
+    let mut session = open_session(&args.artifact, args.device.as_deref(), opts, trusted.as_ref())?;
     let inputs = build_inputs(&session, args)?;
     let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
     let mut log = match benchmark_log_path(args) {
@@ -258,10 +280,12 @@ pub fn load(args: &LoadArgs) -> anyhow::Result<bool> {
     if args.times == 0 {
         bail!("--times must be at least 1");
     }
+    let trusted = keys::trusted_key(args.trusted_key.as_deref())?;
     let mut best = f64::INFINITY;
     for i in 0..args.times {
         let st = Instant::now();
         let artifact = Artifact::open(&args.artifact)?;
+        keys::check_trusted(&artifact, trusted.as_ref())?;
         let parsed = st.elapsed();
         if args.verify {
             artifact.verify_checksums()?;
@@ -304,9 +328,17 @@ mod tests {
     #[test]
     fn random_inputs_are_seeded() {
         let spec = TensorSpec { name: "x".into(), shape: vec![2, 3], dtype: DType::F32, buffer: 0, slices: vec![] };
-        assert_eq!(random_input(&spec, 7), random_input(&spec, 7));
-        assert_ne!(random_input(&spec, 7), random_input(&spec, 8));
-        assert_eq!(random_input(&spec, 7).len(), 24);
+        assert_eq!(random_input(&spec, 7).unwrap(), random_input(&spec, 7).unwrap());
+        assert_ne!(random_input(&spec, 7).unwrap(), random_input(&spec, 8).unwrap());
+        assert_eq!(random_input(&spec, 7).unwrap().len(), 24);
+    }
+
+    #[test]
+    fn random_inputs_beyond_memory_are_an_error() {
+        let shape = vec![1 << 20, 1 << 20, 1 << 20];
+        let spec = TensorSpec { name: "huge".into(), shape, dtype: DType::F32, buffer: 0, slices: vec![] };
+        let err = random_input(&spec, 0).unwrap_err().to_string();
+        assert!(err.starts_with("input `huge`: cannot allocate"), "{err}");
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub fn selftest(model: &Path, artifact: &Path, null_target: bool) -> anyhow::Res
     let mut feeds = Vec::new();
     let mut inputs = Vec::new();
     for (i, spec) in session.inputs().to_vec().iter().enumerate() {
-        let data = random_input(spec, i as u64);
+        let data = random_input(spec, i as u64)?;
         let path = dir.join(format!("in{i}.npy"));
         npy::write(&path, &npy::Array { dtype: spec.dtype, shape: spec.shape.clone(), data: data.clone() })?;
         feeds.push(format!("{}={}", spec.name, path.display()));

@@ -9,13 +9,19 @@
 //!   n bytes          its contents, in the order the pickle's NEXT_BUFFER opcodes meet them
 //! ```
 //!
-//! There is no magic, count or checksum, and lengths are signed. [`parse`] reads the framing from
-//! untrusted bytes (normally a memory map); [`write`] streams one atomically to disk.
+//! The framing has no magic, count or checksum, and lengths are signed. [`parse`] reads it from
+//! untrusted bytes (normally a memory map); [`write`] streams one atomically to disk, ending it with
+//! an [`integrity`] record when asked ([`Record::Integrity`]).
 
 use std::fs::File;
+use std::hash::Hasher;
 use std::io::{self, BufWriter, Write};
 use std::ops::Range;
 use std::path::Path;
+
+use twox_hash::XxHash3_64;
+
+use super::integrity;
 
 /// The alignment [`Record::Pad`] gives the data of the record after it, in file offsets.
 pub const ALIGN: u64 = 64;
@@ -170,6 +176,9 @@ pub enum Record<'a> {
     Pad,
     /// A blob, streamed from its source.
     Data(&'a dyn BlobSource),
+    /// The [`integrity`] record: the hashes of the pickle and of every record before it, computed
+    /// while they streamed. Only valid as the last record.
+    Integrity,
 }
 
 /// The size of a pad record whose length field is at `offset`: the data of the record after it,
@@ -178,11 +187,12 @@ pub fn pad_len(offset: u64) -> u64 {
     (ALIGN - (offset + 16) % ALIGN) % ALIGN
 }
 
-/// Counts what passes through and refuses to write past `limit`.
+/// Counts and hashes what passes through and refuses to write past `limit`.
 struct Limited<'w, W: Write> {
     inner: &'w mut W,
     written: u64,
     limit: u64,
+    hasher: XxHash3_64,
 }
 
 impl<W: Write> Write for Limited<'_, W> {
@@ -191,6 +201,7 @@ impl<W: Write> Write for Limited<'_, W> {
             return Err(blob_len_error(self.limit, "more"));
         }
         let n = self.inner.write(buf)?;
+        self.hasher.write(&buf[..n]);
         self.written += n as u64;
         Ok(n)
     }
@@ -222,12 +233,18 @@ fn len_field(len: u64) -> io::Result<[u8; 8]> {
 /// the link kept), and a device node, FIFO, socket or directory is refused (see
 /// [`crate::fsio::output_target`]). The temporary file is removed if a signal kills the process
 /// (see [`crate::fsio::install_signal_cleanup`]).
+/// A [`Record::Integrity`] anywhere but last is an [`io::ErrorKind::InvalidInput`] error.
 pub fn write(path: &Path, pickle: &[u8], records: &[Record]) -> io::Result<()> {
     let path = &crate::fsio::output_target(path)?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    if let Some(k) = records.iter().position(|r| matches!(r, Record::Integrity)) {
+        if k + 1 != records.len() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "the integrity record must be the last record"));
+        }
+    }
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     let _registered = crate::fsio::remove_on_signal(tmp.path());
     {
@@ -235,23 +252,33 @@ pub fn write(path: &Path, pickle: &[u8], records: &[Record]) -> io::Result<()> {
         w.write_all(&len_field(pickle.len() as u64)?)?;
         w.write_all(pickle)?;
         let mut offset = 8 + pickle.len() as u64;
+        let mut hashes = Vec::with_capacity(records.len());
         for record in records {
             match record {
                 Record::Pad => {
                     let n = pad_len(offset);
+                    let zeros = &[0; ALIGN as usize][..n as usize];
                     w.write_all(&len_field(n)?)?;
-                    w.write_all(&[0; ALIGN as usize][..n as usize])?;
+                    w.write_all(zeros)?;
+                    hashes.push(integrity::hash(zeros));
                     offset += 8 + n;
                 }
                 Record::Data(blob) => {
                     let len = blob.len();
                     w.write_all(&len_field(len)?)?;
-                    let mut limited = Limited { inner: &mut w, written: 0, limit: len };
+                    let mut limited = Limited { inner: &mut w, written: 0, limit: len, hasher: XxHash3_64::new() };
                     blob.write_to(&mut limited)?;
                     if limited.written != len {
                         return Err(blob_len_error(len, "fewer"));
                     }
+                    hashes.push(limited.hasher.finish());
                     offset += 8 + len;
+                }
+                Record::Integrity => {
+                    let table = integrity::encode(integrity::hash(pickle), &hashes);
+                    w.write_all(&len_field(table.len() as u64)?)?;
+                    w.write_all(&table)?;
+                    offset += 8 + table.len() as u64;
                 }
             }
         }
@@ -398,6 +425,24 @@ mod tests {
             assert_eq!(std::fs::read(&path).unwrap(), bytes, "the old file must be untouched");
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temp file left behind");
         }
+    }
+
+    #[test]
+    fn integrity_record_covers_what_streamed_and_must_be_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.pkl");
+        let a: Vec<u8> = (0..100u8).collect();
+        write(&path, b"pickle!", &[Record::Pad, Record::Data(&a), Record::Integrity]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let c = parse(&bytes).unwrap();
+        integrity::check(&bytes, c.pickle.clone(), &c.records).unwrap();
+        let want = integrity::encode(integrity::hash(b"pickle!"), &[integrity::hash(&[0; 33]), integrity::hash(&a)]);
+        assert_eq!(c.records[0].len(), 33); // 8 + 7 + 8 + 33 + 8 = 64
+        assert_eq!(&bytes[c.records[2].clone()], &want[..]);
+
+        let err = write(&path, b"x", &[Record::Integrity, Record::Pad]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "the old file must be untouched");
     }
 
     #[test]

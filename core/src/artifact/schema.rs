@@ -1,7 +1,7 @@
-//! The typed payload, version 1, and its first verification pass (structure and bounds).
+//! The typed payload, version 2, and its first verification pass (structure and bounds).
 //!
 //! ```text
-//! {"format": "pilot", "version": 1,
+//! {"format": "pilot", "version": 2,
 //!  "target":   {"backend": "cpu", "arch": "x86_64", "image": False, "float16": False, "nolocals": False},
 //!  "inputs":   [{"name", "shape": [..], "dtype": "uint8", "buffer": i}],
 //!  "outputs":  [{"name", "shape", "dtype", "buffer": i, "slices": {name: (start, end)} | None}],
@@ -9,12 +9,15 @@
 //!                "placement": "device|host", "blob": record | None, "checksum": "xxh3:<16 hex>" | None,
 //!                "image": {"width", "height", "pitch", "channel": "float|half"} | None}],
 //!  "programs": [{"name", "format": "elf|opencl|adreno|amdgpu", "blob": record, "args": n,
-//!                "amdgpu": {..} (amdgpu programs only; see `super::amdgpu`)}],
+//!                "amdgpu": {..} (amdgpu programs only; see `super::amdgpu`)
+//!                "params": [{"dtype", "writes": bool, "bytes": n | None, "image": (w, h) | None}],  # per argument
+//!                "global": [x,y,z], "local": [x,y,z]}],                                       # the grid compiled for
 //!  "step":     [{"op": "dispatch", "program": p, "args": [(buffer, offset)..], "global": [x,y,z], "local": [x,y,z]}
 //!              | {"op": "copy", "src": (buffer, offset), "dst": (buffer, offset), "size": n}],
 //!  "metadata": {"compiler": str, "model_hash": str, "props": {str: str}},
 //!  "blobs":    [PickleBuffer, ...],   # record k of the container, in order
-//!  "_pad":     [record, ...]}         # records that only align the next one to 64 bytes
+//!  "_pad":     [record, ...],         # records that only align the next one to 64 bytes
+//!  "integrity": record}               # the last record: xxh3 of the pickle and of every other record
 //! ```
 //! `record` is an index into `blobs`, i.e. the n-th out-of-band record of the file. Decoding checks
 //! types and bounds only; [`super::verify`] checks meaning.
@@ -24,8 +27,8 @@ use crate::device::{BufferUse, ImageChannel, ImageDesc, ProgramFormat, StepOp};
 use crate::dtype::DType;
 use crate::target::{Arch, Backend};
 
-/// The only payload version this build reads and writes.
-pub const VERSION: i64 = 1;
+/// The only payload version this build reads and writes (2: the integrity record).
+pub const VERSION: i64 = 2;
 /// The value of the payload's `format` key.
 pub const FORMAT: &str = "pilot";
 
@@ -85,6 +88,27 @@ pub struct BufferSpec {
     pub image: Option<ImageDesc>,
 }
 
+/// What a kernel's argument is, as the compiler generated the kernel for it. The verifier checks every
+/// dispatch against it, so a step that passes cannot make a kernel reach outside its buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamSpec {
+    /// The element type the kernel reads or writes through the argument.
+    pub dtype: DType,
+    /// Whether the kernel writes through the argument (never a weight or an input: weights may be
+    /// read-only maps of the artifact, inputs host memory).
+    pub writes: bool,
+    pub kind: ParamKind,
+}
+
+/// How a kernel addresses an argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A plain buffer: the kernel reads or writes at most `bytes` bytes from the argument's offset.
+    Buffer { bytes: u64 },
+    /// A 2-D RGBA image of exactly these pixel dimensions (addressed by pixel, bound whole).
+    Image { width: u32, height: u32 },
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProgramEntry {
     pub name: String,
@@ -93,6 +117,11 @@ pub struct ProgramEntry {
     pub args: usize,
     /// What a dispatch needs, read from the code object (`amdgpu` programs only).
     pub amdgpu: Option<super::amdgpu::AmdDispatch>,
+    /// One per argument, in order.
+    pub params: Vec<ParamSpec>,
+    /// The grid the kernel was generated for; every dispatch of it must use exactly this one.
+    pub global: [u32; 3],
+    pub local: [u32; 3],
 }
 
 /// A step operation with buffer and program indices of the artifact (not device handles).
@@ -355,6 +384,23 @@ fn parse_checksum(path: &str, s: &str) -> Result<u64, SchemaError> {
         .ok_or_else(|| err(path, format!("expected `xxh3:` and 16 hex digits, found `{s}`")))
 }
 
+fn param(path: &str, v: &Value) -> Result<ParamSpec, SchemaError> {
+    let o = Obj::new(path, v)?;
+    let kind = match (o.opt_uint("bytes")?, o.opt("image")) {
+        (Some(bytes), None | Some(Value::None)) => ParamKind::Buffer { bytes: bytes as u64 },
+        (None, Some(image @ (Value::List(_) | Value::Tuple(_)))) => {
+            let dims = uints(&o.at("image"), image)?;
+            let [width, height] = dims[..] else {
+                return Err(err(o.at("image"), "expected (width, height)"));
+            };
+            let dim = |n: usize| u32::try_from(n).map_err(|_| err(o.at("image"), format!("{n} exceeds u32")));
+            ParamKind::Image { width: dim(width)?, height: dim(height)? }
+        }
+        _ => return Err(err(path, "expected exactly one of `bytes` and `image`")),
+    };
+    Ok(ParamSpec { dtype: o.dtype("dtype")?, writes: o.bool("writes")?, kind })
+}
+
 fn program(path: &str, v: &Value) -> Result<ProgramEntry, SchemaError> {
     let o = Obj::new(path, v)?;
     let format = o.str("format")?;
@@ -367,6 +413,9 @@ fn program(path: &str, v: &Value) -> Result<ProgramEntry, SchemaError> {
             None | Some(Value::None) => None,
             Some(v) => Some(super::amdgpu::AmdDispatch::decode(&o.at("amdgpu"), v)?),
         },
+        params: list_of(&o, "params", param)?,
+        global: dims3(&o.at("global"), o.get("global")?)?,
+        local: dims3(&o.at("local"), o.get("local")?)?,
     })
 }
 
@@ -447,6 +496,10 @@ impl Manifest {
                 "blobs",
                 format!("lists {} records but the pickle references {buffer_count}", blobs.len()),
             ));
+        }
+        let integrity = o.uint("integrity")?;
+        if integrity + 1 != blobs.len() {
+            return Err(err("integrity", format!("record {integrity} is not the last of the {} records", blobs.len())));
         }
         let m = Obj::new("metadata", o.get("metadata")?)?;
         let props = match m.get("props")? {

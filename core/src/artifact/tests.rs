@@ -3,22 +3,38 @@
 use std::sync::Arc;
 
 use super::pickle::{self, Value};
-use super::schema::{Manifest, Metadata, Placement, ProgramEntry, Target, TensorSpec};
+use super::schema::{Manifest, Metadata, ParamKind, ParamSpec, Placement, ProgramEntry, Target, TensorSpec};
 use super::{Artifact, ArtifactError, ArtifactWriter, BufferSpec};
-use crate::device::{Arg, BufferId, BufferUse, ProgramFormat, ProgramId, StepOp};
+use crate::device::{Arg, BufferId, BufferUse, ImageChannel, ImageDesc, ProgramFormat, ProgramId, StepOp};
 use crate::target::{Arch, Backend};
 use crate::DType;
 
-fn buf(size: usize, kind: BufferUse, blob: Option<usize>) -> BufferSpec {
+pub(super) fn buf(size: usize, kind: BufferUse, blob: Option<usize>) -> BufferSpec {
     BufferSpec { size, dtype: DType::F32, kind, placement: Placement::Device, blob, checksum: None, image: None }
 }
 
-fn arg(buffer: u32, offset: u64) -> Arg {
+pub(super) fn arg(buffer: u32, offset: u64) -> Arg {
     Arg { buffer: BufferId(buffer), offset }
 }
 
-/// A manifest using records 1 (weights, 64 bytes) and 3 (code).
-fn manifest() -> Manifest {
+fn plain(bytes: u64) -> ParamSpec {
+    ParamSpec { dtype: DType::F32, writes: false, kind: ParamKind::Buffer { bytes } }
+}
+
+fn written(bytes: u64) -> ParamSpec {
+    ParamSpec { writes: true, ..plain(bytes) }
+}
+
+/// A manifest using records 1 (weights, 64 bytes) and 3 (code, two kernels).
+///
+/// Buffers: 0 input (16 bytes), 1 weight (64), 2 output (16), 3 scratch (4), 4 a 2x2 float image,
+/// 5 a byte arena (1024). Kernel `k` (dispatched on [4, 1, 1]) reads 16, 64 and writes 16 bytes;
+/// kernel `img` (dispatched on [2, 2, 1] like an image kernel) reads the image and writes 16 bytes.
+pub(super) fn manifest() -> Manifest {
+    let mut image = buf(64, BufferUse::Scratch, None);
+    image.image = Some(ImageDesc { width: 2, height: 2, pitch: 32, channel: ImageChannel::F32 });
+    let mut arena = buf(1024, BufferUse::Scratch, None);
+    arena.dtype = DType::U8;
     Manifest {
         target: Target { backend: Backend::Cpu, arch: Arch::X86_64, image: false, float16: false, nolocals: false },
         inputs: vec![TensorSpec { name: "x".into(), shape: vec![1, 4], dtype: DType::F32, buffer: 0, slices: vec![] }],
@@ -33,8 +49,35 @@ fn manifest() -> Manifest {
             buf(16, BufferUse::Input, None),
             buf(64, BufferUse::Weight, Some(1)),
             buf(16, BufferUse::Output, None),
+            buf(4, BufferUse::Scratch, None),
+            image,
+            arena,
         ],
-        programs: vec![ProgramEntry { name: "k".into(), format: ProgramFormat::Elf, blob: 3, args: 3, amdgpu: None }],
+        programs: vec![
+            ProgramEntry {
+                name: "k".into(),
+                format: ProgramFormat::Elf,
+                blob: 3,
+                args: 3,
+                params: vec![plain(16), plain(64), written(16)],
+                global: [4, 1, 1],
+                local: [1, 1, 1],
+                amdgpu: None,
+            },
+            ProgramEntry {
+                name: "img".into(),
+                format: ProgramFormat::Elf,
+                blob: 3,
+                args: 2,
+                params: vec![
+                    ParamSpec { dtype: DType::F32, writes: false, kind: ParamKind::Image { width: 2, height: 2 } },
+                    written(16),
+                ],
+                global: [2, 2, 1],
+                local: [0, 0, 0],
+                amdgpu: None,
+            },
+        ],
         step: vec![
             StepOp::Dispatch {
                 program: ProgramId(0),
@@ -43,6 +86,12 @@ fn manifest() -> Manifest {
                 local: [1, 1, 1],
             },
             StepOp::Copy { src: arg(1, 0), dst: arg(2, 0), len: 16 },
+            StepOp::Dispatch {
+                program: ProgramId(1),
+                args: vec![arg(4, 0), arg(5, 512)],
+                global: [2, 2, 1],
+                local: [0, 0, 0],
+            },
         ],
         metadata: Metadata { compiler: "test".into(), model_hash: "h".into(), props: vec![("k".into(), "v".into())] },
         blob_count: 0,
@@ -94,23 +143,92 @@ fn data_records_start_64_byte_aligned_in_the_file() {
 }
 
 #[test]
-fn checksum_mismatch_is_reported() {
+fn buffer_checksum_mismatch_is_reported_by_the_deep_check() {
+    // The compiler hashed other bytes than the writer streamed: the file is intact, the deep check
+    // (`pilot load --verify`) is what notices.
     let weights = vec![3u8; 64];
     let mut m = manifest();
-    m.buffers[1].checksum = Some(super::checksum(&weights));
-    let mut bytes = write(&mut m, &weights, b"code").unwrap();
-    let at = bytes.iter().rposition(|&b| b == 3).unwrap();
-    bytes[at] = 4;
-    let err = open(bytes).unwrap().verify_checksums().unwrap_err();
+    m.buffers[1].checksum = Some(super::checksum(&[4u8; 64]));
+    let a = open(write(&mut m, &weights, b"code").unwrap()).unwrap();
+    let err = a.verify_checksums().unwrap_err();
     assert!(matches!(err, ArtifactError::Checksum { buffer: 1, .. }), "{err}");
 }
 
+#[test]
+fn every_flipped_byte_is_refused_on_load() {
+    let weights: Vec<u8> = (0..64).collect();
+    let bytes = write(&mut manifest(), &weights, b"\x7fELF code").unwrap();
+    let c = super::container::parse(&bytes).unwrap();
+    assert_eq!(c.records.len(), 5);
+    assert!(bytes[c.records[4].clone()].starts_with(&super::integrity::MAGIC));
+    for at in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x10;
+        let err = open(bad).expect_err(&format!("byte {at} flipped was accepted")).to_string();
+        assert!(!err.contains('\n'), "{err}");
+        // Damage inside the pickle or a record is named as such; a damaged length field may also
+        // surface as a framing error.
+        if c.pickle.contains(&at) {
+            assert!(err.contains("checksum mismatch in the pickle"), "byte {at}: {err}");
+        }
+        for (k, r) in c.records[..4].iter().enumerate() {
+            if r.contains(&at) {
+                assert!(err.contains(&format!("checksum mismatch in record {k} ")), "byte {at}: {err}");
+            }
+        }
+    }
+}
+
+#[test]
+fn older_and_unsealed_payloads_are_refused() {
+    let bytes = write(&mut manifest(), &[0u8; 64], b"code").unwrap();
+    let c = super::container::parse(&bytes).unwrap();
+    let records: Vec<&[u8]> = c.records.iter().map(|r| &bytes[r.clone()]).collect();
+    let reframe = |payload: &Value, records: &[&[u8]]| {
+        let pickle = pickle::write(payload).unwrap();
+        let mut out = (pickle.len() as i64).to_le_bytes().to_vec();
+        out.extend_from_slice(&pickle);
+        for r in records {
+            out.extend_from_slice(&(r.len() as i64).to_le_bytes());
+            out.extend_from_slice(r);
+        }
+        out
+    };
+    let edit = |key: &str, value: Value| {
+        let mut v = pickle::read(&bytes[c.pickle.clone()]).unwrap().value;
+        let Value::Dict(entries) = &mut v else { unreachable!() };
+        entries.iter_mut().find(|(k, _)| *k == Value::str(key)).unwrap().1 = value;
+        v
+    };
+    // A version-1 payload (no integrity record) is named by its version.
+    let err = open(reframe(&edit("version", Value::Int(1)), &records[..4])).unwrap_err().to_string();
+    assert!(err.contains("version 1 is not supported (this build reads 2)"), "{err}");
+    // A current payload whose integrity record was dropped or replaced.
+    let mut junk = records.clone();
+    junk[4] = &[b'x'; 56]; // the size of the table it replaces
+    let err = open(reframe(&edit("version", Value::Int(2)), &junk)).unwrap_err().to_string();
+    assert!(err.contains("no `pilotxx3` header"), "{err}");
+    let err = open(reframe(&edit("integrity", Value::Int(3)), &records)).unwrap_err().to_string();
+    assert!(err.contains("checksum mismatch in the pickle"), "{err}");
+}
+
 /// The artifact of [`manifest`] with the pickle's string `from` replaced by `to` (same length).
+/// Resealed, so that the edit reaches the schema instead of failing the integrity check.
 fn with_string_replaced(from: &[u8], to: &[u8]) -> Vec<u8> {
     let mut bytes = write(&mut manifest(), &[0u8; 64], b"code").unwrap();
     let at = bytes.windows(from.len()).position(|w| w == from).unwrap();
     bytes[at..at + to.len()].copy_from_slice(to);
+    reseal(&mut bytes);
     bytes
+}
+
+/// Recomputes the integrity record of `bytes` after an edit of the same length.
+fn reseal(bytes: &mut [u8]) {
+    let c = super::container::parse(bytes).unwrap();
+    let (last, covered) = c.records.split_last().unwrap();
+    let hashes: Vec<u64> = covered.iter().map(|r| super::integrity::hash(&bytes[r.clone()])).collect();
+    let table = super::integrity::encode(super::integrity::hash(&bytes[c.pickle.clone()]), &hashes);
+    bytes[last.clone()].copy_from_slice(&table);
 }
 
 #[test]
@@ -124,7 +242,7 @@ fn unknown_backends_and_archs_are_refused_with_the_known_names() {
     );
 }
 
-fn refused(change: impl FnOnce(&mut Manifest), needle: &str) {
+pub(super) fn refused(change: impl FnOnce(&mut Manifest), needle: &str) {
     let mut m = manifest();
     change(&mut m);
     let err = write(&mut m, &[0u8; 64], b"code").unwrap_err().to_string();
@@ -174,7 +292,7 @@ fn unreferenced_records_and_foreign_payloads_are_refused() {
     let mut extra = bytes.clone();
     extra.extend_from_slice(&3i64.to_le_bytes());
     extra.extend_from_slice(b"abc");
-    assert!(open(extra).unwrap_err().to_string().contains("holds 5"), "extra record");
+    assert!(open(extra).unwrap_err().to_string().contains("holds 6"), "extra record");
     // A valid pickle that is not a pilot artifact.
     let payload = pickle::write(&Value::List(vec![Value::Int(1)])).unwrap();
     let mut foreign = (payload.len() as i64).to_le_bytes().to_vec();
@@ -219,3 +337,6 @@ fn amdgpu_programs_and_only_they_carry_a_dispatch_record() {
         "programs[0].amdgpu.arg_offsets: 2 offsets for 3 arguments",
     );
 }
+
+#[path = "tests_step.rs"]
+mod step;

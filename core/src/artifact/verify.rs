@@ -1,12 +1,16 @@
 //! Pass two of verification: meaning. Runs on a decoded [`Manifest`] before any device is touched.
 //!
-//! Checks: a target its backend takes (architecture and modes, [`crate::target::Target::check`]); unique input and output names; every index in range; sizes consistent with
-//! dtype × shape; weights carry contents of exactly their size; dispatch argument counts match their
-//! programs; every argument offset and copy range lies inside its buffer; every out-of-band record is
-//! referenced exactly once (by a buffer or `_pad`), or by one or more programs (a code object that
-//! exports several kernels).
+//! Checks: a target its backend takes (architecture and modes, [`crate::target::Target::check`]); unique
+//! input and output names; every index in range; sizes consistent with dtype × shape; weights carry
+//! contents of exactly their size; every copy range lies inside its buffers; every dispatch matches
+//! what its kernel was compiled for (argument count, grid, and per argument image-ness, element type
+//! and the extent the kernel reaches, inside the buffer — so a step that passes cannot make a kernel
+//! touch memory outside its buffers); every out-of-band record is referenced exactly once (by a
+//! buffer, `_pad` or `integrity`, which is the last record), or by one or more programs (a code object
+//! that exports several kernels).
 
-use super::schema::{err, kind_name, Manifest, SchemaError};
+use super::schema::{err, kind_name, BufferSpec, Manifest, ParamKind, ParamSpec, SchemaError};
+use super::write::integrity_len;
 use crate::device::{Arg, BufferUse, ImageChannel, ProgramFormat, StepOp};
 use crate::dtype::DType;
 
@@ -95,6 +99,12 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
             (Some(_), _) => return Err(err(format!("{path}.amdgpu"), "only amdgpu programs have one")),
             (None, _) => {}
         }
+        if p.params.len() != p.args {
+            return Err(err(
+                format!("{path}.params"),
+                format!("describes {} arguments, the program takes {}", p.params.len(), p.args),
+            ));
+        }
         // A code object may export several kernels: programs may share a record with each other.
         let shared = m.programs[..i].iter().position(|q| q.blob == p.blob);
         if shared.is_none() {
@@ -108,6 +118,20 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
         if record_sizes.get(r).is_some_and(|&s| s >= 64) {
             return Err(err(format!("_pad[{k}]"), "a padding record is 64 bytes or longer"));
         }
+    }
+    // The last record is the integrity record (checked by `integrity::check` before decoding).
+    let integrity = m.blob_count.checked_sub(1).ok_or_else(|| err("blobs", "no integrity record"))?;
+    claim(integrity, "integrity".to_string())?;
+    let signed = integrity_len(integrity) + super::signature::SIGNATURE_LEN as u64;
+    if record_sizes[integrity] != integrity_len(integrity) && record_sizes[integrity] != signed {
+        return Err(err(
+            "integrity",
+            format!(
+                "record {integrity} holds {} bytes, an integrity table of {integrity} records is {}",
+                record_sizes[integrity],
+                integrity_len(integrity)
+            ),
+        ));
     }
     if let Some(r) = referenced.iter().position(Option::is_none) {
         return Err(err(format!("blobs[{r}]"), "record is not referenced"));
@@ -167,7 +191,7 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
     for (i, op) in m.step.iter().enumerate() {
         let path = format!("step[{i}]");
         match op {
-            StepOp::Dispatch { program, args, global, .. } => {
+            StepOp::Dispatch { program, args, global, local } => {
                 let p = m.programs.get(program.0 as usize).ok_or_else(|| {
                     err(
                         format!("{path}.program"),
@@ -183,11 +207,18 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
                 if global.contains(&0) {
                     return Err(err(format!("{path}.global"), "zero-sized dispatch"));
                 }
-                for (k, a) in args.iter().enumerate() {
-                    arg_in_range(&format!("{path}.args[{k}]"), a, 0)?;
-                    if a.offset != 0 && m.buffers[a.buffer.0 as usize].image.is_some() {
-                        return Err(err(format!("{path}.args[{k}]"), "an image is bound whole (offset must be 0)"));
+                for (what, got, want) in [("global", global, &p.global), ("local", local, &p.local)] {
+                    if got != want {
+                        return Err(err(
+                            format!("{path}.{what}"),
+                            format!("{got:?}, but program `{}` was compiled for {want:?}", p.name),
+                        ));
                     }
+                }
+                for (k, (a, param)) in args.iter().zip(&p.params).enumerate() {
+                    let at = format!("{path}.args[{k}]");
+                    arg_in_range(&at, a, 0)?;
+                    check_argument(&at, &m.buffers[a.buffer.0 as usize], a, param, &p.name)?;
                 }
             }
             StepOp::Copy { src, dst, len } => {
@@ -207,4 +238,53 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
         }
     }
     Ok(())
+}
+
+/// A dispatch argument against the kernel's parameter: no writes to weights or inputs; images where the
+/// kernel takes an image (of its dimensions, bound whole) and plain buffers elsewhere; the element type
+/// of the buffer (a byte arena holds any), an offset aligned to it, and the kernel's extent inside it.
+fn check_argument(path: &str, b: &BufferSpec, a: &Arg, param: &ParamSpec, kernel: &str) -> Result<(), SchemaError> {
+    let buffer = a.buffer.0;
+    if param.writes && matches!(b.kind, BufferUse::Weight | BufferUse::Input) {
+        return Err(err(path, format!("`{kernel}` writes here, buffer {buffer} is a {} buffer", kind_name(b.kind))));
+    }
+    let arena = b.kind == BufferUse::Scratch && b.dtype == DType::U8;
+    if param.dtype != b.dtype && !arena {
+        return Err(err(path, format!("`{kernel}` takes {} here, buffer {buffer} holds {}", param.dtype, b.dtype)));
+    }
+    match (param.kind, b.image) {
+        (ParamKind::Buffer { bytes }, None) => {
+            if !a.offset.is_multiple_of(param.dtype.size() as u64) {
+                return Err(err(path, format!("offset {} is not aligned to {}", a.offset, param.dtype)));
+            }
+            match a.offset.checked_add(bytes) {
+                Some(end) if end <= b.size as u64 => Ok(()),
+                _ => Err(err(
+                    path,
+                    format!(
+                        "`{kernel}` reaches {bytes} bytes from offset {}, past the end of buffer {buffer} ({} bytes)",
+                        a.offset, b.size
+                    ),
+                )),
+            }
+        }
+        (ParamKind::Buffer { .. }, Some(_)) => {
+            Err(err(path, format!("`{kernel}` takes a plain buffer here, buffer {buffer} is an image")))
+        }
+        (ParamKind::Image { .. }, None) => {
+            Err(err(path, format!("`{kernel}` takes an image here, buffer {buffer} is a plain buffer")))
+        }
+        (ParamKind::Image { width, height }, Some(im)) => {
+            if a.offset != 0 {
+                return Err(err(path, "an image is bound whole (offset must be 0)"));
+            }
+            if (im.width, im.height) != (width, height) {
+                return Err(err(
+                    path,
+                    format!("`{kernel}` takes a {width}x{height} image, buffer {buffer} is {}x{}", im.width, im.height),
+                ));
+            }
+            Ok(())
+        }
+    }
 }

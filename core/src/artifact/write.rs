@@ -5,18 +5,18 @@ use std::path::Path;
 
 use super::container::{self, BlobSource, Record};
 use super::pickle::{self, Value};
-use super::schema::{format_name, kind_name, Manifest, Placement, TensorSpec, FORMAT, VERSION};
+use super::schema::{format_name, kind_name, Manifest, ParamKind, ParamSpec, Placement, TensorSpec, FORMAT, VERSION};
 use super::verify::verify;
 use super::ArtifactError;
 use crate::device::{Arg, StepOp};
 
 /// xxh3-64 of a buffer's contents, the checksum `pilot load --verify` checks.
 pub fn checksum(bytes: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(bytes)
+    super::integrity::hash(bytes)
 }
 
 /// Collects blobs for one artifact. Each data blob is preceded by a padding record so that its bytes
-/// start 64-byte aligned in the file (and so in the memory map).
+/// start 64-byte aligned in the file (and so in the memory map); the integrity record comes last.
 #[derive(Default)]
 pub struct ArtifactWriter<'a> {
     blobs: Vec<&'a dyn BlobSource>,
@@ -37,15 +37,22 @@ impl<'a> ArtifactWriter<'a> {
     /// the artifact to `path` atomically (temp file + rename). Peak memory: the payload plus one
     /// blob's write buffer.
     pub fn write(&self, path: &Path, manifest: &mut Manifest) -> Result<(), ArtifactError> {
-        manifest.blob_count = 2 * self.blobs.len();
+        manifest.blob_count = 2 * self.blobs.len() + 1;
         manifest.pads = (0..self.blobs.len()).map(|i| 2 * i).collect();
-        let sizes: Vec<u64> = self.blobs.iter().flat_map(|b| [0, b.len()]).collect();
+        let mut sizes: Vec<u64> = self.blobs.iter().flat_map(|b| [0, b.len()]).collect();
+        sizes.push(integrity_len(sizes.len()));
         verify(manifest, &sizes)?;
         let payload = pickle::write(&encode(manifest)).map_err(|e| ArtifactError::Encode(e.to_string()))?;
-        let records: Vec<Record<'_>> = self.blobs.iter().flat_map(|&b| [Record::Pad, Record::Data(b)]).collect();
+        let mut records: Vec<Record<'_>> = self.blobs.iter().flat_map(|&b| [Record::Pad, Record::Data(b)]).collect();
+        records.push(Record::Integrity);
         container::write(path, &payload, &records)
             .map_err(|e| ArtifactError::Io { path: path.display().to_string(), source: e })
     }
+}
+
+/// The size of the (unsigned) integrity record that covers `records` records.
+pub(crate) fn integrity_len(records: usize) -> u64 {
+    super::integrity::table_len(records) as u64
 }
 
 fn s(x: &str) -> Value {
@@ -86,7 +93,7 @@ fn tensor(t: &TensorSpec, with_slices: bool) -> Value {
     dict(e)
 }
 
-/// Encodes a manifest as the version-1 payload.
+/// Encodes a manifest as the version-2 payload (the integrity record is the last of `blob_count`).
 pub fn encode(m: &Manifest) -> Value {
     let opt = |x: Option<usize>| x.map_or(Value::None, int);
     let buffers = m.buffers.iter().map(|b| {
@@ -116,6 +123,16 @@ pub fn encode(m: &Manifest) -> Value {
             ),
         ])
     });
+    let dims = |d: &[u32; 3]| ints(d.iter().map(|&x| x as usize));
+    let param = |p: &ParamSpec| {
+        let (bytes, image) = match p.kind {
+            ParamKind::Buffer { bytes } => (int(bytes as usize), Value::None),
+            ParamKind::Image { width, height } => {
+                (Value::None, Value::Tuple(vec![int(width as usize), int(height as usize)]))
+            }
+        };
+        dict(vec![("dtype", s(p.dtype.name())), ("writes", Value::Bool(p.writes)), ("bytes", bytes), ("image", image)])
+    };
     let programs = m.programs.iter().map(|p| {
         dict(vec![
             ("name", s(&p.name)),
@@ -123,6 +140,9 @@ pub fn encode(m: &Manifest) -> Value {
             ("blob", int(p.blob)),
             ("args", int(p.args)),
             ("amdgpu", p.amdgpu.as_ref().map_or(Value::None, |d| d.encode())),
+            ("params", Value::List(p.params.iter().map(param).collect())),
+            ("global", dims(&p.global)),
+            ("local", dims(&p.local)),
         ])
     });
     let step = m.step.iter().map(|op| match op {
@@ -166,5 +186,6 @@ pub fn encode(m: &Manifest) -> Value {
         ),
         ("blobs", Value::List((0..m.blob_count as u32).map(Value::Buffer).collect())),
         ("_pad", ints(m.pads.iter().copied())),
+        ("integrity", int(m.blob_count.saturating_sub(1))),
     ])
 }

@@ -24,6 +24,13 @@
 //! mapped in the low 2 GiB (`MAP_32BIT`). In-image aarch64 branches must be within +-128 MiB (there
 //! are no veneers; images are far smaller), anything else is an error.
 //!
+//! Beyond structure, the loader checks meaning, so that an object the compiler could not have written
+//! is refused before it runs: executable sections hold contents (`PROGBITS`); every symbol of a loaded
+//! section lies inside it; a relocation section `.rela.X` targets an existing section named `X`;
+//! only the relocation kinds compilers emit, instruction kinds in code and data kinds in data (never
+//! `R_*_NONE`); and every relocation, and every GOT entry, reaches into the image (host functions
+//! through their in-image stubs).
+//!
 //! Every failure is an `Err(String)` describing the problem; this reads untrusted artifacts and never
 //! panics on bad input.
 
@@ -178,6 +185,16 @@ fn align_up(value: usize, align: usize) -> Result<usize, String> {
         .ok_or_else(|| format!("image larger than {MAX_IMAGE} bytes"))
 }
 
+/// How far below the image a relocation may point: x86_64 PC-relative fields are biased by the
+/// bytes between the field and the end of the instruction (-4, or -8 with a trailing immediate).
+const BELOW_IMAGE_SLACK: u64 = 16;
+
+/// Whether `addr` lies in the image `[base, base + total]` (one past the end included), give or take
+/// [`BELOW_IMAGE_SLACK`] below it.
+fn in_image(addr: u64, base: u64, total: usize) -> bool {
+    addr.wrapping_sub(base.wrapping_sub(BELOW_IMAGE_SLACK)) <= total as u64 + BELOW_IMAGE_SLACK
+}
+
 fn to_usize(value: u64) -> Result<usize, String> {
     usize::try_from(value)
         .ok()
@@ -246,6 +263,9 @@ impl<'d> Object<'d> {
             }
             let exec = flags & u64::from(elf::SHF_EXECINSTR) != 0;
             let write = flags & u64::from(elf::SHF_WRITE) != 0;
+            if exec && header.sh_type(LE) != elf::SHT_PROGBITS {
+                return Err(format!("executable section {name} has no contents (type {})", header.sh_type(LE)));
+            }
             let region = match (exec, write) {
                 (true, true) => return Err(format!("section {name} is writable and executable")),
                 (true, false) => 0,
@@ -303,7 +323,7 @@ impl<'d> Object<'d> {
                                 got.insert((index.0 as u32, 0), slot);
                                 SymDef::Host { name, stub: stubs - 1 }
                             } else if sym.st_bind() == elf::STB_WEAK {
-                                SymDef::Zero
+                                SymDef::Invalid(format!("weak undefined symbol `{name}` would resolve to address 0"))
                             } else if name.is_empty() {
                                 SymDef::Invalid("unnamed undefined symbol".to_string())
                             } else {
@@ -314,6 +334,7 @@ impl<'d> Object<'d> {
                             }
                         }
                         Some(section) if section_placed.get(section.0) == Some(&true) => {
+                            self.check_symbol_extent(sym, section)?;
                             SymDef::Section { index: section.0, value: sym.st_value(LE) }
                         }
                         Some(section) => SymDef::Invalid(format!(
@@ -336,6 +357,17 @@ impl<'d> Object<'d> {
                 continue;
             }
             let target = header.sh_info(LE) as usize;
+            let name = self.section_name(header);
+            let target_header = match self.sections.section(SectionIndex(target)) {
+                Ok(h) if target != 0 => h,
+                _ => return Err(format!("relocation section {name} targets section {target}, which does not exist")),
+            };
+            // `.rela.X` relocates `X` (every assembler names them so): a relocation section retargeted
+            // at another section would leave its own section unrelocated.
+            let target_name = self.section_name(target_header);
+            if name.strip_prefix(".rela").or_else(|| name.strip_prefix(".rel")) != Some(target_name.as_str()) {
+                return Err(format!("relocation section {name} targets section {target_name}"));
+            }
             if section_placed.get(target) != Some(&true) {
                 continue; // debug info and other sections that are not loaded
             }
@@ -346,9 +378,14 @@ impl<'d> Object<'d> {
                 return Err("relocation section does not use the symbol table".to_string());
             }
             let (relas, _) = header.rela(LE, self.data).map_err(malformed)?.ok_or("bad relocation section")?;
+            let exec = target_header.sh_flags(LE) & u64::from(elf::SHF_EXECINSTR) != 0;
             for rela in relas {
                 let r_type = rela.r_type(LE, false);
                 let kind = reloc::needs(self.machine, r_type)?;
+                if !reloc::emitted_in(self.machine, r_type, exec) {
+                    let what = if exec { "code" } else { "data" };
+                    return Err(format!("section {target_name}: relocation type {r_type} is never emitted in {what}"));
+                }
                 low |= reloc::needs_low_address(self.machine, r_type);
                 let sym = rela.r_sym(LE, false);
                 if sym as usize >= symbols.len() {
@@ -435,6 +472,22 @@ impl<'d> Object<'d> {
         Ok(section_offset[section].ok_or_else(not_function)? + value as usize)
     }
 
+    /// A symbol defined in a loaded section must lie inside it: its value at most the section's size
+    /// (one past the end marks an end), and its extent `st_size` within the section.
+    fn check_symbol_extent(&self, sym: &elf::Sym64<LE>, section: SectionIndex) -> Result<(), String> {
+        let header = self.sections.section(section).map_err(malformed)?;
+        let size = header.sh_size(LE);
+        let (value, len) = (sym.st_value(LE), sym.st_size(LE));
+        if value.checked_add(len).is_none_or(|end| end > size) {
+            return Err(format!(
+                "symbol `{}` ({len} bytes at {value:#x}) lies outside section {} of {size} bytes",
+                self.symbol_name(sym),
+                self.section_name(header)
+            ));
+        }
+        Ok(())
+    }
+
     /// Resolves symbol `index` for a direct reference (host functions resolve to their stub).
     fn resolve(&self, plan: &Plan, base: u64, index: u32) -> Result<u64, String> {
         match &plan.symbols[index as usize] {
@@ -448,6 +501,11 @@ impl<'d> Object<'d> {
             SymDef::GotBase => Ok(base + plan.got_offset as u64),
             SymDef::Invalid(reason) => Err(reason.clone()),
         }
+    }
+
+    /// Whether symbol `index` resolves into the image (a section, the GOT, a host stub).
+    fn targets_image(&self, plan: &Plan, index: u32) -> bool {
+        matches!(plan.symbols[index as usize], SymDef::Section { .. } | SymDef::GotBase | SymDef::Host { .. })
     }
 
     /// Fills `image` (zeroed, `plan.total` bytes) as if it were mapped at `base`.
@@ -475,7 +533,14 @@ impl<'d> Object<'d> {
                 SymDef::Host { name, .. } => {
                     host(name).ok_or_else(|| format!("host symbol `{name}` is not available"))?
                 }
-                _ => self.resolve(plan, base, sym)?,
+                _ => {
+                    let value = self.resolve(plan, base, sym)?;
+                    if !self.targets_image(plan, sym) || !in_image(value.wrapping_add(addend as u64), base, plan.total)
+                    {
+                        return Err(format!("GOT entry of symbol {sym} (addend {addend}) points outside the image"));
+                    }
+                    value
+                }
             };
             let at = plan.got_offset + slot * 8;
             image[at..at + 8].copy_from_slice(&value.wrapping_add(addend as u64).to_le_bytes());
@@ -504,12 +569,27 @@ impl<'d> Object<'d> {
                 let site = Site { r_type, offset: rela.r_offset(LE), addend: rela.r_addend(LE) };
                 let in_section = |e: String| format!("section {target_name}: {e}");
                 let s = self.resolve(plan, base, sym).map_err(in_section)?;
-                let got = match reloc::needs(self.machine, r_type)? {
+                let kind = reloc::needs(self.machine, r_type)?;
+                let got = match kind {
                     Needs::Direct => None,
                     Needs::GotEntry => plan.got.get(&(sym, 0)),
                     Needs::GotEntryWithAddend => plan.got.get(&(sym, site.addend)),
                 }
                 .map(|slot| base + (plan.got_offset + slot * 8) as u64);
+                // What the patched field makes the code reach: the symbol (or its GOT entry), moved by
+                // the addend. Only in-image targets are legitimate (host functions are reached through
+                // stubs in the image).
+                let reached = match (kind, got) {
+                    (Needs::GotEntry, Some(g)) => g.wrapping_add(site.addend as u64),
+                    (Needs::GotEntryWithAddend, Some(g)) => g,
+                    _ => s.wrapping_add(site.addend as u64),
+                };
+                if !in_image(reached, base, plan.total) || !self.targets_image(plan, sym) {
+                    return Err(in_section(format!(
+                        "relocation at offset {:#x} (symbol {sym}, addend {}) reaches outside the image",
+                        site.offset, site.addend
+                    )));
+                }
                 reloc::apply(self.machine, section, section_addr, site, s, got).map_err(in_section)?;
             }
         }

@@ -52,12 +52,12 @@ pub(crate) enum Needs {
     GotEntryWithAddend,
 }
 
-/// Classifies `r_type`, rejecting every kind this loader does not implement.
+/// Classifies `r_type`, rejecting every kind this loader does not implement (`R_*_NONE` included: a
+/// compiler never emits it, so one in an object is damage).
 pub(crate) fn needs(machine: Machine, r_type: u32) -> Result<Needs, String> {
     let needs = match machine {
         Machine::X86_64 => match r_type {
-            elf::R_X86_64_NONE
-            | elf::R_X86_64_64
+            elf::R_X86_64_64
             | elf::R_X86_64_PC32
             | elf::R_X86_64_PLT32
             | elf::R_X86_64_32
@@ -67,8 +67,7 @@ pub(crate) fn needs(machine: Machine, r_type: u32) -> Result<Needs, String> {
             _ => return Err(format!("unsupported x86_64 relocation type {r_type}")),
         },
         Machine::Aarch64 => match r_type {
-            elf::R_AARCH64_NONE
-            | elf::R_AARCH64_ABS64
+            elf::R_AARCH64_ABS64
             | elf::R_AARCH64_ABS32
             | elf::R_AARCH64_PREL32
             | elf::R_AARCH64_PREL64
@@ -94,6 +93,25 @@ pub(crate) fn needs(machine: Machine, r_type: u32) -> Result<Needs, String> {
         },
     };
     Ok(needs)
+}
+
+/// Whether compilers emit `r_type` in code (`exec`) or in data sections for the code models the loader
+/// supports (PIC, and x86_64's non-PIC small model). Instruction fields take instruction kinds, data
+/// words take data kinds: a kind moved from one to the other (say a 4-byte PC32 field retyped to an
+/// 8-byte absolute one) would patch bytes of the neighbouring instruction.
+pub(crate) fn emitted_in(machine: Machine, r_type: u32, exec: bool) -> bool {
+    let data = match machine {
+        Machine::X86_64 => match r_type {
+            elf::R_X86_64_PC32 | elf::R_X86_64_32 | elf::R_X86_64_32S => return true,
+            elf::R_X86_64_64 | elf::R_X86_64_PC64 => true,
+            _ => false,
+        },
+        Machine::Aarch64 => matches!(
+            r_type,
+            elf::R_AARCH64_ABS64 | elf::R_AARCH64_ABS32 | elf::R_AARCH64_PREL32 | elf::R_AARCH64_PREL64
+        ),
+    };
+    data != exec
 }
 
 /// True for the x86_64 kinds that need the image in the low 2 GiB (absolute 32-bit fields, as
@@ -206,7 +224,6 @@ fn signed32(value: i128) -> Result<[u8; 4], String> {
 
 fn apply_x86_64(mut field: Field<'_>, r_type: u32, s_a: i128, p: i128, g_a: i128) -> Result<(), String> {
     match r_type {
-        elf::R_X86_64_NONE => Ok(()),
         // Truncation to 64 bits is the definition of these two kinds (addresses wrap).
         elf::R_X86_64_64 => field.write(&(s_a as u64).to_le_bytes()),
         elf::R_X86_64_PC64 => field.write(&((s_a - p) as u64).to_le_bytes()),
@@ -251,7 +268,6 @@ fn encode_lo12(insn: u32, value: i128, shift: u32) -> Result<u32, String> {
 
 fn apply_aarch64(mut field: Field<'_>, r_type: u32, s_a: i128, p: i128, g: i128) -> Result<(), String> {
     match r_type {
-        elf::R_AARCH64_NONE => Ok(()),
         elf::R_AARCH64_ABS64 => field.write(&(s_a as u64).to_le_bytes()),
         elf::R_AARCH64_PREL64 => field.write(&((s_a - p) as u64).to_le_bytes()),
         elf::R_AARCH64_ABS32 => {

@@ -10,6 +10,8 @@ use super::*;
 use crate::device::{Arg, BufferId, BufferUse, Device, HostBytes, ProgramFormat, ProgramSpec, StepOp};
 use pilot_test_support::{tagged_allocs, thread_allocs};
 
+#[path = "tests_elf_hostile.rs"]
+mod elf_hostile_tests;
 #[path = "tests_elf.rs"]
 mod elf_tests;
 

@@ -22,7 +22,7 @@ pub(super) fn undefined_symbols(code: &[u8]) -> Vec<String> {
 }
 
 /// Loads `code` and returns the error message, failing the test if it loads.
-fn load_error(code: &[u8], name: &str) -> String {
+pub(super) fn load_error(code: &[u8], name: &str) -> String {
     let mut dev = CpuDevice::new(1);
     match dev.load_program(&spec(name, code, 0)) {
         Ok(_) => panic!("`{name}` loaded but should not have"),
@@ -33,7 +33,7 @@ fn load_error(code: &[u8], name: &str) -> String {
     }
 }
 
-fn assert_contains(message: &str, needle: &str) {
+pub(super) fn assert_contains(message: &str, needle: &str) {
     assert!(message.contains(needle), "`{message}` should mention `{needle}`");
 }
 
