@@ -320,11 +320,15 @@ fn amdgpu_programs_and_only_they_carry_a_dispatch_record() {
     let amd = |m: &mut Manifest| {
         m.target =
             Target { backend: Backend::UsbAmd, arch: Arch::Gfx1100, image: false, float16: false, nolocals: false };
-        m.programs[0].format = ProgramFormat::AmdCodeObject;
+        // The programs share one code object, so they share its format.
+        for p in &mut m.programs {
+            p.format = ProgramFormat::AmdCodeObject;
+        }
     };
     let mut m = manifest();
     amd(&mut m);
     m.programs[0].amdgpu = Some(dispatch.clone());
+    m.programs[1].amdgpu = Some(super::AmdDispatch { arg_offsets: vec![0, 8], ..dispatch.clone() });
     let a = open(write(&mut m, &[0u8; 64], b"\x7fELF").unwrap()).unwrap();
     assert_eq!(a.manifest.programs[0].amdgpu.as_ref(), Some(&dispatch));
     refused(amd, "programs[0].amdgpu: missing");
