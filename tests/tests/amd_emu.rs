@@ -11,56 +11,16 @@ use std::process::Command;
 use pilot_core::device::{Device, ProgramSpec};
 use pilot_core::npy;
 use pilot_core::target::Modes;
-use pilot_core::{Artifact, DType, Session, SessionError, Target};
+use pilot_core::{Artifact, Session, SessionError, Target};
+use pilot_tests::models::{root, seeded_input, test_models, venv_python};
 use pilot_usbgpu::emu_device::EmuDevice;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-fn python() -> PathBuf {
-    let p = root().join(".venv/bin/python");
-    assert!(p.exists(), "the model tests need the venv with onnx and onnxruntime: run scripts/setup.sh");
-    p
-}
-
-/// The generated models (shared with `models.rs`, which writes the same directory).
-fn models() -> &'static Path {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = root().join("target/test-models");
-        let st = Command::new(python()).arg(root().join("scripts/make_models.py")).arg(&dir).output().unwrap();
-        assert!(st.status.success(), "make_models.py: {}", String::from_utf8_lossy(&st.stderr));
-        dir
-    })
-}
-
-/// Seeded inputs as `models.rs` makes them: uint8 planes uniform, floats in [-1, 1).
-fn input(dtype: DType, shape: &[usize], seed: u64) -> npy::Array {
-    let n: usize = shape.iter().product();
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let data = match dtype {
-        DType::U8 => (0..n).map(|_| next() as u8).collect(),
-        DType::F32 => (0..n)
-            .flat_map(|_| (((next() >> 11) as f64 / (1u64 << 53) as f64) as f32 * 2.0 - 1.0).to_le_bytes())
-            .collect(),
-        d => panic!("no generator for {d}"),
-    };
-    npy::Array { dtype, shape: shape.to_vec(), data }
-}
 
 fn compile(name: &str, arch: &str, shapes: &[(&str, &[usize])], dir: &Path) -> PathBuf {
     let target = Target::parse("usb+amd", Some(arch), Modes::default()).unwrap();
     let shapes: HashMap<String, Vec<usize>> = shapes.iter().map(|(n, s)| (n.to_string(), s.to_vec())).collect();
     let opts = pilot_compiler::CompileOptions { shapes, ..pilot_compiler::CompileOptions::new(target) };
     let art = dir.join(format!("{name}-{arch}.pkl"));
-    pilot_compiler::compile(&models().join(format!("{name}.onnx")), &art, &opts, &|_| {})
+    pilot_compiler::compile(&test_models().join(format!("{name}.onnx")), &art, &opts, &|_| {})
         .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
     art
 }
@@ -83,7 +43,7 @@ fn run_and_compare(name: &str, shapes: &[(&str, &[usize])]) -> f64 {
     let mut session = Session::new(artifact, Box::new(EmuDevice::new(2))).unwrap();
     let specs = session.inputs().to_vec();
     let arrays: Vec<npy::Array> =
-        specs.iter().enumerate().map(|(i, s)| input(s.dtype, &s.shape, i as u64 + 1)).collect();
+        specs.iter().enumerate().map(|(i, s)| seeded_input(s.dtype, &s.shape, i as u64 + 1)).collect();
     let mut feeds = Vec::new();
     for (s, a) in specs.iter().zip(&arrays) {
         let p = dir.path().join(format!("{}.npy", s.name));
@@ -95,9 +55,9 @@ fn run_and_compare(name: &str, shapes: &[(&str, &[usize])]) -> f64 {
     session.step(&refs).unwrap_or_else(|e| panic!("{name}: {e}"));
     let step = t.elapsed();
     let out = dir.path().join("ort");
-    let st = Command::new(python())
+    let st = Command::new(venv_python())
         .arg(root().join("scripts/ort_run.py"))
-        .arg(models().join(format!("{name}.onnx")))
+        .arg(test_models().join(format!("{name}.onnx")))
         .arg(&out)
         .args(&feeds)
         .output()

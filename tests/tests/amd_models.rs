@@ -3,33 +3,17 @@
 //! reader and matching the program's recorded dispatch facts, every dispatch launching the work-group
 //! size its kernel was compiled for, the object disassembled by `llvm-objdump-19` and its metadata
 //! listing the same kernels for `llvm-readelf-19`; the artifact loads on the NULL device (compile-only
-//! use). Running it needs the USB GPU runtime, which does not exist yet.
+//! use). Running it: tests/tests/amd_emu.rs (on the RDNA3 emulator).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use pilot_core::device::{ProgramFormat, StepOp};
 use pilot_core::null::NullDevice;
 use pilot_core::target::Modes;
 use pilot_core::{Artifact, Session, Target};
+use pilot_tests::models::test_models;
 use pilot_usbgpu::codeobj::CodeObject;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-/// The generated models (shared with `models.rs`, which writes the same directory).
-fn models() -> &'static Path {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = root().join("target/test-models");
-        let python = root().join(".venv/bin/python");
-        assert!(python.exists(), "the model tests need the venv with onnx: run scripts/setup.sh");
-        let st = Command::new(python).arg(root().join("scripts/make_models.py")).arg(&dir).output().unwrap();
-        assert!(st.status.success(), "make_models.py: {}", String::from_utf8_lossy(&st.stderr));
-        dir
-    })
-}
 
 fn llvm(tool: &str, args: &[&str], file: &Path) -> String {
     let out = Command::new(tool)
@@ -45,7 +29,7 @@ fn check(model: &str, arch: &str, dir: &Path) {
     let target = Target::parse("usb+amd", Some(arch), Modes::default()).unwrap();
     let opts = pilot_compiler::CompileOptions::new(target.clone());
     let art = dir.join(format!("{model}-{arch}.pkl"));
-    let report = pilot_compiler::compile(&models().join(format!("{model}.onnx")), &art, &opts, &|_| {})
+    let report = pilot_compiler::compile(&test_models().join(format!("{model}.onnx")), &art, &opts, &|_| {})
         .unwrap_or_else(|e| panic!("{model} {arch}: {e}"));
     let a = Artifact::open(&art).unwrap();
     let m = &a.manifest;

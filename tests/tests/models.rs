@@ -4,53 +4,12 @@
 //! `|got - ref| / max(1, |ref|)` ≤ 1e-4, or ≤ 1e-2 where images are stored as half.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pilot_core::cpu::CpuDevice;
 use pilot_core::npy;
-use pilot_core::{Arch, Artifact, Backend, DType, Session, Target};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-fn python() -> PathBuf {
-    let p = root().join(".venv/bin/python");
-    assert!(p.exists(), "the model tests need the venv with onnx and onnxruntime: run scripts/setup.sh");
-    p
-}
-
-/// The generated models, shared by the tests of this binary.
-fn models() -> &'static Path {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = root().join("target/test-models");
-        let st = Command::new(python()).arg(root().join("scripts/make_models.py")).arg(&dir).output().unwrap();
-        assert!(st.status.success(), "make_models.py: {}", String::from_utf8_lossy(&st.stderr));
-        dir
-    })
-}
-
-/// Seeded inputs: uint8 planes uniform, floats normal-ish in [-1, 1).
-fn input(dtype: DType, shape: &[usize], seed: u64) -> npy::Array {
-    let n: usize = shape.iter().product();
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let data = match dtype {
-        DType::U8 => (0..n).map(|_| next() as u8).collect(),
-        DType::F32 => (0..n)
-            .flat_map(|_| (((next() >> 11) as f64 / (1u64 << 53) as f64) as f32 * 2.0 - 1.0).to_le_bytes())
-            .collect(),
-        d => panic!("no generator for {d}"),
-    };
-    npy::Array { dtype, shape: shape.to_vec(), data }
-}
+use pilot_core::{Arch, Artifact, Backend, Session, Target};
+use pilot_tests::models::{root, seeded_input, test_models, venv_python};
 
 /// What a model is compiled for and run on.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -107,7 +66,7 @@ struct Checked {
 
 fn compile_run_compare(name: &str, shapes: &[(&str, &[usize])], mode: Mode) -> Checked {
     let dir = tempfile::tempdir().unwrap();
-    let model = models().join(format!("{name}.onnx"));
+    let model = test_models().join(format!("{name}.onnx"));
     let art = dir.path().join(format!("{name}.pkl"));
     let opts = pilot_compiler::CompileOptions {
         shapes: shapes.iter().map(|(n, s)| (n.to_string(), s.to_vec())).collect::<HashMap<_, _>>(),
@@ -117,7 +76,7 @@ fn compile_run_compare(name: &str, shapes: &[(&str, &[usize])], mode: Mode) -> C
     let mut session = Session::new(Artifact::open(&art).unwrap(), mode.device()).unwrap();
     let specs = session.inputs().to_vec();
     let arrays: Vec<npy::Array> =
-        specs.iter().enumerate().map(|(i, s)| input(s.dtype, &s.shape, i as u64 + 1)).collect();
+        specs.iter().enumerate().map(|(i, s)| seeded_input(s.dtype, &s.shape, i as u64 + 1)).collect();
     let mut feeds = Vec::new();
     for (s, a) in specs.iter().zip(&arrays) {
         let p = dir.path().join(format!("{}.npy", s.name));
@@ -127,7 +86,7 @@ fn compile_run_compare(name: &str, shapes: &[(&str, &[usize])], mode: Mode) -> C
     let refs: Vec<&[u8]> = arrays.iter().map(|a| a.data.as_slice()).collect();
     session.step(&refs).unwrap();
     let out = dir.path().join("ort");
-    let st = Command::new(python())
+    let st = Command::new(venv_python())
         .arg(root().join("scripts/ort_run.py"))
         .arg(&model)
         .arg(&out)
@@ -241,7 +200,8 @@ fn exporter_without_pinned_dims_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.pkl");
     let opts = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Cpu).unwrap());
-    let err = pilot_compiler::compile(&models().join("exporter.onnx"), &out, &opts, &|_| {}).unwrap_err().to_string();
+    let err =
+        pilot_compiler::compile(&test_models().join("exporter.onnx"), &out, &opts, &|_| {}).unwrap_err().to_string();
     assert!(err.contains("dynamic dimension `batch`") && err.contains("--shape x="), "{err}");
     assert!(!out.exists(), "nothing is written on error");
 }
@@ -252,7 +212,7 @@ fn aarch64_cross_compile_for_the_comma_device() {
     let out = dir.path().join("vision-a64.pkl");
     let aarch64 = Target::new(Backend::Cpu, Arch::Aarch64, Default::default()).unwrap();
     let opts = pilot_compiler::CompileOptions::new(aarch64);
-    pilot_compiler::compile(&models().join("vision.onnx"), &out, &opts, &|_| {}).unwrap();
+    pilot_compiler::compile(&test_models().join("vision.onnx"), &out, &opts, &|_| {}).unwrap();
     let art = Artifact::open(&out).unwrap();
     assert_eq!(art.manifest.target.arch, "aarch64");
     // Every program is an aarch64 ELF object (e_machine 183 at offset 18).
@@ -275,7 +235,7 @@ fn image_mode_reads_images_and_nolocals_has_no_local_memory() {
     let art = dir.path().join("vision-img.pkl");
     let mut opts = Mode::ClImageHalf.options();
     opts.target.nolocals = true;
-    let report = pilot_compiler::compile(&models().join("vision.onnx"), &art, &opts, &|_| {}).unwrap();
+    let report = pilot_compiler::compile(&test_models().join("vision.onnx"), &art, &opts, &|_| {}).unwrap();
     let a = Artifact::open(&art).unwrap();
     let m = &a.manifest;
     assert!(m.target.image && m.target.float16 && m.target.nolocals);
@@ -333,7 +293,8 @@ fn image_mode_reads_images_and_nolocals_has_no_local_memory() {
 fn plain_opencl_reads_no_images() {
     let dir = tempfile::tempdir().unwrap();
     let art = dir.path().join("policy-cl.pkl");
-    let report = pilot_compiler::compile(&models().join("policy.onnx"), &art, &Mode::Cl.options(), &|_| {}).unwrap();
+    let report =
+        pilot_compiler::compile(&test_models().join("policy.onnx"), &art, &Mode::Cl.options(), &|_| {}).unwrap();
     let a = Artifact::open(&art).unwrap();
     assert_eq!((report.read_images, report.gated_read_images), (0, 0));
     assert!(a.manifest.buffers.iter().all(|b| b.image.is_none()));
@@ -346,7 +307,7 @@ fn plain_opencl_reads_no_images() {
 fn qcom_without_hardware_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let pilot = root().join("target").join(if cfg!(debug_assertions) { "debug" } else { "release" }).join("pilot");
-    let model = models().join("policy.onnx");
+    let model = test_models().join("policy.onnx");
     let run = |args: &[&str]| {
         let o = Command::new(&pilot).args(args).output().expect("pilot is built with the workspace");
         (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
@@ -385,18 +346,18 @@ fn qcom_without_hardware_is_a_clear_error() {
 fn qcom_inputs_bound_to_host_memory_match_copies() {
     let dir = tempfile::tempdir().unwrap();
     let art = dir.path().join("policy-qcom.pkl");
-    pilot_compiler::compile(&models().join("policy.onnx"), &art, &Mode::QcomFake.options(), &|_| {}).unwrap();
+    pilot_compiler::compile(&test_models().join("policy.onnx"), &art, &Mode::QcomFake.options(), &|_| {}).unwrap();
     let mut copied = Session::new(Artifact::open(&art).unwrap(), Mode::QcomFake.device()).unwrap();
     let mut bound = Session::new(Artifact::open(&art).unwrap(), Mode::QcomFake.device()).unwrap();
     let specs = copied.inputs().to_vec();
     let (features, _) = specs.iter().enumerate().max_by_key(|(_, s)| s.nbytes()).unwrap();
-    let mut frame = input(specs[features].dtype, &specs[features].shape, 99).data;
+    let mut frame = seeded_input(specs[features].dtype, &specs[features].shape, 99).data;
     // SAFETY: `frame` outlives both steps below and is only written between them.
     unsafe { bound.bind_input(features, &frame) }.unwrap();
     for seed in [1u64, 2] {
         let arrays: Vec<npy::Array> =
-            specs.iter().enumerate().map(|(i, s)| input(s.dtype, &s.shape, seed * 10 + i as u64)).collect();
-        let fresh = input(specs[features].dtype, &specs[features].shape, seed + 100).data;
+            specs.iter().enumerate().map(|(i, s)| seeded_input(s.dtype, &s.shape, seed * 10 + i as u64)).collect();
+        let fresh = seeded_input(specs[features].dtype, &specs[features].shape, seed + 100).data;
         frame.copy_from_slice(&fresh);
         let mut refs: Vec<&[u8]> = arrays.iter().map(|a| a.data.as_slice()).collect();
         refs[features] = &fresh;
