@@ -12,3 +12,19 @@ pub mod run;
 pub mod selftest;
 pub mod smi;
 pub mod usb;
+
+/// An error chain on one line. Many library errors print their source inside their own text and
+/// also return it from `source()`, so each cause is added only if the text so far lacks it.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !msg.contains(&text) {
+            if !msg.is_empty() {
+                msg.push_str(": ");
+            }
+            msg.push_str(&text);
+        }
+    }
+    inspect::printable(&msg.replace(['\n', '\r'], " "))
+}

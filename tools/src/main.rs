@@ -112,22 +112,6 @@ fn dispatch(cli: Cli) -> anyhow::Result<bool> {
     }
 }
 
-/// An error chain on one line. Many library errors print their source inside their own text and
-/// also return it from `source()`, so each cause is added only if the text so far lacks it.
-fn one_line(e: &anyhow::Error) -> String {
-    let mut msg = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if !msg.contains(&text) {
-            if !msg.is_empty() {
-                msg.push_str(": ");
-            }
-            msg.push_str(&text);
-        }
-    }
-    pilot_tools::inspect::printable(&msg.replace(['\n', '\r'], " "))
-}
-
 /// clap's error as one line: its first line without the `error: ` prefix, and where to look for more.
 fn usage_error(e: &clap::Error) -> String {
     use clap::error::ErrorKind;
@@ -175,7 +159,7 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("pilot: error: {}", one_line(&e));
+            eprintln!("pilot: error: {}", pilot_tools::one_line(&e));
             ExitCode::from(2)
         }
     }
