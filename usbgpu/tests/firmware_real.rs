@@ -83,10 +83,12 @@ fn rs64_start_addresses_and_component_tables() {
     let Some(navi31) = load(Card::Gfx1100) else { return };
     let Some(navi48) = load(Card::Gfx1201) else { return };
     // The MEC's program counter start (CP_MEC_RS64_PRGRM_CNTR_START is this >> 2).
-    assert_eq!(navi31.file(Ip::Rs64(Rs64Engine::Mec)).header.ucode_start, Some(0x0007_0000_0000_3000));
-    assert_eq!(navi48.file(Ip::Rs64(Rs64Engine::Mec)).header.ucode_start, Some(0x0007_0000_0000_3000));
+    assert_eq!(navi31.file(Ip::Rs64(Rs64Engine::Mec)).unwrap().header.ucode_start, Some(0x0007_0000_0000_3000));
+    assert_eq!(navi48.file(Ip::Rs64(Rs64Engine::Mec)).unwrap().header.ucode_start, Some(0x0007_0000_0000_3000));
+    assert!(navi31.file(Ip::Rs64(Rs64Engine::Pfp)).is_none(), "gfx1100 loads no PFP image");
     let components = |set: &FirmwareSet| -> Vec<(&'static str, usize)> {
         set.file(Ip::PspSos)
+            .unwrap()
             .header
             .parts
             .iter()

@@ -1,6 +1,6 @@
 //! The PSP's load order for one card, as data (tinygrad `ip.py` `AM_PSP.init_hw`, `amdev.py` `AMFirmware`).
 
-use super::{FirmwareSet, FwType, Ip, IpVersion, PartId, Rs64Engine, SosComponent};
+use super::{FirmwareFile, FirmwareSet, FwType, Ip, IpVersion, PartId, SosComponent};
 use std::ops::Range;
 
 /// The PSP bootloader's commands, written to `C2PMSG_35` (Linux `amdgpu_psp.h` `enum psp_bootloader_cmd`).
@@ -43,7 +43,7 @@ impl FirmwareSet {
     /// SMU image, the TMR, every other IP image (SDMA, GC's RS64 engines, IMU, RLC), then the RLC autoload.
     pub fn psp_load_list(&self) -> Vec<PspStep> {
         let mp0 = self.card.mp0();
-        let sos = self.file(Ip::PspSos);
+        let Some(sos) = self.file(Ip::PspSos) else { return Vec::new() };
         // psp_v13 loads KDB again in the SPL slot (Linux `psp_v13_0_bootloader_load_spl`); v14 has its own SPL.
         let spl = if mp0.0 == 13 { SosComponent::Kdb } else { SosComponent::Spl };
         let order = [
@@ -66,29 +66,28 @@ impl FirmwareSet {
         if let Some(toc) = sos.part(PartId::Sos(SosComponent::Toc)) {
             steps.push(PspStep::LoadToc { file: sos.spec.name.clone(), range: toc.range.clone() });
         }
-        let image_steps = |ip: Ip| {
-            let file = self.file(ip);
-            file.header.parts.iter().filter_map(move |p| match p.id {
-                PartId::Ip(fw_type) => {
-                    Some(PspStep::LoadIpFw { fw_type, file: file.spec.name.clone(), range: p.range.clone() })
-                }
-                PartId::Sos(_) => None,
-            })
-        };
         // The SMU image goes before the TMR is set up (tinygrad: "SMU fw should be loaded before TMR").
-        steps.extend(image_steps(Ip::Smu));
+        if let Some(smu) = self.file(Ip::Smu) {
+            steps.extend(image_steps(smu));
+        }
         if !BOOT_TIME_TMR.contains(&mp0) || NO_AUTOLOAD_TMR.contains(&mp0) {
             steps.push(PspStep::SetupTmr);
         }
-        let mut ips = vec![Ip::Sdma];
-        if self.card.gc() >= IpVersion(12, 0, 0) {
-            ips.extend([Ip::Rs64(Rs64Engine::Pfp), Ip::Rs64(Rs64Engine::Me)]);
-        }
-        ips.extend([Ip::Rs64(Rs64Engine::Mec), Ip::Imu, Ip::Rlc]);
-        for ip in ips {
-            steps.extend(image_steps(ip));
+        // Then every other image in the order of `Card::files`: SDMA, PFP, ME, MEC, IMU, RLC.
+        for file in self.files.iter().filter(|f| !matches!(f.spec.ip, Ip::PspSos | Ip::Smu)) {
+            steps.extend(image_steps(file));
         }
         steps.push(PspStep::AutoloadRlc);
         steps
     }
+}
+
+/// `LOAD_IP_FW` of each image of `file`, in the file's part order.
+fn image_steps(file: &FirmwareFile) -> impl Iterator<Item = PspStep> + '_ {
+    file.header.parts.iter().filter_map(move |p| match p.id {
+        PartId::Ip(fw_type) => {
+            Some(PspStep::LoadIpFw { fw_type, file: file.spec.name.clone(), range: p.range.clone() })
+        }
+        PartId::Sos(_) => None,
+    })
 }

@@ -262,9 +262,9 @@ impl FirmwareSet {
         Ok(FirmwareSet { card, files })
     }
 
-    /// The file for `ip`; every set has one per IP kind and engine.
-    pub fn file(&self, ip: Ip) -> &FirmwareFile {
-        self.files.iter().find(|f| f.spec.ip == ip).expect("Card::files lists every IP the load list reads")
+    /// The file for `ip`, if this card uses one (gfx1100 has no PFP/ME file).
+    pub fn file(&self, ip: Ip) -> Option<&FirmwareFile> {
+        self.files.iter().find(|f| f.spec.ip == ip)
     }
 
     /// The bytes of one step's image.
