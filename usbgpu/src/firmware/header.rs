@@ -471,4 +471,58 @@ mod tests {
         let m = message(parse("mec.bin", &f, Ip::Rs64(Rs64Engine::Mec)));
         assert_eq!(m, "mec.bin: header_size_bytes: 56 is too small for a v2.0 header (60 bytes)");
     }
+
+    #[test]
+    fn smu_pptable_entries_are_checked() {
+        let mut f = file(0x200, (2, 1), 44, 0x80);
+        put(&mut f, 32, 0x2_0000); // ucode_start_addr
+        put(&mut f, 36, 2); // pptable_count
+        put(&mut f, 40, 0x180); // pptable_entry_offset: 2 entries of 12 bytes
+        for (i, off) in [0x1a0u32, 0x1c0].into_iter().enumerate() {
+            put(&mut f, 0x180 + i * 12 + 4, off);
+            put(&mut f, 0x180 + i * 12 + 8, 0x20);
+        }
+        let p = parse("smu.bin", &f, Ip::Smu).unwrap();
+        assert_eq!(p.ucode_start, Some(0x2_0000));
+        assert_eq!(p.parts, vec![Part { id: PartId::Ip(FwType::SMU), range: 0x100..0x180 }]);
+        put(&mut f, 0x180 + 12 + 8, 0x41);
+        let m = message(parse("smu.bin", &f, Ip::Smu));
+        assert_eq!(m, "smu.bin: pptable[1].ppt_offset_bytes: bytes 0x1c0..0x201 fall outside 0x0..0x200");
+    }
+
+    #[test]
+    fn rlc_v2_3_parts_in_load_order() {
+        let mut f = file(0x400, (2, 3), 204, 0x40);
+        // (size at, offset at, offset): GPM, SRM, IRAM, DRAM, RLC_P, RLC_V, each 0x20 bytes.
+        let regions = [
+            (132, 136, 0x200),
+            (148, 152, 0x220),
+            (156, 160, 0x240),
+            (164, 168, 0x260),
+            (180, 184, 0x280),
+            (196, 200, 0x2a0),
+        ];
+        for (size_at, off_at, off) in regions {
+            put(&mut f, size_at, 0x20);
+            put(&mut f, off_at, off);
+        }
+        let ids: Vec<_> =
+            parse("rlc.bin", &f, Ip::Rlc).unwrap().parts.into_iter().map(|p| (p.id, p.range.start)).collect();
+        assert_eq!(
+            ids,
+            vec![
+                (PartId::Ip(FwType::RLC_RESTORE_LIST_GPM_MEM), 0x200),
+                (PartId::Ip(FwType::RLC_RESTORE_LIST_SRM_MEM), 0x220),
+                (PartId::Ip(FwType::RLC_IRAM), 0x240),
+                (PartId::Ip(FwType::RLC_DRAM_BOOT), 0x260),
+                (PartId::Ip(FwType::RLC_P), 0x280),
+                (PartId::Ip(FwType::RLC_V), 0x2a0),
+                (PartId::Ip(FwType::RLC_G), 0x100),
+            ]
+        );
+        put(&mut f, 10, 2); // v2.2: no RLC_P / RLC_V
+        assert_eq!(parse("rlc.bin", &f, Ip::Rlc).unwrap().parts.len(), 5);
+        put(&mut f, 10, 1);
+        assert!(message(parse("rlc.bin", &f, Ip::Rlc)).contains("v2.1 is not a rlc_firmware_header v2.2..v2.4 header"));
+    }
 }
