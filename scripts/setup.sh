@@ -6,6 +6,7 @@
 #           the aarch64 cross linker and qemu-user (the comma device's runtime, run here)
 #   rustup: the aarch64-unknown-linux-gnu standard library
 #   .venv:  numpy, onnx, onnxruntime (reference outputs and interop checks)
+#   target/amd-firmware: AMD GPU firmware files (apt-get download + dpkg -x, nothing installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,3 +37,6 @@ if ! .venv/bin/python -c 'import numpy, onnx, onnxruntime, tinygrad' 2>/dev/null
   [ -x .venv/bin/python ] || python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
 fi
+
+# The real AMD GPU firmware (Debian trixie firmware-amd-graphics) for usbgpu/tests/firmware_real.rs.
+scripts/fetch_amd_firmware.sh

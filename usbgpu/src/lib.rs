@@ -9,6 +9,7 @@
 //! - [`rdna3`]: an RDNA3 (gfx11) emulator for the simulated GPU (cargo feature `emu`).
 //! - [`copy`]: the pipelined big copies through SRAM, with the GPU side behind [`copy::DeviceDma`].
 //! - [`codeobj`]: HSA code objects (gfx1100, gfx1201) read and checked, reduced to what a dispatch needs.
+//! - [`firmware`]: the AMD firmware files each card needs, their headers checked, and the PSP load order.
 //! - [`emu_device`]: a `Device` that runs `usb+amd` gfx1100 artifacts on [`rdna3`] (cargo feature `emu`).
 
 pub mod bridge;
@@ -17,6 +18,7 @@ pub mod copy;
 #[cfg(feature = "emu")]
 pub mod emu_device;
 pub mod error;
+pub mod firmware;
 pub mod lock;
 pub mod pcie;
 pub mod proto;
