@@ -4,7 +4,8 @@
 //! For each [`Dispatch`] it reads the shader image at SP_CS_BASE, which for such programs is a [`FakeShader`]
 //! (the kernel's name, OpenCL C source and argument layout) and rebuilds the kernel's arguments from what the
 //! command processor saw: a buffer argument's u64 GPU address from the constant file at byte `offset_words * 4`
-//! (`research/qcom.md` §3.3), an image argument from its texture or IBO descriptor (§4.2) in the tables that
+//! (as tinygrad's `runtime/ops_qcom.py` lays it out), an image argument from its texture or IBO descriptor (Mesa's
+//! `a6xx.xml` `A6XX_TEX_CONST`/`A6XX_IBO`) in the tables that
 //! CP_LOAD_STATE6 loaded, as the fake decoded them. The sampler the kernel declares (`sampler_t smp = ...;`) is
 //! replaced by the dispatch's sampler 0 as the fake decoded it (normalized or not, filter, wrap), so a wrong
 //! sampler descriptor gives wrong numbers or an error, never the right answer by accident. The bytes are copied
