@@ -6,13 +6,11 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use pilot_core::device::{Device, ProgramSpec};
-use pilot_core::npy;
 use pilot_core::target::Modes;
 use pilot_core::{Artifact, Session, SessionError, Target};
-use pilot_tests::models::{root, seeded_input, test_models, venv_python};
+use pilot_tests::models::{compare_with_onnxruntime, seeded_inputs, test_models};
 use pilot_usbgpu::emu_device::EmuDevice;
 
 fn compile(name: &str, arch: &str, shapes: &[(&str, &[usize])], dir: &Path) -> PathBuf {
@@ -41,41 +39,13 @@ fn run_and_compare(name: &str, shapes: &[(&str, &[usize])]) -> f64 {
     }
 
     let mut session = Session::new(artifact, Box::new(EmuDevice::new(2))).unwrap();
-    let specs = session.inputs().to_vec();
-    let arrays: Vec<npy::Array> =
-        specs.iter().enumerate().map(|(i, s)| seeded_input(s.dtype, &s.shape, i as u64 + 1)).collect();
-    let mut feeds = Vec::new();
-    for (s, a) in specs.iter().zip(&arrays) {
-        let p = dir.path().join(format!("{}.npy", s.name));
-        npy::write(&p, a).unwrap();
-        feeds.push(format!("{}={}", s.name, p.display()));
-    }
+    let (arrays, feeds) = seeded_inputs(&session, dir.path());
     let refs: Vec<&[u8]> = arrays.iter().map(|a| a.data.as_slice()).collect();
     let t = std::time::Instant::now();
     session.step(&refs).unwrap_or_else(|e| panic!("{name}: {e}"));
     let step = t.elapsed();
-    let out = dir.path().join("ort");
-    let st = Command::new(venv_python())
-        .arg(root().join("scripts/ort_run.py"))
-        .arg(test_models().join(format!("{name}.onnx")))
-        .arg(&out)
-        .args(&feeds)
-        .output()
-        .unwrap();
-    assert!(st.status.success(), "onnxruntime: {}", String::from_utf8_lossy(&st.stderr));
-    let mut worst = 0f64;
-    for (k, (spec, got)) in session.output_specs().iter().zip(session.outputs()).enumerate() {
-        let want = npy::read(out.join(format!("{k}.npy"))).unwrap();
-        let got = npy::Array { dtype: spec.dtype, shape: spec.shape.clone(), data: got.clone() };
-        assert_eq!(got.shape.iter().product::<usize>(), want.shape.iter().product::<usize>(), "{name} output {k}");
-        let (g, w) = (got.to_f64(), want.to_f64());
-        assert!(w.iter().any(|&v| v != 0.0), "{name}: an all-zero reference proves nothing");
-        for (a, b) in g.iter().zip(&w) {
-            let e = (a - b).abs() / b.abs().max(1.0);
-            assert!(e <= 1e-4, "{name} output {k}: got {a}, onnxruntime {b} (scaled error {e:.2e})");
-            worst = worst.max(e);
-        }
-    }
+    let model = test_models().join(format!("{name}.onnx"));
+    let worst = compare_with_onnxruntime(name, &model, &feeds, &session, 1e-4, dir.path());
     let counters = session.device_counters();
     eprintln!("{name} on amd-emu: worst scaled error {worst:.2e}, step {step:.2?}, {counters:?}");
     worst

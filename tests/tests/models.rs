@@ -9,7 +9,7 @@ use std::process::Command;
 use pilot_core::cpu::CpuDevice;
 use pilot_core::npy;
 use pilot_core::{Arch, Artifact, Backend, Session, Target};
-use pilot_tests::models::{root, seeded_input, test_models, venv_python};
+use pilot_tests::models::{compare_with_onnxruntime, root, seeded_input, seeded_inputs, test_models};
 
 /// What a model is compiled for and run on.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -74,42 +74,11 @@ fn compile_run_compare(name: &str, shapes: &[(&str, &[usize])], mode: Mode) -> C
     };
     let report = pilot_compiler::compile(&model, &art, &opts, &|_| {}).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut session = Session::new(Artifact::open(&art).unwrap(), mode.device()).unwrap();
-    let specs = session.inputs().to_vec();
-    let arrays: Vec<npy::Array> =
-        specs.iter().enumerate().map(|(i, s)| seeded_input(s.dtype, &s.shape, i as u64 + 1)).collect();
-    let mut feeds = Vec::new();
-    for (s, a) in specs.iter().zip(&arrays) {
-        let p = dir.path().join(format!("{}.npy", s.name));
-        npy::write(&p, a).unwrap();
-        feeds.push(format!("{}={}", s.name, p.display()));
-    }
+    let (arrays, feeds) = seeded_inputs(&session, dir.path());
     let refs: Vec<&[u8]> = arrays.iter().map(|a| a.data.as_slice()).collect();
     session.step(&refs).unwrap();
-    let out = dir.path().join("ort");
-    let st = Command::new(venv_python())
-        .arg(root().join("scripts/ort_run.py"))
-        .arg(&model)
-        .arg(&out)
-        .args(&feeds)
-        .output()
-        .unwrap();
-    assert!(st.status.success(), "onnxruntime: {}", String::from_utf8_lossy(&st.stderr));
-    let mut worst = 0f64;
-    for (k, (spec, got)) in session.output_specs().iter().zip(session.outputs()).enumerate() {
-        let want = npy::read(out.join(format!("{k}.npy"))).unwrap();
-        let got = npy::Array { dtype: spec.dtype, shape: spec.shape.clone(), data: got.clone() };
-        assert_eq!(got.shape.iter().product::<usize>(), want.shape.iter().product::<usize>(), "{name} output {k}");
-        let (g, w) = (got.to_f64(), want.to_f64());
-        assert!(w.iter().any(|&v| v != 0.0), "{name}: an all-zero reference proves nothing");
-        for (a, b) in g.iter().zip(&w) {
-            let e = (a - b).abs() / b.abs().max(1.0);
-            assert!(
-                e <= mode.tolerance(),
-                "{name} {mode:?} output {k}: got {a}, onnxruntime {b} (scaled error {e:.2e})"
-            );
-            worst = worst.max(e);
-        }
-    }
+    let label = format!("{name} {mode:?}");
+    let worst = compare_with_onnxruntime(&label, &model, &feeds, &session, mode.tolerance(), dir.path());
     // The artifact loads with Python's standard library alone and holds only builtins.
     let check = format!(
         "import io, pickle, struct\nf = open({:?}, 'rb')\nn = struct.unpack('<q', f.read(8))[0]\nops = f.read(n)\n\
