@@ -12,6 +12,7 @@ pub mod cl;
 pub mod cpu;
 pub mod qcom;
 pub mod scoping;
+pub mod scratch;
 
 use pilot_core::device::ProgramFormat;
 use pilot_core::{Backend, Target};

@@ -7,6 +7,7 @@ use std::process::Command;
 use pilot_core::Arch;
 
 use crate::error::{CompileError, Result};
+use crate::target::scratch::Scratch;
 
 /// The clang to use: an explicit one (`--cc`), `$PILOT_CC`, then `clang-19`, `clang`. It must be
 /// able to target AMD GPUs, which only clang can.
@@ -36,8 +37,8 @@ pub fn find_clang(explicit: Option<&Path>) -> Result<PathBuf> {
 /// Compiles `source` (every kernel of the model) for `arch` into one linked code object. One
 /// translation unit: lld does not merge the metadata notes of several objects into one.
 pub fn build(clang: &Path, arch: Arch, source: &str) -> Result<Vec<u8>> {
-    let dir = TempDir::new()?;
-    let (cl, co) = (dir.0.join("model.cl"), dir.0.join("model.co"));
+    let dir = Scratch::new("amd")?;
+    let (cl, co) = (dir.dir.join("model.cl"), dir.dir.join("model.co"));
     std::fs::write(&cl, source).map_err(|source| CompileError::Io { path: cl.display().to_string(), source })?;
     let mut cmd = Command::new(clang);
     cmd.args(["-x", "cl", "-cl-std=CL1.2", "-O3", "-target", "amdgcn-amd-amdhsa", "-nogpulib"])
@@ -57,23 +58,4 @@ fn run(mut cmd: Command, clang: &Path) -> Result<()> {
     let err = String::from_utf8_lossy(&out.stderr);
     let first: Vec<&str> = err.lines().take(3).collect();
     Err(CompileError::Tool(format!("{} failed: {}", clang.display(), first.join(" | "))))
-}
-
-/// A scratch directory removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Result<TempDir> {
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("pilot-amd-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|source| CompileError::Io { path: dir.display().to_string(), source })?;
-        Ok(TempDir(dir))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

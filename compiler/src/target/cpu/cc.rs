@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::{CompileError, Result};
+use crate::target::scratch::Scratch;
 
 /// The compiler to use: an explicit one, `$PILOT_CC`, then `clang-19`, `clang`, `cc`.
 pub fn find_cc(explicit: Option<&Path>, arch: &str) -> Result<PathBuf> {
@@ -64,7 +65,7 @@ fn flags(cc: &Path, arch: &str) -> Vec<String> {
 
 /// Compiles each `(name, source)` into an object; returns the objects in order.
 pub fn compile_all(sources: &[(String, String)], cc: &Path, arch: &str) -> Result<Vec<Vec<u8>>> {
-    let scratch = Scratch::new()?;
+    let scratch = Scratch::new("cc")?;
     let dir = &scratch.dir;
     let flags = flags(cc, arch);
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(sources.len().max(1));
@@ -104,39 +105,13 @@ fn compile_one(dir: &Path, name: &str, source: &str, cc: &Path, flags: &[String]
     std::fs::read(&o).map_err(|source| CompileError::Io { path: o.display().to_string(), source })
 }
 
-/// The C compiler's scratch directory, `$TMPDIR/pilot-cc-<pid>-<n>`: removed when dropped (every
-/// return and unwind) and, while it exists, when a signal kills the process (see
-/// `pilot_core::fsio::install_signal_cleanup`).
-struct Scratch {
-    dir: PathBuf,
-    _on_signal: pilot_core::fsio::RemoveOnSignal,
-}
-
-impl Scratch {
-    fn new() -> Result<Scratch> {
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("pilot-cc-{}-{n}", std::process::id()));
-        // Registered before it exists: a signal between the two still finds it.
-        let on_signal = pilot_core::fsio::remove_on_signal(&dir);
-        std::fs::create_dir_all(&dir).map_err(|source| CompileError::Io { path: dir.display().to_string(), source })?;
-        Ok(Scratch { dir, _on_signal: on_signal })
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn scratch_is_registered_while_alive_and_removed_when_dropped() {
-        let s = Scratch::new().unwrap();
+        let s = Scratch::new("cc").unwrap();
         std::fs::write(s.dir.join("k0.c"), "int x;").unwrap();
         assert!(pilot_core::fsio::registered().contains(&s.dir));
         let dir = s.dir.clone();
