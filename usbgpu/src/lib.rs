@@ -10,8 +10,10 @@
 //! - [`copy`]: the pipelined big copies through SRAM, with the GPU side behind [`copy::DeviceDma`].
 //! - [`codeobj`]: HSA code objects (gfx1100, gfx1201) read and checked, reduced to what a dispatch needs.
 //! - [`firmware`]: the AMD firmware files each card needs, their headers checked, and the PSP load order.
+//! - [`amd`]: the AMD GPU itself: bring-up, queues and the prebuilt step, through [`amd::bus::GpuBus`].
 //! - [`emu_device`]: a `Device` that runs `usb+amd` gfx1100 artifacts on [`rdna3`] (cargo feature `emu`).
 
+pub mod amd;
 pub mod bridge;
 pub mod codeobj;
 pub mod copy;

@@ -1,0 +1,22 @@
+//! [`GpuBus`]: how the driver reaches the GPU. Registers are BAR5 dwords, VRAM is BAR0 (large BAR: the VRAM
+//! physical address is the BAR0 offset), doorbells are BAR2 64-bit slots. The bridge implementation turns
+//! each call into PCIe TLPs; tests may implement it over a register model directly.
+
+use crate::error::Result;
+
+/// Access to one GPU's BARs. Register indices are dword indices into BAR5 (byte offset = index × 4), as the
+/// Linux `amdgpu` headers and tinygrad's `regs.py` number them after adding the IP's base segment.
+pub trait GpuBus {
+    /// Reads the register at dword index `reg`.
+    fn read_reg(&mut self, reg: u32) -> Result<u32>;
+    /// Writes the register at dword index `reg`.
+    fn write_reg(&mut self, reg: u32, value: u32) -> Result<()>;
+    /// Reads `buf.len()` bytes of VRAM at physical address `addr`.
+    fn read_vram(&mut self, addr: u64, buf: &mut [u8]) -> Result<()>;
+    /// Writes `data` to VRAM at physical address `addr`.
+    fn write_vram(&mut self, addr: u64, data: &[u8]) -> Result<()>;
+    /// Rings the 64-bit doorbell at slot `index` (byte offset = index × 8 in BAR2) with `value`.
+    fn ring_doorbell(&mut self, index: u32, value: u64) -> Result<()>;
+    /// Waits `d` (a real sleep on hardware, simulated time in the simulator).
+    fn sleep(&mut self, d: std::time::Duration);
+}

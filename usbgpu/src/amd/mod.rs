@@ -1,0 +1,6 @@
+//! The AMD GPU behind the bridge, driven from userspace the way tinygrad's "AM" driver does
+//! (tinygrad `runtime/support/am/amdev.py`, `ip.py`; `runtime/ops_amd.py`), with `GMMU=0`.
+//!
+//! - [`bus`]: the seam every layer above talks through (registers, VRAM, doorbells), over the bridge.
+
+pub mod bus;
