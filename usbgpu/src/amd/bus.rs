@@ -17,6 +17,10 @@ pub trait GpuBus {
     fn write_vram(&mut self, addr: u64, data: &[u8]) -> Result<()>;
     /// Rings the 64-bit doorbell at slot `index` (byte offset = index × 8 in BAR2) with `value`.
     fn ring_doorbell(&mut self, index: u32, value: u64) -> Result<()>;
+    /// Writes `data` (at most 512 KB) into the bridge's SRAM staging window, which the GPU reaches as system
+    /// memory over PCIe (the PSP's msg1 buffer on USB: tinygrad `AM_PSP.init_sw`), and returns the window's
+    /// bus address as the GPU sees it.
+    fn write_staging(&mut self, data: &[u8]) -> Result<u64>;
     /// Waits `d` (a real sleep on hardware, simulated time in the simulator).
     fn sleep(&mut self, d: std::time::Duration);
 }
