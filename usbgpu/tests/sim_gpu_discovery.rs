@@ -7,9 +7,9 @@ use pilot_usbgpu::sim::Board;
 use sim_gpu_support::*;
 use std::collections::HashMap;
 
-/// What a driver gets out of the table: per hardware id, (version, base segments); and the gc_info dwords.
+/// What a driver gets out of the table: per hardware id, its entry; and the gc_info dwords.
 struct Parsed {
-    ips: HashMap<u16, ((u8, u8, u8), Vec<u32>)>,
+    ips: HashMap<u16, IpEntry>,
     gc_info: Vec<u32>,
 }
 

@@ -12,6 +12,7 @@ use super::pcie::{Pcie, Region};
 use super::timing::Timing;
 use crate::error::TransferError;
 use crate::proto::Setup;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// What the next bulk transfer serves.
@@ -49,6 +50,7 @@ pub struct Firmware {
     pub dma: DmaEngine,
     pub tlp_fault: Option<TlpFault>,
     board: Board,
+    firmware_dir: PathBuf,
     /// The GPU model; taken out while it runs so it can reach the rest of the firmware as its [`Fabric`].
     gpu: Option<Box<Gpu>>,
 }
@@ -58,7 +60,13 @@ fn stall<T>() -> Result<T, TransferError> {
 }
 
 impl Firmware {
-    pub fn new(timing: Timing, vram_bytes: u64, pcie_on_at_boot: bool, board: Board) -> Firmware {
+    pub fn new(
+        timing: Timing,
+        vram_bytes: u64,
+        pcie_on_at_boot: bool,
+        board: Board,
+        firmware_dir: PathBuf,
+    ) -> Firmware {
         let mut fw = Firmware {
             timing,
             now: Duration::ZERO,
@@ -75,6 +83,7 @@ impl Firmware {
             dma: DmaEngine::default(),
             tlp_fault: None,
             board,
+            firmware_dir,
             gpu: None,
         };
         fw.power_on_gpu();
@@ -83,7 +92,7 @@ impl Firmware {
 
     /// A GPU at power-on: fresh registers and its discovery table at VRAM end - 64 KB.
     fn power_on_gpu(&mut self) {
-        let gpu = Gpu::new(self.board, self.vram_bytes);
+        let gpu = Gpu::new(self.board, self.vram_bytes, self.timing, self.firmware_dir.clone());
         let (at, table) = gpu.discovery_table();
         self.pcie.vram[at..at + table.len()].copy_from_slice(&table);
         self.gpu = Some(Box::new(gpu));
@@ -102,10 +111,14 @@ impl Firmware {
         let (region, off) = self.pcie.decode(addr, 4)?;
         Some(match region {
             Region::Vram => {
+                self.wait_gpu();
                 let o = off as usize;
                 u32::from_le_bytes(self.pcie.vram[o..o + 4].try_into().expect("4 bytes"))
             }
-            Region::Mmio => self.with_gpu(|g, fw| g.read_reg((off / 4) as u32, fw)),
+            Region::Mmio => {
+                self.wait_gpu();
+                self.with_gpu(|g, fw| g.host_read_reg((off / 4) as u32, fw.now, fw))
+            }
             Region::Doorbell => self.with_gpu(|g, _| g.read_doorbell(off as u32)),
         })
     }
@@ -130,15 +143,28 @@ impl Firmware {
             }
             Region::Mmio => self.with_gpu(|g, fw| {
                 let index = (off / 4) as u32;
-                let v = if be == 0x0F { value } else { merge(g.read_reg(index, fw)) };
-                g.write_reg(index, v, fw);
+                let now = fw.now;
+                let v = if be == 0x0F { value } else { merge(g.host_read_reg(index, now, fw)) };
+                g.host_write_reg(index, v, now, fw);
             }),
             Region::Doorbell => self.with_gpu(|g, fw| {
                 let v = merge(g.read_doorbell(off as u32));
-                g.write_doorbell(off as u32, v, fw);
+                g.host_write_doorbell(off as u32, v, fw.now, fw);
             }),
         }
         true
+    }
+
+    /// A host read of GPU memory or registers observes the GPU's work only once it is done: the clock moves
+    /// to when the engines finish what they were given.
+    fn wait_gpu(&mut self) {
+        let idle = self.gpu.as_ref().map_or(Duration::ZERO, |g| g.idle_at());
+        self.now = self.now.max(idle);
+    }
+
+    /// Host data landed (VRAM or SRAM): queues waiting on memory look again.
+    fn poll_gpu(&mut self) {
+        self.with_gpu(|g, fw| g.poll(fw.now, fw));
     }
 
     /// SET_CONFIGURATION / SET_INTERFACE: raw vendor-bulk mode, both bulk endpoints cleared, streaming cancelled.
@@ -335,6 +361,7 @@ impl Firmware {
         };
         self.pending = Pending::None;
         self.bulk_out_free = land;
+        self.poll_gpu();
         let mut dma = std::mem::take(&mut self.dma);
         dma.poll(self, land);
         self.dma = dma;

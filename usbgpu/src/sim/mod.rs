@@ -23,6 +23,7 @@ use firmware::{Firmware, TlpFault};
 pub use gpu::board::Board;
 pub use gpu::GpuFault;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 pub use timing::Timing;
@@ -37,12 +38,29 @@ pub struct SimConfig {
     pub timing: Timing,
     /// Which GPU sits behind the bridge.
     pub board: Board,
+    /// Where the simulated PSP reads the real firmware it checks staged images against; `None`:
+    /// `PILOT_AMD_FIRMWARE`, else `/lib/firmware/amdgpu`.
+    pub firmware_dir: Option<PathBuf>,
 }
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { vram_bytes: 512 << 20, pcie_on_at_boot: false, timing: Timing::default(), board: Board::Navi31 }
+        SimConfig {
+            vram_bytes: 512 << 20,
+            pcie_on_at_boot: false,
+            timing: Timing::default(),
+            board: Board::Navi31,
+            firmware_dir: None,
+        }
     }
+}
+
+fn firmware_dir(cfg: &SimConfig) -> PathBuf {
+    cfg.firmware_dir.clone().unwrap_or_else(|| {
+        std::env::var_os("PILOT_AMD_FIRMWARE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/lib/firmware/amdgpu"))
+    })
 }
 
 /// An injected fault.
@@ -132,7 +150,7 @@ impl Simulator {
     pub fn new(cfg: SimConfig) -> Simulator {
         assert!(cfg.vram_bytes.is_power_of_two() && cfg.vram_bytes >= 1 << 20, "VRAM must be a power of two >= 1 MB");
         Simulator(Arc::new(Mutex::new(State {
-            fw: Firmware::new(cfg.timing, cfg.vram_bytes, cfg.pcie_on_at_boot, cfg.board),
+            fw: Firmware::new(cfg.timing, cfg.vram_bytes, cfg.pcie_on_at_boot, cfg.board, firmware_dir(&cfg)),
             transactions: 0,
             faults: Vec::new(),
             unplugged: false,
@@ -186,6 +204,11 @@ impl Simulator {
     /// first: what a driver's timeout can name.
     pub fn gpu_faults(&self) -> Vec<GpuFault> {
         self.state().fw.with_gpu(|g, _| g.faults().to_vec())
+    }
+
+    /// Dispatches and wave instructions the emulator ran for the simulated GPU.
+    pub fn gpu_dispatched(&self) -> gpu::Dispatched {
+        self.state().fw.with_gpu(|g, _| g.dispatched())
     }
 }
 

@@ -12,15 +12,26 @@
 
 pub mod board;
 pub mod discovery;
+mod dispatch;
+mod fwfiles;
+mod gfx;
 pub mod mem;
+pub mod pm4;
+pub mod psp;
+mod queue;
 pub mod regs;
+pub mod sdma;
+mod smu;
 
+use super::timing::Timing;
 use board::Board;
 #[cfg(test)]
 use board::Ip;
 use mem::{Aperture, Fabric, Hub, Mem, FB_BASE};
 use regs::{Reg, RegMap};
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A fault an engine recorded: which engine, where, why.
@@ -48,6 +59,13 @@ const FB_LOCATION_BASE: u32 = (FB_BASE >> 24) as u32;
 /// HDP (the sim's choice; writes there are accepted and do nothing else).
 const HDP_FLUSH_REMAP_BYTES: u32 = 0x7_F000;
 
+/// What the emulator ran, over every dispatch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dispatched {
+    pub dispatches: u64,
+    pub instructions: u64,
+}
+
 /// The simulated GPU.
 pub struct Gpu {
     pub board: Board,
@@ -57,11 +75,22 @@ pub struct Gpu {
     vram_bytes: u64,
     doorbells: HashMap<u32, u32>,
     faults: Vec<GpuFault>,
+    psp: psp::PspState,
+    smu: smu::SmuState,
+    gfx: gfx::GfxState,
+    queues: Vec<queue::Queue>,
+    timing: Timing,
+    /// Modelled time of the current host access.
+    now: Duration,
+    kernels: HashMap<u64, (Vec<u8>, Arc<crate::rdna3::CodeObjectKernel>)>,
+    dispatched: Dispatched,
+    firmware_dir: PathBuf,
 }
 
 impl Gpu {
-    /// A GPU at power-on. The caller writes [`Gpu::discovery_table`] into VRAM.
-    pub fn new(board: Board, vram_bytes: u64) -> Gpu {
+    /// A GPU at power-on, checking firmware against the files in `firmware_dir`. The caller writes
+    /// [`Gpu::discovery_table`] into VRAM.
+    pub fn new(board: Board, vram_bytes: u64, timing: Timing, firmware_dir: PathBuf) -> Gpu {
         Gpu {
             board,
             map: RegMap::new(board),
@@ -69,6 +98,45 @@ impl Gpu {
             vram_bytes,
             doorbells: HashMap::new(),
             faults: Vec::new(),
+            psp: psp::PspState::new(fwfiles::Files::new(firmware_dir.clone())),
+            smu: smu::SmuState::default(),
+            gfx: gfx::GfxState::default(),
+            queues: Vec::new(),
+            timing,
+            now: Duration::ZERO,
+            kernels: HashMap::new(),
+            dispatched: Dispatched::default(),
+            firmware_dir,
+        }
+    }
+
+    /// Mode-1 reset: every block back to its power-on state (sOS stopped, SMU without firmware, no RLC
+    /// autoload, MEC and SDMA halted, no queues, registers cleared). VRAM keeps its contents; the discovery
+    /// table is written again. Faults recorded so far are kept.
+    fn mode1_reset(&mut self, fabric: &mut dyn Fabric) {
+        let faults = std::mem::take(&mut self.faults);
+        let dispatched = self.dispatched;
+        *self = Gpu::new(self.board, self.vram_bytes, self.timing, self.firmware_dir.clone());
+        self.faults = faults;
+        self.dispatched = dispatched;
+        let (at, table) = self.discovery_table();
+        fabric.vram()[at..at + table.len()].copy_from_slice(&table);
+    }
+
+    /// When the GPU's engines finish the work they were given (modelled).
+    pub fn idle_at(&self) -> Duration {
+        self.queues.iter().filter(|q| !q.stopped).map(|q| q.busy_until).max().unwrap_or(Duration::ZERO)
+    }
+
+    pub fn dispatched(&self) -> Dispatched {
+        self.dispatched
+    }
+
+    /// Runs stalled queues again (after a host write that may satisfy what they wait for).
+    pub fn poll(&mut self, now: Duration, fabric: &mut dyn Fabric) {
+        self.now = now;
+        if self.queues.iter().any(|q| !q.stopped && (q.rptr < q.wptr || q.ib.is_some())) {
+            self.run_queues(fabric);
         }
     }
 
@@ -119,9 +187,31 @@ impl Gpu {
         (index & 0x8000_0000 != 0 && addr + 4 <= self.vram_bytes && addr.is_multiple_of(4)).then_some(addr as usize)
     }
 
-    /// A host read of register `index` (BAR5 dword index).
-    pub fn read_reg(&mut self, index: u32, fabric: &mut dyn Fabric) -> u32 {
+    /// A host read of register `index` (BAR5 dword index) at modelled time `now`.
+    pub fn host_read_reg(&mut self, index: u32, now: Duration, fabric: &mut dyn Fabric) -> u32 {
+        self.now = now;
+        self.read_reg(index, fabric)
+    }
+
+    /// A host write of register `index` at modelled time `now`.
+    pub fn host_write_reg(&mut self, index: u32, value: u32, now: Duration, fabric: &mut dyn Fabric) {
+        self.now = now;
+        self.write_reg(index, value, fabric)
+    }
+
+    /// A host write of the doorbell dword at BAR2 byte offset `byte` at modelled time `now`; the queue whose
+    /// doorbell it is runs.
+    pub fn host_write_doorbell(&mut self, byte: u32, value: u32, now: Duration, fabric: &mut dyn Fabric) {
+        self.now = now;
+        self.doorbells.insert(byte, value);
+        self.ring_doorbell(byte, fabric);
+    }
+
+    fn read_reg(&mut self, index: u32, fabric: &mut dyn Fabric) -> u32 {
         let Some(reg) = self.map.reg(index) else { return self.stored(index) };
+        if let Some(v) = self.psp_read(reg).or_else(|| self.gfx_read(reg)) {
+            return v;
+        }
         match reg {
             Reg::ConfigMemsize => (self.vram_bytes >> 20) as u32,
             Reg::MmData => match self.mm_address() {
@@ -145,12 +235,17 @@ impl Gpu {
         }
     }
 
-    /// A host write of register `index`.
-    pub fn write_reg(&mut self, index: u32, value: u32, fabric: &mut dyn Fabric) {
+    fn write_reg(&mut self, index: u32, value: u32, fabric: &mut dyn Fabric) {
         let Some(reg) = self.map.reg(index) else {
             self.regs.insert(index, value);
             return;
         };
+        if self.psp_write(reg, value, fabric)
+            || self.smu_write(reg, value, fabric)
+            || self.gfx_write(reg, value, fabric)
+        {
+            return;
+        }
         match reg {
             Reg::ConfigMemsize | Reg::MmFbBase | Reg::GcFbBase | Reg::MmFbTop | Reg::GcFbTop => {}
             Reg::MmData => {
@@ -173,11 +268,6 @@ impl Gpu {
                 self.regs.insert(index, value);
             }
         }
-    }
-
-    /// A host write of the doorbell dword at BAR2 byte offset `byte` (a 64-bit doorbell is two dwords).
-    pub fn write_doorbell(&mut self, byte: u32, value: u32, _fabric: &mut dyn Fabric) {
-        self.doorbells.insert(byte, value);
     }
 
     /// A host read of a doorbell dword (what was last written).
