@@ -21,7 +21,7 @@ pub mod psp;
 mod queue;
 pub mod regs;
 pub mod sdma;
-mod smu;
+pub mod smu;
 
 use super::timing::Timing;
 use board::Board;
