@@ -294,7 +294,11 @@ impl Firmware {
             },
             TLP_MWR64 => {
                 // Posted: no completion; a write nothing decodes is dropped, as on any PCIe fabric.
-                self.mem_write32(addr, be, value);
+                if self.mem_write32(addr, be, value)
+                    && self.pcie.decode(addr, 4).is_some_and(|(r, _)| r == Region::Vram)
+                {
+                    self.poll_gpu();
+                }
                 return Ok(());
             }
             _ => return stall(),

@@ -15,6 +15,7 @@ pub mod discovery;
 mod dispatch;
 mod fwfiles;
 mod gfx;
+mod kernel_mem;
 pub mod mem;
 pub mod pm4;
 pub mod psp;
