@@ -290,3 +290,17 @@ fn sdma_reaches_the_bridge_sram_and_releases_a_copy_out() {
     rig.b.sram_read_finish(&mut got).unwrap();
     assert_eq!(got, data);
 }
+
+#[test]
+fn gfx1201_queues_run_packets_but_refuse_dispatches() {
+    let Some((mut rig, r, fw)) = rig(Board::Navi48, VRAM) else { return };
+    rig.cold_boot(&r, VRAM, &fw);
+    let mut p = Producer::default();
+    let signal = rig.mc(&r, SIGNAL);
+    rig.submit_compute(&mut p, &pm4::release_mem(signal, 5));
+    assert_eq!(rig.u32_at(SIGNAL), 5, "{:?}", rig.sim.gpu_faults());
+    rig.submit_compute(&mut p, &[pm4::dispatch([1, 1, 1]), pm4::release_mem(signal, 6)].concat());
+    assert_eq!(rig.u32_at(SIGNAL), 5);
+    let f = rig.sim.gpu_faults();
+    assert!(f.len() == 1 && f[0].reason.contains("gfx11 (gfx1100) code only"), "{f:?}");
+}
