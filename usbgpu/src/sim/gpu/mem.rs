@@ -285,3 +285,56 @@ impl Mem<'_> {
         self.write(addr, &v.to_le_bytes())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 4 MB VRAM with a 4-level table at 0: the root at 0, PDB1 at 0x1000, PDB0 at 0x2000, a PTB at 0x3000.
+    fn vram_with_tables(gfx12: bool) -> Vec<u8> {
+        let mut v = vec![0u8; 4 << 20];
+        let mut put = |at: u64, e: u64| v[at as usize..at as usize + 8].copy_from_slice(&e.to_le_bytes());
+        let leaf_above_ptb = if gfx12 { PDE_PTE_GFX12 } else { PDE_PTE_GFX11 };
+        put(0, 0x1000 | PTE_VALID);
+        put(0x1000, 0x2000 | PTE_VALID);
+        put(0x2000, (2 << 20) | PTE_VALID | leaf_above_ptb); // VA +0: a 2 MB page at VRAM 2 MB
+        put(0x2008, 0x3000 | PTE_VALID); // VA +2 MB: through the PTB
+        put(0x3000, 0x20_0000 | PTE_VALID | PTE_SYSTEM); // 4 KB of bridge SRAM
+        put(0x3008, 0x5000 | PTE_VALID); // 4 KB of VRAM at 0x5000
+        v
+    }
+
+    fn hub(gfx12: bool) -> HubView {
+        let context = Context { start: 1 << 44, end: (1 << 44) + (1 << 30) - 1, root: 0, levels: 4, gfx12 };
+        HubView { context: Some(context), ..HubView::default() }
+    }
+
+    #[test]
+    fn the_walk_finds_huge_pages_system_pages_and_invalid_entries() {
+        for gfx12 in [false, true] {
+            let v = vram_with_tables(gfx12);
+            let h = hub(gfx12);
+            let va = 1u64 << 44;
+            assert_eq!(h.translate(va + 0x10, &v), Ok((Target::Vram((2 << 20) + 0x10), (2 << 20) - 0x10)));
+            assert_eq!(h.translate(va + (2 << 20) + 4, &v), Ok((Target::Bridge(0x20_0004), 0xFFC)));
+            assert_eq!(h.translate(va + (2 << 20) + 0x1008, &v), Ok((Target::Vram(0x5008), 0xFF8)));
+            let e = h.translate(va + (2 << 20) + 0x2000, &v).unwrap_err();
+            assert!(e.contains("is not valid"), "{e}");
+            assert!(h.translate(va - 1, &v).is_err(), "below the context");
+            assert_eq!(h.vram_ranges(&v), vec![(va, 2 << 20, 2 << 20), (va + (2 << 20) + 0x1000, 0x1000, 0x5000)]);
+        }
+        // Without gfx11's PDE_PTE bit the 2 MB entry is a table pointer: its "table" at 2 MB is empty.
+        let mut v = vram_with_tables(false);
+        v[0x2000..0x2008].copy_from_slice(&((2u64 << 20) | PTE_VALID).to_le_bytes());
+        assert!(hub(false).translate(1 << 44, &v).unwrap_err().contains("level-3"));
+    }
+
+    #[test]
+    fn agp_maps_bus_addresses_and_only_bridge_windows() {
+        let v = vec![0u8; 1 << 20];
+        let h = HubView { agp: Some((0, 0xFF_FFFF, 0)), ..HubView::default() };
+        assert_eq!(h.translate(0x82_200C, &v), Ok((Target::Bridge(0x82_200C), 0xFF4)));
+        assert!(h.translate(0x1_0000, &v).unwrap_err().contains("not one of the bridge's windows"));
+        assert!(HubView::default().translate(0x20_0000, &v).unwrap_err().contains("in no aperture"));
+    }
+}
