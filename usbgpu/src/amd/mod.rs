@@ -4,3 +4,4 @@
 //! - [`bus`]: the seam every layer above talks through (registers, VRAM, doorbells), over the bridge.
 
 pub mod bus;
+pub mod regs;
