@@ -23,4 +23,14 @@ pub trait GpuBus {
     fn write_staging(&mut self, data: &[u8]) -> Result<u64>;
     /// Waits `d` (a real sleep on hardware, simulated time in the simulator).
     fn sleep(&mut self, d: std::time::Duration);
+    /// Sets or clears the GPU's PCI bus-master bit (COMMAND bit 2 of 4:0.0), which the mode-1 reset clears
+    /// while the SMU resets the chip (tinygrad `AMDev.__init__`). A bus that cannot reach config space says so.
+    fn set_bus_master(&mut self, enable: bool) -> Result<()> {
+        let _ = enable;
+        Err(crate::error::Error::Invalid {
+            device: "GPU".into(),
+            op: "bus master".into(),
+            msg: "this bus cannot change the GPU's PCI bus-master bit".into(),
+        })
+    }
 }

@@ -3,5 +3,7 @@
 //!
 //! - [`bus`]: the seam every layer above talks through (registers, VRAM, doorbells), over the bridge.
 
+pub mod boot;
 pub mod bus;
+pub mod discovery;
 pub mod regs;
