@@ -2,5 +2,7 @@
 //! (tinygrad `runtime/support/am/amdev.py`, `ip.py`; `runtime/ops_amd.py`), with `GMMU=0`.
 //!
 //! - [`bus`]: the seam every layer above talks through (registers, VRAM, doorbells), over the bridge.
+//! - [`bridge_bus`]: that seam over the bridge and the BARs PCIe bring-up assigned.
 
+pub mod bridge_bus;
 pub mod bus;
