@@ -124,6 +124,16 @@ fn rs64_start(fw: &FirmwareSet, engine: Rs64Engine) -> Option<u64> {
 /// Brings the GPU on `bus` up with firmware from `firmware_dir` (see the module docs for the order).
 pub fn boot(bus: &mut dyn GpuBus, firmware_dir: &Path, opts: BootOptions) -> Result<Booted, BootError> {
     let disc = discovery::discover(bus)?;
+    let (index, data) = super::regs::nbio!(disc.card, m => (reg!(HwIp::Nbio, m::BIF_BX_PF0_RSMU_INDEX), reg!(HwIp::Nbio, m::BIF_BX_PF0_RSMU_DATA)));
+    match (disc.reg_addr(index.ip, index.base, index.offset), disc.reg_addr(data.ip, data.base, data.offset)) {
+        (Some(i), Some(d)) => bus.set_indirect_pair(i, d),
+        _ => {
+            return Err(BootError::Invalid {
+                step: "discovery",
+                msg: "NBIO has no base for the RSMU index/data pair".into(),
+            })
+        }
+    }
     let fw = FirmwareSet::load(firmware_dir, disc.card)?;
     let ucode_starts = gfx::UcodeStarts {
         mec: rs64_start(&fw, Rs64Engine::Mec)
