@@ -10,6 +10,9 @@ use crate::firmware::Card;
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
+/// `AMDGPU_NAVI10_DOORBELL_MEC_RING0`: the compute queue's doorbell index (a 64-bit slot; the HQD's doorbell
+/// offset field takes `index * 2`).
+pub const DOORBELL_MEC_RING0: u32 = 3;
 
 /// The RS64 program-counter starts from the firmware headers (byte addresses).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

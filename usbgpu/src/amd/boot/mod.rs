@@ -115,6 +115,11 @@ impl Booted {
     pub fn va(&self, paddr: u64) -> u64 {
         self.identity_va + paddr
     }
+
+    /// The MC address of VRAM physical address `paddr` (inside both hubs' system aperture).
+    pub fn mc(&self, paddr: u64) -> u64 {
+        self.layout.mc(paddr)
+    }
 }
 
 fn rs64_start(fw: &FirmwareSet, engine: Rs64Engine) -> Option<u64> {
