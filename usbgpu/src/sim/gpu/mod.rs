@@ -1,10 +1,11 @@
 //! The simulated AMD GPU behind the simulated bridge: a register-level model of a gfx1100 (Navi31) or gfx1201
 //! (Navi48) board, decoded with its own tables ([`regs`], [`board`]) — never pilot's driver's.
 //!
-//! - BAR5 dword registers ([`Gpu::read_reg`], [`Gpu::write_reg`]): `RCC_CONFIG_MEMSIZE` (0xDE3), MM_INDEX/MM_DATA
-//!   into VRAM, the RSMU index/data pair for registers past BAR5, and per-block behaviour; other registers
-//!   are plain storage.
-//! - BAR2 doorbells ([`Gpu::write_doorbell`]).
+//! - BAR5 dword registers ([`Gpu::host_read_reg`], [`Gpu::host_write_reg`]): `RCC_CONFIG_MEMSIZE` (0xDE3),
+//!   MM_INDEX/MM_DATA into VRAM, the RSMU index/data pair for registers past BAR5, and per-block behaviour
+//!   (`psp`, `smu`, `gfx`); other registers are plain storage.
+//! - BAR2 doorbells ([`Gpu::host_write_doorbell`]) run the queue they belong to (`queue`, with the [`pm4`] and
+//!   [`sdma`] executors; DISPATCH_DIRECT on the RDNA3 emulator in `dispatch`).
 //! - At power-on the IP discovery table ([`discovery`]) is written at VRAM end - 64 KB.
 //! - GPU-side memory goes through [`mem`] (address translation with `GMMU=0`).
 //!
@@ -15,19 +16,20 @@ pub mod discovery;
 mod dispatch;
 mod fwfiles;
 mod gfx;
+mod kernel_mem;
 pub mod mem;
 pub mod pm4;
 pub mod psp;
 mod queue;
 pub mod regs;
 pub mod sdma;
-mod smu;
+pub mod smu;
 
 use super::timing::Timing;
 use board::Board;
 #[cfg(test)]
 use board::Ip;
-use mem::{Aperture, Fabric, Hub, Mem, FB_BASE};
+use mem::{Aperture, Context, Fabric, Hub, HubView, Mem, FB_BASE};
 use regs::{Reg, RegMap};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -91,7 +93,7 @@ impl Gpu {
     /// A GPU at power-on, checking firmware against the files in `firmware_dir`. The caller writes
     /// [`Gpu::discovery_table`] into VRAM.
     pub fn new(board: Board, vram_bytes: u64, timing: Timing, firmware_dir: PathBuf) -> Gpu {
-        Gpu {
+        let mut gpu = Gpu {
             board,
             map: RegMap::new(board),
             regs: HashMap::new(),
@@ -107,7 +109,11 @@ impl Gpu {
             kernels: HashMap::new(),
             dispatched: Dispatched::default(),
             firmware_dir,
-        }
+        };
+        // The AGP apertures are closed (BOT > TOP) until the driver opens them.
+        gpu.set(Reg::MmAgpBot, 0xFF_FFFF);
+        gpu.set(Reg::GcAgpBot, 0xFF_FFFF);
+        gpu
     }
 
     /// Mode-1 reset: every block back to its power-on state (sOS stopped, SMU without firmware, no RLC
@@ -168,16 +174,61 @@ impl Gpu {
         self.regs.insert(i, v);
     }
 
-    fn aperture(&self, hub: Hub) -> Aperture {
-        match hub {
-            Hub::Mm => Aperture::from_regs(self.get(Reg::MmApertureLow), self.get(Reg::MmApertureHigh)),
-            Hub::Gc => Aperture::from_regs(self.get(Reg::GcApertureLow), self.get(Reg::GcApertureHigh)),
-        }
+    fn get64(&self, lo: Reg, hi: Reg) -> u64 {
+        u64::from(self.get(lo)) | u64::from(self.get(hi)) << 32
+    }
+
+    /// How `hub` translates, from its registers.
+    fn hub_view(&self, hub: Hub) -> HubView {
+        use Reg::*;
+        let r = match hub {
+            Hub::Mm => [
+                MmApertureLow,
+                MmApertureHigh,
+                MmAgpBot,
+                MmAgpTop,
+                MmAgpBase,
+                MmCtx0Cntl,
+                MmPtStartLo,
+                MmPtStartHi,
+                MmPtEndLo,
+                MmPtEndHi,
+                MmPtBaseLo,
+                MmPtBaseHi,
+            ],
+            Hub::Gc => [
+                GcApertureLow,
+                GcApertureHigh,
+                GcAgpBot,
+                GcAgpTop,
+                GcAgpBase,
+                GcCtx0Cntl,
+                GcPtStartLo,
+                GcPtStartHi,
+                GcPtEndLo,
+                GcPtEndHi,
+                GcPtBaseLo,
+                GcPtBaseHi,
+            ],
+        };
+        let aperture = Aperture::from_regs(self.get(r[0]), self.get(r[1]));
+        let (bot, top) = (u64::from(self.get(r[2]) & 0xFF_FFFF), u64::from(self.get(r[3]) & 0xFF_FFFF));
+        let agp =
+            (bot <= top).then(|| (bot << 24, (top << 24) | 0xFF_FFFF, u64::from(self.get(r[4]) & 0xFF_FFFF) << 24));
+        let cntl = self.get(r[5]);
+        let context = (cntl & 1 != 0).then(|| Context {
+            start: self.get64(r[6], r[7]) << 12,
+            end: (self.get64(r[8], r[9]) << 12) | 0xFFF,
+            root: self.get64(r[10], r[11]) & 0x0000_FFFF_FFFF_F000,
+            levels: ((cntl >> 1) & 3) as usize + 1,
+            gfx12: self.board == Board::Navi48,
+        });
+        HubView { aperture, agp, context }
     }
 
     /// An engine's view of memory through `hub`.
     fn mem<'a>(&self, hub: Hub, fabric: &'a mut dyn Fabric, at: Duration) -> Mem<'a> {
-        Mem { aperture: self.aperture(hub), vram_bytes: self.vram_bytes, fabric, at }
+        Mem { hub: self.hub_view(hub), fabric, at }
     }
 
     /// MM_INDEX/MM_INDEX_HI: the VRAM byte address MM_DATA reaches (bit 31 of MM_INDEX selects VRAM).
