@@ -2,5 +2,11 @@
 //! (tinygrad `runtime/support/am/amdev.py`, `ip.py`; `runtime/ops_amd.py`), with `GMMU=0`.
 //!
 //! - [`bus`]: the seam every layer above talks through (registers, VRAM, doorbells), over the bridge.
+//! - [`bridge_bus`]: that seam over the bridge and the BARs PCIe bring-up assigned.
+//! - [`regs`], [`discovery`], [`boot`]: the registers as data, the IP discovery table, and the bring-up.
 
+pub mod boot;
+pub mod bridge_bus;
 pub mod bus;
+pub mod discovery;
+pub mod regs;
