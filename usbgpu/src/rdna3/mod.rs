@@ -6,7 +6,7 @@
 //! - [`dispatch`](mod@dispatch): the entry points the simulated GPU calls for a dispatch
 //!   ([`dispatch()`] on one thread, [`dispatch_parallel`] across host threads): each wave's initial
 //!   registers as the hardware sets them, the waves of a workgroup run with LDS and barriers.
-//! - `wave` with `salu`, `valu` (+ `valu_int`, `valu_cmp`) and `mem`: one wave32's state and the
+//! - `wave` with `salu`, `valu` (+ `valu_int`, `valu_f64`, `valu_cmp`) and `mem`: one wave32's state and the
 //!   instruction semantics (AMD's "RDNA3 Instruction Set Architecture" reference).
 //! - [`memory`]: the device memory seen by the kernel, behind traits with bounds checks.
 //!
@@ -24,6 +24,7 @@ mod salu;
 pub mod tables;
 mod valu;
 mod valu_cmp;
+mod valu_f64;
 mod valu_int;
 mod wave;
 
