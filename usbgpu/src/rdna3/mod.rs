@@ -4,7 +4,8 @@
 //!   [`disasm`] prints them in LLVM's syntax; `dpp` reads src0 across lanes for DPP forms.
 //! - [`kernel`]: a kernel's descriptor and code out of the code object.
 //! - [`dispatch`](mod@dispatch): the entry points the simulated GPU calls for a dispatch
-//!   ([`dispatch()`] on one thread, [`dispatch_parallel`] across host threads): each wave's initial
+//!   ([`dispatch()`] on one thread, [`dispatch_parallel`] across host threads, [`dispatch_traced`]
+//!   marking the instructions that ran): each wave's initial
 //!   registers as the hardware sets them, the waves of a workgroup run with LDS and barriers.
 //! - `wave` with `salu`, `valu` (+ `valu_int`, `valu_f64`, `valu_cmp`) and `mem`: one wave32's state and the
 //!   instruction semantics (AMD's "RDNA3 Instruction Set Architecture" reference).
@@ -28,9 +29,38 @@ mod valu_f64;
 mod valu_int;
 mod wave;
 
-pub use dispatch::{dispatch, dispatch_parallel, Dispatch, Stats};
+pub use dispatch::{dispatch, dispatch_parallel, dispatch_traced, Dispatch, Stats};
 pub use kernel::{CodeObjectKernel, KernelDescriptor};
 pub use memory::{Memory, OutOfBounds, SharedMemory, SharedVecMemory, VecMemory};
+
+/// Every opcode the emulator runs, as `(encoding, assembler name)`: each entry of the decoder's
+/// [`tables`] that the executor has semantics for. Instruction tests check they exercise all of them.
+pub fn implemented_opcodes() -> Vec<(decode::Enc, &'static str)> {
+    use decode::Enc;
+    let tables: [(Enc, &[decode::OpInfo]); 17] = [
+        (Enc::Sop1, tables::SOP1),
+        (Enc::Sop2, tables::SOP2),
+        (Enc::Sopk, tables::SOPK),
+        (Enc::Sopc, tables::SOPC),
+        (Enc::Sopp, tables::SOPP),
+        (Enc::Sopp, tables::MUBUF_CACHE),
+        (Enc::Smem, tables::SMEM),
+        (Enc::Vop1, tables::VOP1),
+        (Enc::Vop2, tables::VOP2),
+        (Enc::Vopc, tables::VOPC),
+        (Enc::Vop3, tables::VOP3),
+        (Enc::Vop3p, tables::VOP3P),
+        (Enc::Vopd, tables::VOPD),
+        (Enc::Ds, tables::DS),
+        (Enc::Flat, tables::FLAT),
+        (Enc::Global, tables::GLOBAL),
+        (Enc::Scratch, tables::SCRATCH),
+    ];
+    tables
+        .into_iter()
+        .flat_map(|(enc, t)| t.iter().filter(move |i| wave::implemented(enc, i.name, i.op)).map(move |i| (enc, i.name)))
+        .collect()
+}
 
 /// Emulator errors. Each names the kernel and, for faults while running, the instruction.
 #[derive(Debug, thiserror::Error)]
