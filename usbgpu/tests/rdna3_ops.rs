@@ -17,7 +17,8 @@ use rdna3_support::{kernargs, lcg, Arg, Device};
 
 mod rdna3_ops_support;
 
-use rdna3_ops_support::{compare_cases, CompareCase};
+use rdna3_ops_support::alu::{self, Alu};
+use rdna3_ops_support::{alu_source, compare_cases, same, AluInputs, CompareCase};
 
 /// Opcodes (`"Enc name"`) that ran in a traced dispatch.
 #[derive(Default)]
@@ -137,6 +138,55 @@ fn compares(trace: &mut Trace) -> Vec<String> {
     failures
 }
 
+/// The VALU (one lane per value) or SALU (one workgroup per value) table: each row's forms against
+/// its Rust reference.
+fn alu_table(trace: &mut Trace, cases: &[Alu], vector: bool) -> Vec<String> {
+    let name = if vector { "valu" } else { "salu" };
+    let Some(co) = rdna3_support::build(name, &alu_source(name, cases, vector)) else { return vec![] };
+    let input = AluInputs::new(if vector { 21 } else { 22 });
+    let mut dev = Device::new();
+    let flat = |sets: &[Vec<u64>; 3]| sets.concat();
+    let as32 = |v: Vec<u64>| v.iter().flat_map(|x| (*x as u32).to_le_bytes()).collect::<Vec<u8>>();
+    let mut args = vec![
+        Arg::Ptr(dev.alloc(&as32(flat(&input.f)))),
+        Arg::Ptr(dev.alloc(&as32(flat(&input.i)))),
+        Arg::Ptr(dev.alloc(&u64_bytes(&flat(&input.d)))),
+        Arg::Ptr(dev.alloc(&as32(flat(&input.h)))),
+        Arg::Ptr(dev.alloc(&as32(flat(&input.k)))),
+    ];
+    let slots: usize = cases.iter().map(|c| c.forms.len()).sum();
+    let out = dev.zeros(slots * 32 * 8);
+    args.push(Arg::Ptr(out));
+    let grid = if vector { [1, 1, 1] } else { [32, 1, 1] };
+    trace.run(&mut dev, &co, name, grid, [32, 1, 1], &args);
+    let got: Vec<u64> =
+        dev.read(out, slots * 32 * 8).chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for c in cases {
+        for form in c.forms {
+            for l in 0..32 {
+                let mut src = [0u64; 3];
+                for (p, &t) in c.srcs.iter().enumerate() {
+                    src[p] = input.get(t, p, l);
+                }
+                let want = (c.reference)(src);
+                if !same(c.dst, got[n * 32 + l], want) {
+                    failures.push(format!(
+                        "{}{form}: {} {l} of {src:x?}: got {:#x}, Rust says {want:#x}",
+                        c.name,
+                        if vector { "lane" } else { "workgroup" },
+                        got[n * 32 + l]
+                    ));
+                    break;
+                }
+            }
+            n += 1;
+        }
+    }
+    failures
+}
+
 /// The opcodes in the code objects `rdna3_kernels.rs` and `rdna3_errors.rs` run and check.
 fn in_kernel_tests() -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
@@ -164,6 +214,8 @@ fn every_implemented_opcode_is_exercised() {
     if failures == ["clang-19 is missing"] {
         return; // rdna3_support::build printed why; PILOT_AMD_REQUIRE makes it fail
     }
+    failures.extend(alu_table(&mut trace, &alu::valu(), true));
+    failures.extend(alu_table(&mut trace, &alu::salu(), false));
     let covered: BTreeSet<String> = trace.ran.iter().cloned().chain(in_kernel_tests()).collect();
     let listed: Vec<String> = include_str!("rdna3_unexercised.txt")
         .lines()

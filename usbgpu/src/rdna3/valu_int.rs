@@ -20,7 +20,8 @@ fn bfe(x: u32, off: u32, width: u32, signed: bool) -> u32 {
     if width == 0 {
         return 0;
     }
-    let v = x >> off;
+    // A signed field reaching past bit 31 reads sign bits there (S0 is shifted arithmetically).
+    let v = if signed { ((x as i32) >> off) as u32 } else { x >> off };
     if signed {
         ((v << (32 - width)) as i32 >> (32 - width)) as u32
     } else if off + width < 32 {

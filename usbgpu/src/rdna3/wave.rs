@@ -87,6 +87,8 @@ pub(super) fn types_of(name: &str) -> u8 {
         })
         .collect();
     let (Some(first), Some(last)) = (tokens.first(), tokens.last()) else { return 0 };
+    // Packing conversions (v_cvt_pk_rtz_f16_f32) write both halves: a 32-bit destination.
+    let first = if name.contains("_pk_") && !name.starts_with("v_pk_") { &"b32" } else { first };
     let kind = match *last {
         "f16" => 1,
         "f32" => 2,

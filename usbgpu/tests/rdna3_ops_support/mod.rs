@@ -188,3 +188,138 @@ pub fn compare_source(cases: &[CompareCase]) -> String {
     s.push_str("}\n");
     s
 }
+
+pub mod alu;
+
+use alu::{Alu, T};
+
+/// The input arrays of the ALU kernels, by [`T`]: three sources each, 32 values per array.
+pub struct AluInputs {
+    pub f: [Vec<u64>; 3],
+    pub i: [Vec<u64>; 3],
+    pub d: [Vec<u64>; 3],
+    pub h: [Vec<u64>; 3],
+    pub k: [Vec<u64>; 3],
+}
+
+impl AluInputs {
+    pub fn new(seed: u32) -> AluInputs {
+        let r = super::lcg(seed, 15 * 32);
+        let col =
+            |n: usize, f: &dyn Fn(usize, u32) -> u64| -> Vec<u64> { (0..32).map(|l| f(l, r[n * 32 + l])).collect() };
+        let float = |l: usize, x: u32| -> u32 {
+            if l.is_multiple_of(3) {
+                super::F32_SPECIAL[x as usize % super::F32_SPECIAL.len()]
+            } else {
+                (((x >> 8) as f32 / (1u32 << 24) as f32) * 20.0 - 10.0).to_bits()
+            }
+        };
+        let f = [0, 1, 2].map(|n| col(n, &|l, x| float(l + n, x) as u64));
+        // Integers: random, with small values on some lanes (shift counts, equal operands).
+        let i = [3, 4, 5].map(|n| col(n, &|l, x| if l % 4 == 1 { (x % 40) as u64 } else { x as u64 }));
+        let d = [6, 7, 8].map(|n| {
+            col(n, &|l, x| {
+                let v = f32::from_bits(float(l + n, x)) as f64;
+                (if l % 5 == 2 { v * 1e-310 } else { v * 1.000_000_1 }).to_bits()
+            })
+        });
+        let h = [9, 10, 11].map(|n| {
+            col(n, &|l, x| (half::f16::from_f32(f32::from_bits(float(l + n, x))).to_bits() as u32 | x << 16) as u64)
+        });
+        let k = [12, 13, 14].map(|n| col(n, &|_, x| ((x % 81) as i32 - 40) as u32 as u64));
+        AluInputs { f, i, d, h, k }
+    }
+
+    /// Source `pos` of type `t` on lane `l`.
+    pub fn get(&self, t: T, pos: usize, l: usize) -> u64 {
+        match t {
+            T::F => self.f[pos][l],
+            T::I | T::S => self.i[pos][l],
+            T::D | T::S64 => self.d[pos][l],
+            T::H => self.h[pos][l],
+            T::K => self.k[pos][l],
+            _ => unreachable!("{t:?} is a result type"),
+        }
+    }
+}
+
+fn var(t: T, pos: usize) -> String {
+    let set = match t {
+        T::F => "f",
+        T::I => "i",
+        T::D => "d",
+        T::H => "h",
+        T::K => "k",
+        T::S => "s",
+        T::S64 => "sd",
+        _ => unreachable!(),
+    };
+    format!("x_{set}{}", ["a", "b", "c"][pos])
+}
+
+/// A kernel running `cases` (vector when `vector`, else scalar): statement `n` of the list (one per
+/// case and form) stores its result at `o[n * 32 + lane]` (vector) or `o[n * 32 + workgroup]`.
+pub fn alu_source(name: &str, cases: &[Alu], vector: bool) -> String {
+    let mut s = format!(
+        "kernel void {name}(global const uint *f, global const uint *i, global const ulong *d, global const uint *h,\n\
+         global const uint *k, global ulong *o) {{\n\
+         \x20 uint t = __builtin_amdgcn_workitem_id_x(), g = __builtin_amdgcn_workgroup_id_x();\n\
+         \x20 uint r32; ulong r64;\n"
+    );
+    for p in 0..3 {
+        let abc = ["a", "b", "c"][p];
+        for set in ["f", "i", "h", "k"] {
+            s.push_str(&format!("  uint x_{set}{abc} = {set}[{p} * 32 + t];\n"));
+        }
+        s.push_str(&format!("  ulong x_d{abc} = d[{p} * 32 + t];\n"));
+        // Scalar operands: workgroup g's values, uniform across the wave.
+        s.push_str(&format!("  uint x_s{abc} = __builtin_amdgcn_readfirstlane(i[{p} * 32 + g]);\n"));
+        s.push_str(&format!(
+            "  ulong x_sd{abc} = (ulong)(uint)__builtin_amdgcn_readfirstlane((uint)d[{p} * 32 + g]) | \
+             (ulong)(uint)__builtin_amdgcn_readfirstlane((uint)(d[{p} * 32 + g] >> 32)) << 32;\n"
+        ));
+    }
+    let mut n = 0;
+    for c in cases {
+        let wide = matches!(c.dst, T::B64 | T::F64);
+        let r = if wide { "r64" } else { "r32" };
+        let reg = if vector { "v" } else { "s" };
+        for form in c.forms {
+            let operands = c
+                .operands
+                .map(str::to_string)
+                .unwrap_or_else(|| (0..=c.srcs.len()).map(|k| format!("%{k}")).collect::<Vec<_>>().join(", "));
+            let ins: Vec<String> =
+                c.srcs.iter().enumerate().map(|(p, &t)| format!("\"{reg}\"({})", var(t, p))).collect();
+            let clobber = if vector { "" } else { " : \"scc\"" };
+            s.push_str(&format!(
+                "  __asm__ volatile(\"{}{form} {operands}\" : \"={reg}\"({r}) : {}{clobber});\n",
+                c.name,
+                ins.join(", ")
+            ));
+            let at = if vector { "t" } else { "g" };
+            let guard = if vector { "" } else { "if (t == 0) " };
+            s.push_str(&format!("  {guard}o[{n} * 32 + {at}] = {r};\n"));
+            n += 1;
+        }
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// Whether `got` is `want` for a result of type `t`: the bits that type has; NaNs equal as NaNs.
+pub fn same(t: T, got: u64, want: u64) -> bool {
+    match t {
+        T::B32 => got as u32 == want as u32,
+        T::B16 => got as u16 == want as u16,
+        T::F32 => {
+            got as u32 == want as u32 || f32::from_bits(got as u32).is_nan() && f32::from_bits(want as u32).is_nan()
+        }
+        T::F16 => {
+            let nan = |x: u64| x as u16 & 0x7c00 == 0x7c00 && x as u16 & 0x3ff != 0;
+            got as u16 == want as u16 || nan(got) && nan(want)
+        }
+        T::F64 => got == want || f64::from_bits(got).is_nan() && f64::from_bits(want).is_nan(),
+        _ => got == want,
+    }
+}
