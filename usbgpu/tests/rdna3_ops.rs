@@ -18,6 +18,7 @@ use rdna3_support::{kernargs, lcg, Arg, Device};
 mod rdna3_ops_support;
 
 use rdna3_ops_support::alu::{self, Alu};
+use rdna3_ops_support::mem;
 use rdna3_ops_support::{alu_source, compare_cases, same, AluInputs, CompareCase};
 
 /// Opcodes (`"Enc name"`) that ran in a traced dispatch.
@@ -187,6 +188,56 @@ fn alu_table(trace: &mut Trace, cases: &[Alu], vector: bool) -> Vec<String> {
     failures
 }
 
+/// The memory opcodes of one family (`global_`, `flat_` or `ds_`) that the emulator implements:
+/// what each returns and leaves in its lane's slot, against Rust.
+fn memory(trace: &mut Trace, prefix: &str) -> Vec<String> {
+    let names: Vec<&'static str> =
+        implemented_opcodes().into_iter().map(|(_, n)| n).filter(|n| n.starts_with(prefix)).collect();
+    let cases = mem::cases(&names);
+    let lds = prefix == "ds_";
+    let kernel = format!("mem_{}", prefix.trim_end_matches('_'));
+    let Some(co) = rdna3_support::build(&kernel, &mem::source(&kernel, &cases, lds)) else { return vec![] };
+    let r = lcg(31, 3 * 32 * 4);
+    let init: Vec<u32> = r[..128].to_vec();
+    // Small data values on some lanes make inc/dec and cmpswap take both branches.
+    let data: Vec<u32> = (0..256).map(|k| if k % 3 == 0 { r[128 + k] % 8 } else { r[128 + k] }).collect();
+    let data: Vec<u32> =
+        data.iter().enumerate().map(|(k, &x)| if k >= 128 && k % 8 == 4 { init[k - 128] } else { x }).collect();
+    let mut dev = Device::new();
+    let slots = dev.zeros(32 * 16);
+    let (pi, pd) = (dev.alloc(&u32_bytes(&init)), dev.alloc(&u32_bytes(&data)));
+    let out = dev.zeros(cases.len() * 64 * 16);
+    trace.run(
+        &mut dev,
+        &co,
+        &kernel,
+        [1, 1, 1],
+        [32, 1, 1],
+        &[Arg::Ptr(slots), Arg::Ptr(pi), Arg::Ptr(pd), Arg::Ptr(out)],
+    );
+    let got: Vec<u32> =
+        dev.read(out, cases.len() * 64 * 16).chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+    let mut failures = Vec::new();
+    for (k, c) in cases.iter().enumerate() {
+        for l in 0..32 {
+            let slot: [u8; 16] = u32_bytes(&init[4 * l..4 * l + 4]).try_into().unwrap();
+            let v: [u32; 4] = data[4 * l..4 * l + 4].try_into().unwrap();
+            let (want_r, want_slot) = mem::reference(c.kind, slot, [0xdead_beef; 4], v, data[128 + 4 * l]);
+            let at = (k * 64 + l) * 4;
+            let got_r: [u32; 4] = got[at..at + 4].try_into().unwrap();
+            let got_slot: [u8; 16] = u32_bytes(&got[at + 128..at + 132]).try_into().unwrap();
+            if got_r != want_r || got_slot != want_slot {
+                failures.push(format!(
+                    "{}: lane {l}: returned {got_r:x?}, slot {got_slot:x?}; Rust says {want_r:x?}, {want_slot:x?}",
+                    c.name
+                ));
+                break;
+            }
+        }
+    }
+    failures
+}
+
 /// The opcodes in the code objects `rdna3_kernels.rs` and `rdna3_errors.rs` run and check.
 fn in_kernel_tests() -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
@@ -216,6 +267,9 @@ fn every_implemented_opcode_is_exercised() {
     }
     failures.extend(alu_table(&mut trace, &alu::valu(), true));
     failures.extend(alu_table(&mut trace, &alu::salu(), false));
+    for prefix in ["global_", "flat_", "ds_"] {
+        failures.extend(memory(&mut trace, prefix));
+    }
     let covered: BTreeSet<String> = trace.ran.iter().cloned().chain(in_kernel_tests()).collect();
     let listed: Vec<String> = include_str!("rdna3_unexercised.txt")
         .lines()

@@ -25,6 +25,8 @@ pub enum T {
     F32,
     F64,
     F16,
+    /// Two f16 halves.
+    PkF16,
 }
 
 /// One opcode: name, forms to emit, result type, sources, the operand text (`None`: `%0, %1, ...`)
@@ -112,6 +114,15 @@ fn frexp(x: f64) -> (f64, i32) {
     }
     let e = ((x.to_bits() >> 52) & 0x7ff) as i32 - 1022;
     (f64::from_bits(x.to_bits() & !(0x7ff << 52) | 1022 << 52), e)
+}
+/// Two 16-bit lanes of `a` and `b` combined by `op`.
+fn pk(a: u64, b: u64, op: fn(u16, u16) -> u16) -> u64 {
+    (op(a as u16, b as u16) as u32 | (op((a >> 16) as u16, (b >> 16) as u16) as u32) << 16) as u64
+}
+/// [`pk`] on f16 halves (computed in f32, rounded once to f16).
+fn pkh(a: u64, b: u64, op: fn(f32, f32) -> f32) -> u64 {
+    let half = |x: u64, y: u64| hb(op(h(x), h(y)));
+    (half(a, b) | half(a >> 16, b >> 16) << 16) & 0xffff_ffff
 }
 fn perm(a: u32, b: u32, sel: u32) -> u32 {
     let bytes = (a as u64) << 32 | b as u64;
@@ -269,6 +280,64 @@ pub fn valu() -> Vec<Alu> {
         alu!("v_max_f64", PLAIN, F64, [D, D], |a, b, c| db(d(a).max(d(b)))),
         alu!("v_ldexp_f64", PLAIN, F64, [D, K], |a, b, c| db(d(a) * 2f64.powi(i(b)))),
         alu!("v_fma_f64", PLAIN, F64, [D, D, D], |a, b, c| db(d(a).mul_add(d(b), d(c)))),
+        alu!("v_add_f32", E32_E64, F32, [F, F], |a, b, c| fb(f(a) + f(b))),
+        alu!("v_mul_f32", E32_E64, F32, [F, F], |a, b, c| fb(f(a) * f(b))),
+        alu!("v_min_f32", E32_E64, F32, [F, F], |a, b, c| fb(f(a).min(f(b)))),
+        alu!("v_max_f32", E32_E64, F32, [F, F], |a, b, c| fb(f(a).max(f(b)))),
+        alu!("v_min_i32", E32_E64, B32, [I, I], |a, b, c| i(a).min(i(b)) as u32 as u64),
+        alu!("v_max_i32", E32_E64, B32, [I, I], |a, b, c| i(a).max(i(b)) as u32 as u64),
+        alu!("v_lshlrev_b32", E32_E64, B32, [I, I], |a, b, c| (u(b) << (a & 31)) as u64),
+        alu!("v_lshrrev_b32", E32_E64, B32, [I, I], |a, b, c| (u(b) >> (a & 31)) as u64),
+        alu!("v_ashrrev_i32", E32_E64, B32, [I, I], |a, b, c| (i(b) >> (a & 31)) as u32 as u64),
+        alu!("v_and_b32", E32_E64, B32, [I, I], |a, b, c| (u(a) & u(b)) as u64),
+        alu!("v_xor_b32", E32_E64, B32, [I, I], |a, b, c| (u(a) ^ u(b)) as u64),
+        alu!("v_add_nc_u32", E32_E64, B32, [I, I], |a, b, c| u(a).wrapping_add(u(b)) as u64),
+        alu!("v_sub_nc_u32", E32_E64, B32, [I, I], |a, b, c| u(a).wrapping_sub(u(b)) as u64),
+        alu!("v_sub_f16", E32_E64, F16, [H, H], |a, b, c| hb(h(a) - h(b))),
+        alu!("v_mov_b32", E32_E64, B32, [I], |a, b, c| a),
+        alu!("v_cvt_f32_i32", E32_E64, F32, [I], |a, b, c| fb(i(a) as f32)),
+        alu!("v_cvt_f32_u32", E32_E64, F32, [I], |a, b, c| fb(u(a) as f32)),
+        alu!("v_cvt_u32_f32", E32_E64, B32, [F], |a, b, c| f(a) as u32 as u64),
+        alu!("v_cvt_i32_f32", E32_E64, B32, [F], |a, b, c| f(a) as i32 as u32 as u64),
+        alu!("v_cvt_f16_f32", E32_E64, F16, [F], |a, b, c| hb(f(a))),
+        alu!("v_cvt_f32_f16", E32_E64, F32, [H], |a, b, c| fb(h(a))),
+        alu!("v_cvt_f32_ubyte0", E32_E64, F32, [I], |a, b, c| fb((a & 0xff) as f32)),
+        alu!("v_trunc_f32", E32_E64, F32, [F], |a, b, c| fb(f(a).trunc())),
+        alu!("v_rndne_f32", E32_E64, F32, [F], |a, b, c| fb(f(a).round_ties_even())),
+        alu!("v_floor_f32", E32_E64, F32, [F], |a, b, c| fb(f(a).floor())),
+        alu!("v_bfrev_b32", E32_E64, B32, [I], |a, b, c| u(a).reverse_bits() as u64),
+        // The transcendentals as the emulator computes them (exactly; hardware is within 1 ULP).
+        alu!("v_exp_f32", E32_E64, F32, [F], |a, b, c| fb(f(a).exp2())),
+        alu!("v_log_f32", E32_E64, F32, [F], |a, b, c| fb(f(a).log2())),
+        alu!("v_rcp_f32", E32_E64, F32, [F], |a, b, c| fb(1.0 / f(a))),
+        alu!("v_rcp_iflag_f32", E32_E64, F32, [F], |a, b, c| fb(1.0 / f(a))),
+        alu!("v_rsq_f32", E32_E64, F32, [F], |a, b, c| fb((1.0 / (f(a) as f64).sqrt()) as f32)),
+        alu!("v_sqrt_f32", E32_E64, F32, [F], |a, b, c| fb(f(a).sqrt())),
+        alu!("v_sin_f32", E32_E64, F32, [F], |a, b, c| fb((f(a) as f64 * std::f64::consts::TAU).sin() as f32)),
+        alu!("v_cos_f32", E32_E64, F32, [F], |a, b, c| fb((f(a) as f64 * std::f64::consts::TAU).cos() as f32)),
+        alu!("v_frexp_mant_f32", E32_E64, F32, [F], |a, b, c| fb(frexp(f(a) as f64).0 as f32)),
+        alu!("v_frexp_exp_i32_f32", E32_E64, B32, [F], |a, b, c| frexp(f(a) as f64).1 as u32 as u64),
+        alu!("v_pk_add_u16", PLAIN, B32, [I, I], |a, b, c| pk(a, b, |x, y| x.wrapping_add(y))),
+        alu!("v_pk_mul_lo_u16", PLAIN, B32, [I, I], |a, b, c| pk(a, b, |x, y| x.wrapping_mul(y))),
+        alu!("v_pk_add_f16", PLAIN, PkF16, [I, I], |a, b, c| pkh(a, b, |x, y| x + y)),
+        alu!("v_pk_mul_f16", PLAIN, PkF16, [I, I], |a, b, c| pkh(a, b, |x, y| x * y)),
+        alu!("v_pk_min_f16", PLAIN, PkF16, [I, I], |a, b, c| pkh(a, b, f32::min)),
+        alu!("v_pk_max_f16", PLAIN, PkF16, [I, I], |a, b, c| pkh(a, b, f32::max)),
+        // No-ops: they run, and the move after them sees its operand unchanged.
+        alu!("v_nop", E32_E64, B32, [I], "\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
+        alu!("s_sleep", PLAIN, B32, [I], "1\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
+        alu!("s_set_inst_prefetch_distance", PLAIN, B32, [I], "0x1\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
+        alu!("s_wait_idle", PLAIN, B32, [I], "\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
+        alu!("s_setprio", PLAIN, B32, [I], "1\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
+        alu!("s_icache_inv", PLAIN, B32, [I], "\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
+        alu!("s_dcache_inv", PLAIN, B32, [I], "\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
+        alu!("s_gl1_inv", PLAIN, B32, [I], "\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
+        alu!("buffer_gl0_inv", PLAIN, B32, [I], "\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
+        alu!("buffer_gl1_inv", PLAIN, B32, [I], "\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
+        alu!("ds_nop", PLAIN, B32, [I], "\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
+        alu!("s_waitcnt_vscnt", PLAIN, B32, [I], "null, 0x0\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
+        alu!("s_waitcnt_vmcnt", PLAIN, B32, [I], "null, 0x0\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
+        alu!("s_waitcnt_lgkmcnt", PLAIN, B32, [I], "null, 0x0\\n\\tv_mov_b32 %0, %1", |a, b, c| a),
     ]
 }
 

@@ -190,6 +190,7 @@ pub fn compare_source(cases: &[CompareCase]) -> String {
 }
 
 pub mod alu;
+pub mod mem;
 
 use alu::{Alu, T};
 
@@ -320,6 +321,7 @@ pub fn same(t: T, got: u64, want: u64) -> bool {
             got as u16 == want as u16 || nan(got) && nan(want)
         }
         T::F64 => got == want || f64::from_bits(got).is_nan() && f64::from_bits(want).is_nan(),
+        T::PkF16 => same(T::F16, got, want) && same(T::F16, got >> 16, want >> 16),
         _ => got == want,
     }
 }
