@@ -31,9 +31,9 @@ fn run_case_amd(dir: &Path) -> Result<(), String> {
     run_case_on(dir, &pilot_compiler::CompileOptions::new(target), amd_device, None)
 }
 
-/// The whole manifest takes about 6.5 minutes on two shared cores (about 0.4 s a case, mostly clang
-/// building its code object; the emulator's share is small), more than CI allows, so CI runs this
-/// deterministic subset (93 cases, about 40 s).
+/// The whole manifest takes 6 to 11 minutes on two shared cores (about 0.4 to 0.7 s a case, mostly
+/// clang building its code object), more than CI allows, so CI runs this deterministic subset (93
+/// cases, about 30 s).
 const AMD_SAMPLE: usize = 10;
 
 #[test]
