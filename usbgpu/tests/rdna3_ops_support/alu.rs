@@ -115,6 +115,21 @@ fn frexp(x: f64) -> (f64, i32) {
     let e = ((x.to_bits() >> 52) & 0x7ff) as i32 - 1022;
     (f64::from_bits(x.to_bits() & !(0x7ff << 52) | 1022 << 52), e)
 }
+/// v_div_fixup_f64: the quotient estimate `q` of `n / d` with IEEE's special cases.
+fn div_fixup(q: f64, d: f64, n: f64) -> f64 {
+    let negative = d.is_sign_negative() != n.is_sign_negative();
+    let sign = |x: f64| if negative { -x } else { x };
+    if d.is_nan() || n.is_nan() || d == 0.0 && n == 0.0 || d.is_infinite() && n.is_infinite() {
+        f64::NAN
+    } else if d == 0.0 || n.is_infinite() {
+        sign(f64::INFINITY)
+    } else if d.is_infinite() || n == 0.0 {
+        sign(0.0)
+    } else {
+        sign(q.abs())
+    }
+}
+
 /// Two 16-bit lanes of `a` and `b` combined by `op`.
 fn pk(a: u64, b: u64, op: fn(u16, u16) -> u16) -> u64 {
     (op(a as u16, b as u16) as u32 | (op((a >> 16) as u16, (b >> 16) as u16) as u32) << 16) as u64
@@ -280,6 +295,27 @@ pub fn valu() -> Vec<Alu> {
         alu!("v_max_f64", PLAIN, F64, [D, D], |a, b, c| db(d(a).max(d(b)))),
         alu!("v_ldexp_f64", PLAIN, F64, [D, K], |a, b, c| db(d(a) * 2f64.powi(i(b)))),
         alu!("v_fma_f64", PLAIN, F64, [D, D, D], |a, b, c| db(d(a).mul_add(d(b), d(c)))),
+        alu!("v_div_fixup_f64", PLAIN, F64, [D, D, D], |a, b, c| db(div_fixup(d(a), d(b), d(c)))),
+        // Accumulating into the destination: it is set from the third source first.
+        alu!(
+            "v_fmac_f32_e32",
+            PLAIN,
+            F32,
+            [F, F, F],
+            "!v_mov_b32 %0, %3\\n\\tv_fmac_f32_e32 %0, %1, %2",
+            |a, b, c| fb(f(a).mul_add(f(b), f(c)))
+        ),
+        alu!(
+            "v_fmac_f32_e64",
+            PLAIN,
+            F32,
+            [F, F, F],
+            "!v_mov_b32 %0, %3\\n\\tv_fmac_f32_e64 %0, %1, %2",
+            |a, b, c| fb(f(a).mul_add(f(b), f(c)))
+        ),
+        alu!("v_fmac_f16_e64", PLAIN, F16, [H, H, H], "!v_mov_b32 %0, %3\\n\\tv_fmac_f16_e64 %0, %1, %2", |a, b, c| {
+            half::f16::from_f64(h(a) as f64 * h(b) as f64 + h(c) as f64).to_bits() as u64
+        }),
         alu!("v_add_f32", E32_E64, F32, [F, F], |a, b, c| fb(f(a) + f(b))),
         alu!("v_mul_f32", E32_E64, F32, [F, F], |a, b, c| fb(f(a) * f(b))),
         alu!("v_min_f32", E32_E64, F32, [F, F], |a, b, c| fb(f(a).min(f(b)))),
@@ -446,5 +482,51 @@ pub fn salu() -> Vec<Alu> {
         alu!("s_cmpk_le_u32", PLAIN, B32, [S], "%1, 0x8234\\n\\ts_cselect_b32 %0, 1, 0", |a, b, c| (u(a) <= 0x8234)
             as u64),
         alu!("s_movk_i32", PLAIN, B32, [], "%0, 0x8123", |a, b, c| 0xffff_8123),
+        alu!("s_addk_i32", PLAIN, B32, [S], "!s_mov_b32 %0, %1\\n\\ts_addk_i32 %0, 0x8001", |a, b, c| u(a)
+            .wrapping_add(0xffff_8001)
+            as u64),
+        alu!("s_mulk_i32", PLAIN, B32, [S], "!s_mov_b32 %0, %1\\n\\ts_mulk_i32 %0, 0x8003", |a, b, c| u(a)
+            .wrapping_mul(0xffff_8003)
+            as u64),
+        alu!(
+            "s_cmovk_i32",
+            PLAIN,
+            B32,
+            [S, S],
+            "!s_mov_b32 %0, %1\\n\\ts_cmp_lt_u32 %1, %2\\n\\ts_cmovk_i32 %0, 0x7123",
+            |a, b, c| if u(a) < u(b) { 0x7123 } else { a & 0xffff_ffff }
+        ),
+        alu!(
+            "s_cmov_b32",
+            PLAIN,
+            B32,
+            [S, S],
+            "!s_mov_b32 %0, %1\\n\\ts_cmp_lt_u32 %1, %2\\n\\ts_cmov_b32 %0, %2",
+            |a, b, c| if u(a) < u(b) { b } else { a } & 0xffff_ffff
+        ),
+        alu!(
+            "s_cmov_b64",
+            PLAIN,
+            B64,
+            [S64, S64, S],
+            "!s_mov_b64 %0, %1\\n\\ts_cmp_lt_u32 %3, 0x80000000\\n\\ts_cmov_b64 %0, %2",
+            |a, b, c| if u(c) < 0x8000_0000 { b } else { a }
+        ),
+        alu!(
+            "s_cselect_b64",
+            PLAIN,
+            B64,
+            [S64, S64, S],
+            "!s_cmp_lt_u32 %3, 0x80000000\\n\\ts_cselect_b64 %0, %1, %2",
+            |a, b, c| if u(c) < 0x8000_0000 { a } else { b }
+        ),
+        alu!(
+            "s_subb_u32",
+            PLAIN,
+            B32,
+            [S, S, S],
+            "!s_cmp_lt_u32 %3, 0x80000000\\n\\ts_subb_u32 %0, %1, %2",
+            |a, b, c| u(a).wrapping_sub(u(b)).wrapping_sub((u(c) < 0x8000_0000) as u32) as u64
+        ),
     ]
 }

@@ -293,9 +293,14 @@ pub fn alu_source(name: &str, cases: &[Alu], vector: bool) -> String {
             let ins: Vec<String> =
                 c.srcs.iter().enumerate().map(|(p, &t)| format!("\"{reg}\"({})", var(t, p))).collect();
             let clobber = if vector { "" } else { " : \"scc\"" };
+            // `!`: the operands are the whole statement, which sets its destination up first, so the
+            // destination must not share a register with a source (early clobber).
+            let (statement, early) = match operands.strip_prefix('!') {
+                Some(whole) => (whole.to_string(), "&"),
+                None => (format!("{}{form} {operands}", c.name), ""),
+            };
             s.push_str(&format!(
-                "  __asm__ volatile(\"{}{form} {operands}\" : \"={reg}\"({r}) : {}{clobber});\n",
-                c.name,
+                "  __asm__ volatile(\"{statement}\" : \"={early}{reg}\"({r}) : {}{clobber});\n",
                 ins.join(", ")
             ));
             let at = if vector { "t" } else { "g" };
