@@ -126,11 +126,37 @@ fn workgroup_count(d: &Dispatch) -> u64 {
 
 /// Runs `d` of `kernel` to completion, workgroup by workgroup, against `mem`.
 pub fn dispatch(kernel: &CodeObjectKernel, d: &Dispatch, mem: &mut dyn Memory) -> Result<Stats, EmuError> {
+    run_sequential(kernel, d, mem, None)
+}
+
+/// [`dispatch`] that also marks in `executed` (one flag per instruction of `kernel.insts`, at least
+/// that long) every instruction some wave executed: for tests that check which opcodes they cover.
+pub fn dispatch_traced(
+    kernel: &CodeObjectKernel,
+    d: &Dispatch,
+    mem: &mut dyn Memory,
+    executed: &mut [bool],
+) -> Result<Stats, EmuError> {
+    if executed.len() < kernel.insts.len() {
+        return Err(EmuError::Dispatch {
+            kernel: kernel.name.clone(),
+            msg: format!("{} trace flags for {} instructions", executed.len(), kernel.insts.len()),
+        });
+    }
+    run_sequential(kernel, d, mem, Some(executed))
+}
+
+fn run_sequential(
+    kernel: &CodeObjectKernel,
+    d: &Dispatch,
+    mem: &mut dyn Memory,
+    mut trace: Option<&mut [bool]>,
+) -> Result<Stats, EmuError> {
     check(kernel, d)?;
     let mut stats = Stats::default();
     let mut lds = vec![0u8; d.lds_bytes as usize];
     for i in 0..workgroup_count(d) {
-        run_workgroup(kernel, d, workgroup_id(d, i), mem, &mut lds, &mut stats)?;
+        run_workgroup(kernel, d, workgroup_id(d, i), mem, &mut lds, &mut stats, trace.as_deref_mut())?;
     }
     Ok(stats)
 }
@@ -157,7 +183,7 @@ pub fn dispatch_parallel(
             if i >= total || failed.load(Ordering::Relaxed) {
                 return Ok(stats);
             }
-            if let Err(e) = run_workgroup(kernel, d, workgroup_id(d, i), &mut m, &mut lds, &mut stats) {
+            if let Err(e) = run_workgroup(kernel, d, workgroup_id(d, i), &mut m, &mut lds, &mut stats, None) {
                 failed.store(true, Ordering::Relaxed);
                 return Err(e);
             }
@@ -234,10 +260,11 @@ fn run_workgroup(
     mem: &mut dyn Memory,
     lds: &mut [u8],
     stats: &mut Stats,
+    trace: Option<&mut [bool]>,
 ) -> Result<(), EmuError> {
     let threads = d.workgroup.iter().map(|x| *x as usize).product::<usize>();
     lds.fill(0);
-    let mut ctx = Ctx { kernel, mem, lds };
+    let mut ctx = Ctx { kernel, mem, lds, trace };
     let mut waves: Vec<Wave> = (0..threads.div_ceil(LANES)).map(|i| initial_wave(d, wg, i, threads)).collect();
     loop {
         for w in waves.iter_mut().filter(|w| w.state != State::Done) {

@@ -342,9 +342,11 @@ impl Addressing {
 
 fn atomic(w: &mut Wave, ctx: &mut Ctx<'_>, inst: &Inst, space: &Space, addr: u64, lane: usize) -> Result<(), String> {
     let d0 = w.v[vgpr(inst.data[0]) * LANES + lane];
-    // cmpswap: global takes {data, compare} in data[0..2]; DS takes compare in data0, new in data1.
+    // cmpswap: global takes {new, compare} in data[0..2]; gfx11's ds_cmpstore takes the new value in
+    // data0 and the compare in data1 (GCN's ds_cmpst had them the other way round; clang-19 emits
+    // `ds_cmpstore_rtn_b32 vdst, addr, new, cmp` for a local compare-exchange).
     let (cmp, src) = if inst.enc == Enc::Ds {
-        (d0, w.v[vgpr(inst.data[1]) * LANES + lane])
+        (w.v[vgpr(inst.data[1]) * LANES + lane], d0)
     } else {
         (w.v[(vgpr(inst.data[0]) + 1) * LANES + lane], d0)
     };

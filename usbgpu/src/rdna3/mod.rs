@@ -3,12 +3,22 @@
 //! - [`decode`]: machine words to instructions ([`tables`] holds the opcode tables), once per kernel;
 //!   [`disasm`] prints them in LLVM's syntax; `dpp` reads src0 across lanes for DPP forms.
 //! - [`kernel`]: a kernel's descriptor and code out of the code object.
-//! - [`dispatch`](mod@dispatch): the entry points the simulated GPU calls for a dispatch
-//!   ([`dispatch()`] on one thread, [`dispatch_parallel`] across host threads): each wave's initial
-//!   registers as the hardware sets them, the waves of a workgroup run with LDS and barriers.
-//! - `wave` with `salu`, `valu` (+ `valu_int`, `valu_cmp`) and `mem`: one wave32's state and the
-//!   instruction semantics (AMD's "RDNA3 Instruction Set Architecture" reference).
+//! - [`dispatch`](mod@dispatch): each wave's initial registers as the hardware sets them; the waves
+//!   of a workgroup run with LDS and barriers.
+//! - `wave` with `salu`, `valu` (+ `valu_int`, `valu_f64`, `valu_cmp`) and `mem`: one wave32's state
+//!   and the instruction semantics (AMD's "RDNA3 Instruction Set Architecture" reference).
 //! - [`memory`]: the device memory seen by the kernel, behind traits with bounds checks.
+//!
+//! The API the simulated GPU (and `--device amd-emu`) calls; it only grows:
+//! 1. [`CodeObjectKernel::load`]`(elf, name)` once per kernel: descriptor read, code decoded (an
+//!    unknown encoding fails here, naming word, offset and kernel).
+//! 2. A [`Dispatch`]: what DISPATCH_DIRECT programs (COMPUTE_PGM_RSRC1/2, COMPUTE_USER_DATA_*,
+//!    COMPUTE_NUM_THREAD_*, workgroup counts, LDS and scratch sizes), filled field by field from the
+//!    registers, or by [`Dispatch::for_kernel`] the way a runtime does from the descriptor.
+//! 3. [`dispatch_parallel`]`(&kernel, &dispatch, &vram, threads)` over a [`SharedMemory`] (VRAM with
+//!    atomics across host threads), or [`dispatch()`] over a [`Memory`] on one thread, or
+//!    [`dispatch_traced`] (one thread, marking the instructions that ran). Each returns [`Stats`].
+//! 4. [`implemented_opcodes`]: what the executor has semantics for (the instruction tests' guard).
 //!
 //! What the emulator does not run it refuses with an [`EmuError`] naming the kernel and instruction:
 //! unknown encodings at decode, opcodes and modifiers without semantics here when they execute.
@@ -24,12 +34,42 @@ mod salu;
 pub mod tables;
 mod valu;
 mod valu_cmp;
+mod valu_f64;
 mod valu_int;
 mod wave;
 
-pub use dispatch::{dispatch, dispatch_parallel, Dispatch, Stats};
+pub use dispatch::{dispatch, dispatch_parallel, dispatch_traced, Dispatch, Stats};
 pub use kernel::{CodeObjectKernel, KernelDescriptor};
 pub use memory::{Memory, OutOfBounds, SharedMemory, SharedVecMemory, VecMemory};
+
+/// Every opcode the emulator runs, as `(encoding, assembler name)`: each entry of the decoder's
+/// [`tables`] that the executor has semantics for. Instruction tests check they exercise all of them.
+pub fn implemented_opcodes() -> Vec<(decode::Enc, &'static str)> {
+    use decode::Enc;
+    let tables: [(Enc, &[decode::OpInfo]); 17] = [
+        (Enc::Sop1, tables::SOP1),
+        (Enc::Sop2, tables::SOP2),
+        (Enc::Sopk, tables::SOPK),
+        (Enc::Sopc, tables::SOPC),
+        (Enc::Sopp, tables::SOPP),
+        (Enc::Sopp, tables::MUBUF_CACHE),
+        (Enc::Smem, tables::SMEM),
+        (Enc::Vop1, tables::VOP1),
+        (Enc::Vop2, tables::VOP2),
+        (Enc::Vopc, tables::VOPC),
+        (Enc::Vop3, tables::VOP3),
+        (Enc::Vop3p, tables::VOP3P),
+        (Enc::Vopd, tables::VOPD),
+        (Enc::Ds, tables::DS),
+        (Enc::Flat, tables::FLAT),
+        (Enc::Global, tables::GLOBAL),
+        (Enc::Scratch, tables::SCRATCH),
+    ];
+    tables
+        .into_iter()
+        .flat_map(|(enc, t)| t.iter().filter(move |i| wave::implemented(enc, i.name, i.op)).map(move |i| (enc, i.name)))
+        .collect()
+}
 
 /// Emulator errors. Each names the kernel and, for faults while running, the instruction.
 #[derive(Debug, thiserror::Error)]

@@ -303,8 +303,9 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
             } else if s == BfeU32 {
                 (a32 >> off) & (((1u64 << width.min(32)) - 1) as u32)
             } else {
+                // The field is taken from S0 shifted arithmetically (bits past 31 are sign bits).
                 let sh = 32 - width.min(32);
-                (((a32 >> off) << sh) as i32 >> sh) as u32
+                ((((a32 as i32) >> off) << sh) >> sh) as u32
             };
             (r as u64, 1, r != 0)
         }

@@ -159,6 +159,37 @@ semantics!(V {
     FmaMixloF16 = "v_fma_mixlo_f16",
     FmaMixhiF16 = "v_fma_mixhi_f16",
     PkMulLoU16 = "v_pk_mul_lo_u16",
+    MulHiI32I24 = "v_mul_hi_i32_i24",
+    ClsI32 = "v_cls_i32",
+    MaxI16 = "v_max_i16",
+    MinI16 = "v_min_i16",
+    MaxU16 = "v_max_u16",
+    MinU16 = "v_min_u16",
+    Max3I16 = "v_max3_i16",
+    Min3I16 = "v_min3_i16",
+    Max3U16 = "v_max3_u16",
+    Min3U16 = "v_min3_u16",
+    AshrrevI16 = "v_ashrrev_i16",
+    TruncF64 = "v_trunc_f64",
+    FloorF64 = "v_floor_f64",
+    CeilF64 = "v_ceil_f64",
+    RndneF64 = "v_rndne_f64",
+    FractF64 = "v_fract_f64",
+    MaxF64 = "v_max_f64",
+    MinF64 = "v_min_f64",
+    LdexpF64 = "v_ldexp_f64",
+    FrexpMantF64 = "v_frexp_mant_f64",
+    FrexpExpF64 = "v_frexp_exp_i32_f64",
+    RcpF64 = "v_rcp_f64",
+    RsqF64 = "v_rsq_f64",
+    SqrtF64 = "v_sqrt_f64",
+    CvtF64I32 = "v_cvt_f64_i32",
+    CvtF64U32 = "v_cvt_f64_u32",
+    CvtI32F64 = "v_cvt_i32_f64",
+    CvtU32F64 = "v_cvt_u32_f64",
+    DivScaleF64 = "v_div_scale_f64",
+    DivFmasF64 = "v_div_fmas_f64",
+    DivFixupF64 = "v_div_fixup_f64",
 });
 
 pub(super) fn resolve(name: &str) -> u16 {
@@ -454,19 +485,22 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
             }
         }),
         // Within the exponent range where no pre-scaling is needed (all but extreme quotients),
-        // v_div_scale returns its operand unchanged and clears VCC; v_div_fmas then is a plain fma.
+        // v_div_scale returns its operand unchanged and clears VCC; v_div_fmas then is a plain fma,
+        // else it undoes the scale.
         DivScaleF32 => lanes(w, inst, true, |a, b, c, _| {
             let (d, vcc) = div_scale(m.get(a), m.get(b), m.get(c));
             m.put(d) | (vcc as u64) << 32
         }),
         DivFmasF32 => {
-            if vcc & w.exec() != 0 {
-                // The ISA scales the result by a power of two here; its exact rule is not emulated.
-                return Err(
-                    "v_div_fmas_f32 with VCC set (a quotient near the ends of the f32 range) is not emulated".into()
-                );
-            }
-            lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).mul_add(m.get(b), m.get(c))))
+            let vcc = w.vcc();
+            lanes(w, inst, false, move |a, b, c, l| {
+                let r = m.get(a).mul_add(m.get(b), m.get(c));
+                if vcc >> l & 1 == 0 {
+                    return m.put(r);
+                }
+                let k = super::valu_f64::fmas_scale(m.get(c) as f64, 64);
+                m.put(super::valu_f64::ldexp(r as f64, k) as f32)
+            })
         }
         DivFixupF32 => lanes(w, inst, false, |a, b, c, _| m.put(div_fixup(m.get(a), m.get(b), m.get(c)))),
         CvtF32U32 => lanes(w, inst, false, |a, _, _, _| m.put(a as u32 as f32)),

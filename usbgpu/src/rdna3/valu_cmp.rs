@@ -74,7 +74,7 @@ fn int_cond<T: Ord>(c: u16, a: T, b: T) -> bool {
 
 /// v_cmp_class: bit i of `mask` tests class i (sNaN, qNaN, -inf, -normal, -denormal, -0, +0, +denormal,
 /// +normal, +inf).
-fn class(x: f64, quiet_bit: bool, mask: u32) -> bool {
+fn class(x: f64, quiet_bit: bool, subnormal: bool, mask: u32) -> bool {
     let neg = x.is_sign_negative();
     let i = if x.is_nan() {
         if quiet_bit {
@@ -94,7 +94,7 @@ fn class(x: f64, quiet_bit: bool, mask: u32) -> bool {
         } else {
             6
         }
-    } else if x.is_subnormal() {
+    } else if subnormal {
         if neg {
             4
         } else {
@@ -153,7 +153,13 @@ pub(super) fn compare(w: &mut Wave, inst: &Inst) -> Result<(), String> {
                 1 => x & 0x40_0000 != 0,
                 _ => x & 0x8_0000_0000_0000 != 0,
             };
-            class(to_f(x, 0), quiet, y as u32)
+            // Denormal in the operand's own format (an f32 or f16 denormal is a normal f64).
+            let subnormal = match ty {
+                0 => x & 0x7c00 == 0 && x & 0x3ff != 0,
+                1 => f32::from_bits(x as u32).is_subnormal(),
+                _ => f64::from_bits(x).is_subnormal(),
+            };
+            class(to_f(x, 0), quiet, subnormal, y as u32)
         } else {
             match ty {
                 0..=2 => float_cond(cond, to_f(x, 0), to_f(y, 1)),
@@ -185,6 +191,11 @@ fn half<F: Fn(u32, u32, u32, usize) -> u32>(w: &Wave, srcs: [Src; 3], exec: u32,
             *r = f(a, b, c, lane);
         }
     }
+}
+
+/// Whether [`vopd_half`] runs VOPD opcode `op`.
+pub(super) fn vopd_implemented(op: u16) -> bool {
+    matches!(op, 0..=11 | 16..=18)
 }
 
 /// One VOPD half over all lanes.
@@ -259,6 +270,7 @@ mod tests {
         let nan = f64::NAN;
         assert!(!float_cond(1, nan, 1.0) && !float_cond(5, nan, 1.0) && float_cond(8, nan, 1.0));
         assert!(float_cond(14, nan, 1.0) && float_cond(13, nan, nan) && !float_cond(7, 1.0, nan));
-        assert!(class(-0.0, false, 1 << 5) && class(f64::INFINITY, false, 1 << 9) && !class(1.0, false, 1 << 3));
+        assert!(class(-0.0, false, false, 1 << 5) && class(f64::INFINITY, false, false, 1 << 9));
+        assert!(!class(1.0, false, false, 1 << 3) && class(1e-40, false, true, 1 << 7));
     }
 }

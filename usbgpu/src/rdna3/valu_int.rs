@@ -1,5 +1,5 @@
-//! Vector ALU, continued: integer and bit operations, 64-bit shifts and multiply-adds, f64, and the
-//! packed 16-bit VOP3P operations.
+//! Vector ALU, continued: integer and bit operations (16-bit too), 64-bit shifts and multiply-adds, f64
+//! add/mul/fma and conversions with f32, and the packed 16-bit VOP3P operations.
 
 use half::f16;
 
@@ -20,7 +20,8 @@ fn bfe(x: u32, off: u32, width: u32, signed: bool) -> u32 {
     if width == 0 {
         return 0;
     }
-    let v = x >> off;
+    // A signed field reaching past bit 31 reads sign bits there (S0 is shifted arithmetically).
+    let v = if signed { ((x as i32) >> off) as u32 } else { x >> off };
     if signed {
         ((v << (32 - width)) as i32 >> (32 - width)) as u32
     } else if off + width < 32 {
@@ -152,7 +153,32 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
         LshrrevB16 => lanes(w, inst, false, |a, b, _, _| ((b as u16) >> (a & 15)) as u64),
         PkAddF16 | PkMulF16 | PkFmaF16 | PkMaxF16 | PkMinF16 | PkAddU16 | PkMulLoU16 => packed(w, inst, s),
         FmaMixF32 | FmaMixloF16 | FmaMixhiF16 => mix(w, inst, s),
-        _ => Err("not implemented by the emulator".into()),
+        MulHiI32I24 => lanes(w, inst, false, |a, b, _, _| ((i24(a) * i24(b)) >> 32) as u32 as u64),
+        // The count of leading bits equal to the sign bit, the sign bit included; -1 for 0 and -1.
+        ClsI32 => lanes(w, inst, false, |a, _, _, _| {
+            let x = u(a) ^ ((u(a) as i32) >> 31) as u32;
+            (if x == 0 { u32::MAX } else { x.leading_zeros() }) as u64
+        }),
+        MaxI16 | MinI16 | Max3I16 | Min3I16 => lanes(w, inst, false, move |a, b, c, _| {
+            let (a, b, c) = (a as i16, b as i16, c as i16);
+            (match s {
+                MaxI16 => a.max(b),
+                MinI16 => a.min(b),
+                Max3I16 => a.max(b).max(c),
+                _ => a.min(b).min(c),
+            }) as u16 as u64
+        }),
+        MaxU16 | MinU16 | Max3U16 | Min3U16 => lanes(w, inst, false, move |a, b, c, _| {
+            let (a, b, c) = (a as u16, b as u16, c as u16);
+            (match s {
+                MaxU16 => a.max(b),
+                MinU16 => a.min(b),
+                Max3U16 => a.max(b).max(c),
+                _ => a.min(b).min(c),
+            }) as u64
+        }),
+        AshrrevI16 => lanes(w, inst, false, |a, b, _, _| ((b as u16 as i16) >> (a & 15)) as u16 as u64),
+        _ => super::valu_f64::exec(w, inst, s),
     }
 }
 

@@ -38,6 +38,8 @@ pub(super) struct Ctx<'a> {
     pub kernel: &'a CodeObjectKernel,
     pub mem: &'a mut dyn Memory,
     pub lds: &'a mut [u8],
+    /// Marks each instruction (by index) that executes, when tracing ([`super::dispatch_traced`]).
+    pub trace: Option<&'a mut [bool]>,
 }
 
 pub(super) struct Wave {
@@ -85,6 +87,8 @@ pub(super) fn types_of(name: &str) -> u8 {
         })
         .collect();
     let (Some(first), Some(last)) = (tokens.first(), tokens.last()) else { return 0 };
+    // Packing conversions (v_cvt_pk_rtz_f16_f32) write both halves: a 32-bit destination.
+    let first = if name.contains("_pk_") && !name.starts_with("v_pk_") { &"b32" } else { first };
     let kind = match *last {
         "f16" => 1,
         "f32" => 2,
@@ -229,6 +233,9 @@ impl Wave {
                 });
             };
             let inst = &kernel.insts[i];
+            if let Some(t) = ctx.trace.as_deref_mut() {
+                t[i] = true;
+            }
             self.pc += inst.words as u32 * 4;
             self.executed += 1;
             if self.executed > step_limit {
@@ -248,6 +255,16 @@ impl Wave {
 
 pub(super) fn exec_err(kernel: &CodeObjectKernel, inst: &Inst, msg: String) -> EmuError {
     EmuError::Exec { kernel: kernel.name.clone(), inst: inst.to_string(), offset: inst.offset, msg }
+}
+
+/// Whether the executor has semantics for opcode `name` (number `op`) of encoding `enc`.
+pub(super) fn implemented(enc: Enc, name: &str, op: u16) -> bool {
+    match enc {
+        Enc::Sop1 | Enc::Sop2 | Enc::Sopk | Enc::Sopc | Enc::Sopp => salu::resolve(name) != 0,
+        Enc::Smem | Enc::Ds | Enc::Flat | Enc::Global | Enc::Scratch => mem::resolve(name) != 0,
+        Enc::Vopd => super::valu_cmp::vopd_implemented(op),
+        _ => valu::resolve(name) != 0,
+    }
 }
 
 /// Resolves every instruction's executor operation once, when the kernel is loaded.

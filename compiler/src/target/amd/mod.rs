@@ -37,7 +37,8 @@ impl Codegen for Amd {
         for i in 0..p.kernels.len() {
             let k = p.kernels[i].clone();
             let prep = prepare::prepare(p, &k);
-            let ck = render::render(p, &k, &prep, true)?;
+            // gfx1100 and gfx1201 have `double` (the prelude enables cl_khr_fp64).
+            let ck = render::render_for(p, &k, &prep, true, true)?;
             let local = ck.local.unwrap_or_else(|| default_local(ck.global));
             sources.push(prelude::kernel_source(&ck, local)?);
             kernels.push(BuiltKernel { name: ck.name, args: ck.args, code: 0, global: ck.global, local, amdgpu: None });

@@ -90,9 +90,14 @@ fn literal(c: Const, d: DType) -> String {
 /// each output on a work-group of [`LANES`] work-items: each sums a strided share, then a tree
 /// reduction in local memory combines them (global average pools, softmax denominators, norms).
 pub fn render(p: &Program, k: &Kernel, prep: &Prepared, locals: bool) -> Result<ClKernel> {
+    render_for(p, k, prep, locals, false)
+}
+
+/// [`render`] for a device with `double` (`cl_khr_fp64`) when `float64` is set: the AMD back end.
+pub fn render_for(p: &Program, k: &Kernel, prep: &Prepared, locals: bool, float64: bool) -> Result<ClKernel> {
     let ctx = &p.ctx;
     let order = live_order(ctx, prep);
-    if order.iter().any(|&n| ctx.dtype(n) == DType::F64) {
+    if !float64 && order.iter().any(|&n| ctx.dtype(n) == DType::F64) {
         return Err(CompileError::Graph(format!(
             "kernel `{}` computes in float64, which the OpenCL target (Adreno 630) does not support",
             k.name

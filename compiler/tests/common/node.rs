@@ -1,0 +1,99 @@
+//! The ONNX backend node cases (generated from the `onnx` Python package by
+//! `scripts/gen_onnx_node_tests.py`) and running one through the real pipeline on a device: shared by
+//! the conformance tests of each target (`onnx_node.rs`, `onnx_node_amd.rs`).
+#![allow(dead_code)] // each test binary uses part of it
+
+use std::path::{Path, PathBuf};
+
+use pilot_compiler::tensor::Tensor;
+
+use super::{close_within, data_sets, read_pb, root};
+
+/// The generated node tests, generating them with the project's venv on first use.
+pub fn node_dir() -> PathBuf {
+    if let Ok(d) = std::env::var("PILOT_ONNX_NODE_DIR") {
+        return PathBuf::from(d);
+    }
+    // Generated once per process (the tests of this binary run in parallel), into a temporary
+    // directory renamed into place, so no test ever reads a half-written case.
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = root().join("target/onnx-node");
+        if !dir.join("test_abs").exists() {
+            let python = root().join(".venv/bin/python");
+            assert!(python.exists(), "the ONNX node tests need the venv: run scripts/setup.sh");
+            let tmp = root().join(format!("target/onnx-node.tmp-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&tmp);
+            let st = std::process::Command::new(python)
+                .arg(root().join("scripts/gen_onnx_node_tests.py"))
+                .arg(&tmp)
+                .status()
+                .expect("python runs");
+            assert!(st.success(), "generating the ONNX node tests failed");
+            // Another process may have won the race: then its complete copy stays.
+            if std::fs::rename(&tmp, &dir).is_err() {
+                let _ = std::fs::remove_dir_all(&tmp);
+            }
+        }
+        dir
+    })
+    .clone()
+}
+
+/// The case names a list in `compiler/tests` names, one per line (`# reason` and `//` lines dropped).
+pub fn listed(file: &str) -> Vec<String> {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(file))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("//"))
+        .map(|l| l.split('#').next().unwrap().trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// A fresh runtime device for one case.
+pub type DeviceFn = fn() -> Result<Box<dyn pilot_core::Device>, String>;
+
+/// Runs one case through the real pipeline: compile with `opts`, load, and step on `device`; floats
+/// compare within `tol` (default: the dtype's tolerance).
+pub fn run_case_on(
+    dir: &Path,
+    opts: &pilot_compiler::CompileOptions,
+    device: DeviceFn,
+    tol: Option<f64>,
+) -> Result<(), String> {
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let art = tmp.path().join("case.pkl");
+    pilot_compiler::compile(&dir.join("model.onnx"), &art, opts, &|_| {}).map_err(|e| e.to_string())?;
+    let artifact = pilot_core::Artifact::open(&art).map_err(|e| e.to_string())?;
+    let mut session = pilot_core::Session::new(artifact, device()?).map_err(|e| e.to_string())?;
+    for set in data_sets(dir)? {
+        let specs = session.inputs().to_vec();
+        let inputs: Vec<Tensor> = (0..specs.len()).map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
+        for (spec, t) in specs.iter().zip(&inputs) {
+            if spec.dtype != t.dtype || spec.nbytes() != t.data.len() {
+                return Err(format!(
+                    "input `{}`: {} {:?} given, {} {:?} compiled",
+                    spec.name, t.dtype, t.shape, spec.dtype, spec.shape
+                ));
+            }
+        }
+        let refs: Vec<&[u8]> = inputs.iter().map(|t| t.data.as_slice()).collect();
+        session.step(&refs).map_err(|e| e.to_string())?;
+        for (k, (spec, got)) in session.output_specs().iter().zip(session.outputs()).enumerate() {
+            let got = Tensor { dtype: spec.dtype, shape: spec.shape.clone(), data: got.clone() };
+            let want = read_pb(&set.join(format!("output_{k}.pb")));
+            close_within(&got, &want, tol).map_err(|e| format!("output {k}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Reasons given in a skip list: every non-empty line must carry `# reason`.
+pub fn check_reasons(file: &str) {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(file)).unwrap();
+    for line in text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("//")) {
+        let (case, reason) = line.split_once('#').unwrap_or((line, ""));
+        assert!(!reason.trim().is_empty(), "{file}: skipped case `{}` has no reason", case.trim());
+    }
+}

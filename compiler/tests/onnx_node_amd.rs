@@ -1,0 +1,111 @@
+//! Conformance on `--target usb+amd` (gfx1100): the manifest's ONNX node cases compiled into gfx1100
+//! code objects by clang-19 and executed on pilot's RDNA3 emulator, compared with the cases' outputs.
+//!
+//! - `onnx_node_amd_skipped.txt`: manifest cases the AMD target cannot run, each with its reason; they
+//!   run too and must still fail, so the list stays honest.
+//! - CI runs every `AMD_SAMPLE`-th remaining case; `PILOT_CONFORMANCE_AMD_ALL=1` runs all of them.
+//! - `cargo test -p pilot-compiler --test onnx_node_amd -- --ignored survey_amd` runs every manifest
+//!   case and writes `target/onnx-node-amd-survey.txt` (pass/fail, error and time per case), to
+//!   refresh the skip list.
+
+use std::path::Path;
+
+#[allow(dead_code)] // the helpers this file does not use (`close`)
+mod common;
+
+use common::node::{check_reasons, listed, node_dir, run_case_on};
+use pilot_core::{Arch, Backend, Target};
+
+/// The device the cases run on: the RDNA3 emulator, its workgroups across the host's cores.
+fn amd_device() -> Result<Box<dyn pilot_core::Device>, String> {
+    Ok(Box::new(pilot_usbgpu::emu_device::EmuDevice::new(threads())))
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Compiles `dir`'s model for usb+amd gfx1100 and steps it on [`amd_device`].
+fn run_case_amd(dir: &Path) -> Result<(), String> {
+    let target = Target::new(Backend::UsbAmd, Arch::Gfx1100, Default::default()).map_err(|e| e.to_string())?;
+    run_case_on(dir, &pilot_compiler::CompileOptions::new(target), amd_device, None)
+}
+
+/// The whole manifest takes 6 to 11 minutes on two shared cores (about 0.4 to 0.7 s a case, mostly
+/// clang building its code object), more than CI allows, so CI runs this deterministic subset (93
+/// cases, about 30 s).
+const AMD_SAMPLE: usize = 10;
+
+#[test]
+fn manifest_cases_pass_on_the_amd_emulator() {
+    let dir = node_dir();
+    let manifest = listed("onnx_node_passing.txt");
+    let skipped = listed("onnx_node_amd_skipped.txt");
+    let mut failures: Vec<String> = skipped
+        .iter()
+        .filter(|c| !manifest.contains(c))
+        .map(|c| format!("{c}: in onnx_node_amd_skipped.txt but not in the manifest"))
+        .collect();
+    let every = if std::env::var_os("PILOT_CONFORMANCE_AMD_ALL").is_some() { 1 } else { AMD_SAMPLE };
+    let cases: Vec<&String> = manifest.iter().filter(|c| !skipped.contains(c)).step_by(every).collect();
+    failures.extend(cases.iter().filter_map(|c| run_case_amd(&dir.join(c)).err().map(|e| format!("{c}: {e}"))));
+    failures.extend(
+        skipped
+            .iter()
+            .filter(|c| run_case_amd(&dir.join(c)).is_ok())
+            .map(|c| format!("{c}: passes on usb+amd now: remove it from onnx_node_amd_skipped.txt")),
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures over {} sampled and {} skipped cases on usb+amd:\n{}",
+        failures.len(),
+        cases.len(),
+        skipped.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn amd_skipped_cases_have_reasons() {
+    check_reasons("onnx_node_amd_skipped.txt");
+}
+
+/// `PILOT_ONNX_CASE=test_x cargo test -p pilot-compiler --test onnx_node_amd -- --ignored one_amd`
+#[test]
+#[ignore]
+fn one_amd() {
+    let case = std::env::var("PILOT_ONNX_CASE").expect("set PILOT_ONNX_CASE");
+    if let Err(e) = run_case_amd(&node_dir().join(&case)) {
+        panic!("{case}: {e}");
+    }
+}
+
+/// Every manifest case on usb+amd: writes `target/onnx-node-amd-survey.txt` (pass/fail with the error
+/// and the time per case), to refresh `onnx_node_amd_skipped.txt`. `PILOT_SURVEY_FROM=N` starts at
+/// the Nth case.
+#[test]
+#[ignore]
+fn survey_amd() {
+    let dir = node_dir();
+    let cases = listed("onnx_node_passing.txt");
+    let from: usize = std::env::var("PILOT_SURVEY_FROM").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let out = common::root().join("target/onnx-node-amd-survey.txt");
+    let mut report = String::new();
+    let (mut pass, start) = (0, std::time::Instant::now());
+    for c in &cases[from.min(cases.len())..] {
+        let t = std::time::Instant::now();
+        let r = std::panic::catch_unwind(|| run_case_amd(&dir.join(c)));
+        let ms = t.elapsed().as_millis();
+        match r {
+            Ok(Ok(())) => {
+                pass += 1;
+                report.push_str(&format!("PASS {c} {ms}ms\n"));
+            }
+            Ok(Err(e)) => report.push_str(&format!("FAIL {c} {ms}ms # {}\n", e.replace('\n', " "))),
+            Err(_) => report.push_str(&format!("FAIL {c} {ms}ms # panic\n")),
+        }
+        // Written as it goes: the survey is long and its partial results are useful.
+        std::fs::write(&out, &report).unwrap();
+    }
+    eprintln!("{pass} of {} manifest cases pass on usb+amd in {:.1?}", cases.len() - from, start.elapsed());
+}
