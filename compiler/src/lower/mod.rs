@@ -11,13 +11,16 @@
 //!   fuses into its producer or consumer.
 
 pub mod budget;
+mod compose;
 mod einsum;
 mod elementwise;
 mod hyperbolic;
 pub mod image;
 mod index_ops;
+mod loss;
 mod nn;
 mod norm;
+mod quant;
 mod reduce;
 mod resize;
 mod rnn;
@@ -72,6 +75,8 @@ fn lookup(op: &str) -> Option<OpFn> {
         .or_else(|| einsum::lookup(op))
         .or_else(|| norm::lookup(op))
         .or_else(|| scatter::lookup(op))
+        .or_else(|| quant::lookup(op))
+        .or_else(|| loss::lookup(op))
 }
 
 /// Whether the lowering knows `op` (in the default domain).
