@@ -47,3 +47,8 @@ pub(super) fn run_op(
 pub(super) fn attrs_of(c: &NodeCtx<'_>, keep: &[&str]) -> Vec<(String, Attr)> {
     c.node.attrs.iter().filter(|(k, _)| keep.contains(&k.as_str())).cloned().collect()
 }
+
+/// One integer attribute.
+pub(super) fn int_attr(name: &str, v: i64) -> (String, Attr) {
+    (name.to_string(), Attr::Int(v))
+}

@@ -10,22 +10,29 @@
 //! - everything else (elementwise chains, activations, bias, normalization, residual adds, movement)
 //!   fuses into its producer or consumer.
 
+mod attention;
+mod bitwise;
 pub mod budget;
 mod compose;
+mod crop;
 mod einsum;
 mod elementwise;
+mod gated;
 mod hyperbolic;
 pub mod image;
 mod index_ops;
 mod loss;
+mod ml;
 mod nn;
 mod norm;
 mod quant;
 mod reduce;
 mod resize;
 mod rnn;
+mod rotary;
 mod scatter;
 mod shape;
+mod window;
 
 use std::collections::HashMap;
 
@@ -77,6 +84,12 @@ fn lookup(op: &str) -> Option<OpFn> {
         .or_else(|| scatter::lookup(op))
         .or_else(|| quant::lookup(op))
         .or_else(|| loss::lookup(op))
+        .or_else(|| attention::lookup(op))
+        .or_else(|| gated::lookup(op))
+        .or_else(|| bitwise::lookup(op))
+        .or_else(|| window::lookup(op))
+        .or_else(|| crop::lookup(op))
+        .or_else(|| rotary::lookup(op))
 }
 
 /// Whether the lowering knows `op` (in the default domain).
@@ -397,7 +410,8 @@ pub fn lower_limited(
     }
 
     for node in &g.nodes {
-        if !(node.domain.is_empty() || node.domain == "ai.onnx") {
+        let ml = node.domain == ml::DOMAIN && ml::lookup(&node.op_type).is_some();
+        if !(node.domain.is_empty() || node.domain == "ai.onnx" || ml) {
             return Err(CompileError::Node {
                 node: node.name.clone(),
                 op: format!("{}:{}", node.domain, node.op_type),
@@ -405,7 +419,8 @@ pub fn lower_limited(
                 reason: "operators outside the default ONNX domain are not supported".into(),
             });
         }
-        let f = lookup(&node.op_type).ok_or_else(|| CompileError::Node {
+        let f = if ml { ml::lookup(&node.op_type) } else { lookup(&node.op_type) };
+        let f = f.ok_or_else(|| CompileError::Node {
             node: node.name.clone(),
             op: node.op_type.clone(),
             opset,
