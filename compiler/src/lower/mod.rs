@@ -25,6 +25,7 @@ mod loss;
 mod ml;
 mod nn;
 mod norm;
+mod optim;
 mod quant;
 mod reduce;
 mod resize;
@@ -411,7 +412,8 @@ pub fn lower_limited(
 
     for node in &g.nodes {
         let ml = node.domain == ml::DOMAIN && ml::lookup(&node.op_type).is_some();
-        if !(node.domain.is_empty() || node.domain == "ai.onnx" || ml) {
+        let optim = node.domain == optim::DOMAIN && optim::lookup(&node.op_type).is_some();
+        if !(node.domain.is_empty() || node.domain == "ai.onnx" || ml || optim) {
             return Err(CompileError::Node {
                 node: node.name.clone(),
                 op: format!("{}:{}", node.domain, node.op_type),
@@ -419,7 +421,13 @@ pub fn lower_limited(
                 reason: "operators outside the default ONNX domain are not supported".into(),
             });
         }
-        let f = if ml { ml::lookup(&node.op_type) } else { lookup(&node.op_type) };
+        let f = if ml {
+            ml::lookup(&node.op_type)
+        } else if optim {
+            optim::lookup(&node.op_type)
+        } else {
+            lookup(&node.op_type)
+        };
         let f = f.ok_or_else(|| CompileError::Node {
             node: node.name.clone(),
             op: node.op_type.clone(),
