@@ -10,6 +10,7 @@
 //! - everything else (elementwise chains, activations, bias, normalization, residual adds, movement)
 //!   fuses into its producer or consumer.
 
+mod argmax_pool;
 mod attention;
 mod bitwise;
 pub mod budget;
@@ -33,6 +34,7 @@ mod rnn;
 mod rotary;
 mod scatter;
 mod shape;
+mod training;
 mod window;
 
 use std::collections::HashMap;
@@ -72,7 +74,10 @@ pub struct Lowered {
 type OpFn = fn(&mut NodeCtx<'_>) -> Result<Vec<Lazy>>;
 
 fn lookup(op: &str) -> Option<OpFn> {
-    elementwise::lookup(op)
+    // Before `nn`: these take over MaxPool with Indices and training-mode BatchNormalization.
+    argmax_pool::lookup(op)
+        .or_else(|| training::lookup(op))
+        .or_else(|| elementwise::lookup(op))
         .or_else(|| shape::lookup(op))
         .or_else(|| nn::lookup(op))
         .or_else(|| reduce::lookup(op))
