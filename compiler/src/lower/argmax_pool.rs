@@ -146,13 +146,17 @@ fn max_unpool(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         let d = (x.shape[2 + i] as i64 - 1) * g.strides[i] as i64 - g.lo[i] - g.hi[i] + g.kernel[i] as i64;
         shape.push(d.max(0) as usize);
     }
-    if let Some(t) = c.opt_const_input(2)? {
-        let want: Vec<usize> = t.to_i64().into_iter().map(|v| v.max(0) as usize).collect();
-        if want.len() != shape.len() || want[..2] != shape[..2] {
-            return Err(c.err(format!("output_shape {want:?} does not fit input {:?}", x.shape)));
+    // Indices address the inferred shape; a larger output_shape zero-pads it at the end.
+    let padded = match c.opt_const_input(2)? {
+        Some(t) => {
+            let want: Vec<usize> = t.to_i64().into_iter().map(|v| v.max(0) as usize).collect();
+            if want.len() != shape.len() || want[..2] != shape[..2] || want.iter().zip(&shape).any(|(w, s)| w < s) {
+                return Err(c.err(format!("output_shape {want:?} is smaller than the unpooled {shape:?}")));
+            }
+            Some(want)
         }
-        shape = want;
-    }
+        None => None,
+    };
     // Each output element takes the input element whose index names it: a search of its own
     // (batch, channel) plane, as MaxPool's indices never leave their plane.
     let plane_in: usize = x.shape[2..].iter().product();
@@ -180,5 +184,12 @@ fn max_unpool(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let body = p.ctx.where_(hit, xv, zero);
     let expr = p.ctx.reduce(RedOp::Sum, j, plane_in as u64, body);
     let y = Lazy { dtype: x.dtype, shape: vec![n, ch, plane_out], vars, expr };
-    Ok(vec![p.reshape(&y, &shape)])
+    let y = p.reshape(&y, &shape);
+    Ok(vec![match padded {
+        Some(want) => {
+            let hi: Vec<i64> = want.iter().zip(&shape).map(|(w, s)| (w - s) as i64).collect();
+            p.pad(&y, &vec![0; hi.len()], &hi, 0.0)
+        }
+        None => y,
+    }])
 }

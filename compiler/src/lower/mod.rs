@@ -15,10 +15,12 @@ mod attention;
 mod bitwise;
 pub mod budget;
 mod compose;
+mod control;
 mod crop;
 mod einsum;
 mod elementwise;
 mod gated;
+mod grid;
 mod hyperbolic;
 pub mod image;
 mod index_ops;
@@ -96,6 +98,8 @@ fn lookup(op: &str) -> Option<OpFn> {
         .or_else(|| window::lookup(op))
         .or_else(|| crop::lookup(op))
         .or_else(|| rotary::lookup(op))
+        .or_else(|| control::lookup(op))
+        .or_else(|| grid::lookup(op))
 }
 
 /// Whether the lowering knows `op` (in the default domain).
