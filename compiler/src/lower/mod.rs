@@ -29,6 +29,7 @@ mod ml;
 mod nn;
 mod norm;
 mod optim;
+mod optional;
 mod quant;
 mod reduce;
 mod resize;
@@ -100,6 +101,7 @@ fn lookup(op: &str) -> Option<OpFn> {
         .or_else(|| rotary::lookup(op))
         .or_else(|| control::lookup(op))
         .or_else(|| grid::lookup(op))
+        .or_else(|| optional::lookup(op))
 }
 
 /// Whether the lowering knows `op` (in the default domain).
