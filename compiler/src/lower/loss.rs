@@ -77,10 +77,7 @@ fn nll(c: &mut NodeCtx<'_>, logp: &Lazy, target: &Lazy, weight: Option<Lazy>) ->
     let picked = take(p, logp, 1, target);
     let loss = p.unary(UnOp::Neg, &picked);
     // Each position's weight: its class's, or 1; 0 for the ignored class.
-    let mut w = match &weight {
-        Some(w) => Some(take(p, w, 0, target)),
-        None => None,
-    };
+    let mut w = weight.as_ref().map(|w| take(p, w, 0, target));
     if let Some(ii) = ignore {
         let ii = p.full(target.dtype, &target.shape, ii as f64);
         let keep = p.binary(BinOp::Ne, target, &ii);

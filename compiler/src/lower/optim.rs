@@ -26,7 +26,7 @@ pub(super) fn lookup(op: &str) -> Option<OpFn> {
 /// groups of the remaining inputs: `groups[k][i]` is the `k`-th input kind of tensor `i`.
 fn operands(c: &mut NodeCtx<'_>, kinds: usize) -> Result<(Lazy, Lazy, Vec<Vec<Lazy>>)> {
     let n = c.num_inputs().saturating_sub(2);
-    if n == 0 || n % kinds != 0 {
+    if n == 0 || !n.is_multiple_of(kinds) {
         return Err(c.err(format!("{} inputs: R, T, then {kinds} per optimized tensor", c.num_inputs())));
     }
     let (r, t) = (c.input(0)?, c.input(1)?);
