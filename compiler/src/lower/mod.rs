@@ -24,6 +24,7 @@ mod grid;
 mod hyperbolic;
 pub mod image;
 mod index_ops;
+mod kv_cache;
 mod loss;
 mod ml;
 mod nn;
@@ -102,6 +103,7 @@ fn lookup(op: &str) -> Option<OpFn> {
         .or_else(|| control::lookup(op))
         .or_else(|| grid::lookup(op))
         .or_else(|| optional::lookup(op))
+        .or_else(|| kv_cache::lookup(op))
 }
 
 /// Whether the lowering knows `op` (in the default domain).
