@@ -98,6 +98,16 @@ fn affine_grid_with_a_folded_size() {
     run_cases(with_expanded(&cases, &["size"]));
 }
 
+/// The random cases draw their mask from numpy's RandomState(seed), as pilot does at compile time.
+#[test]
+fn training_dropout_with_folded_ratio_and_mode() {
+    let cases = ["", "_default", "_zero_ratio"]
+        .iter()
+        .flat_map(|v| [format!("test_training_dropout{v}"), format!("test_training_dropout{v}_mask")])
+        .map(|c| (c, &["r", "t"][..]));
+    run_cases(cases);
+}
+
 #[test]
 fn if_and_max_unpool_with_folded_inputs() {
     run_cases([

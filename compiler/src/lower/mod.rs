@@ -78,7 +78,7 @@ pub struct Lowered {
 type OpFn = fn(&mut NodeCtx<'_>) -> Result<Vec<Lazy>>;
 
 fn lookup(op: &str) -> Option<OpFn> {
-    // Before `nn`: these take over MaxPool with Indices and training-mode BatchNormalization.
+    // First: these take over MaxPool with Indices and training-mode BatchNormalization and Dropout.
     argmax_pool::lookup(op)
         .or_else(|| training::lookup(op))
         .or_else(|| elementwise::lookup(op))
