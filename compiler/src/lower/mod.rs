@@ -10,19 +10,36 @@
 //! - everything else (elementwise chains, activations, bias, normalization, residual adds, movement)
 //!   fuses into its producer or consumer.
 
+mod argmax_pool;
+mod attention;
+mod bitwise;
 pub mod budget;
+mod compose;
+mod control;
+mod crop;
 mod einsum;
 mod elementwise;
+mod gated;
+mod grid;
 mod hyperbolic;
 pub mod image;
 mod index_ops;
+mod kv_cache;
+mod loss;
+mod ml;
 mod nn;
 mod norm;
+mod optim;
+mod optional;
+mod quant;
 mod reduce;
 mod resize;
 mod rnn;
+mod rotary;
 mod scatter;
 mod shape;
+mod training;
+mod window;
 
 use std::collections::HashMap;
 
@@ -61,7 +78,10 @@ pub struct Lowered {
 type OpFn = fn(&mut NodeCtx<'_>) -> Result<Vec<Lazy>>;
 
 fn lookup(op: &str) -> Option<OpFn> {
-    elementwise::lookup(op)
+    // First: these take over MaxPool with Indices and training-mode BatchNormalization and Dropout.
+    argmax_pool::lookup(op)
+        .or_else(|| training::lookup(op))
+        .or_else(|| elementwise::lookup(op))
         .or_else(|| shape::lookup(op))
         .or_else(|| nn::lookup(op))
         .or_else(|| reduce::lookup(op))
@@ -72,6 +92,18 @@ fn lookup(op: &str) -> Option<OpFn> {
         .or_else(|| einsum::lookup(op))
         .or_else(|| norm::lookup(op))
         .or_else(|| scatter::lookup(op))
+        .or_else(|| quant::lookup(op))
+        .or_else(|| loss::lookup(op))
+        .or_else(|| attention::lookup(op))
+        .or_else(|| gated::lookup(op))
+        .or_else(|| bitwise::lookup(op))
+        .or_else(|| window::lookup(op))
+        .or_else(|| crop::lookup(op))
+        .or_else(|| rotary::lookup(op))
+        .or_else(|| control::lookup(op))
+        .or_else(|| grid::lookup(op))
+        .or_else(|| optional::lookup(op))
+        .or_else(|| kv_cache::lookup(op))
 }
 
 /// Whether the lowering knows `op` (in the default domain).
@@ -392,7 +424,9 @@ pub fn lower_limited(
     }
 
     for node in &g.nodes {
-        if !(node.domain.is_empty() || node.domain == "ai.onnx") {
+        let ml = node.domain == ml::DOMAIN && ml::lookup(&node.op_type).is_some();
+        let optim = node.domain == optim::DOMAIN && optim::lookup(&node.op_type).is_some();
+        if !(node.domain.is_empty() || node.domain == "ai.onnx" || ml || optim) {
             return Err(CompileError::Node {
                 node: node.name.clone(),
                 op: format!("{}:{}", node.domain, node.op_type),
@@ -400,7 +434,14 @@ pub fn lower_limited(
                 reason: "operators outside the default ONNX domain are not supported".into(),
             });
         }
-        let f = lookup(&node.op_type).ok_or_else(|| CompileError::Node {
+        let f = if ml {
+            ml::lookup(&node.op_type)
+        } else if optim {
+            optim::lookup(&node.op_type)
+        } else {
+            lookup(&node.op_type)
+        };
+        let f = f.ok_or_else(|| CompileError::Node {
             node: node.name.clone(),
             op: node.op_type.clone(),
             opset,
