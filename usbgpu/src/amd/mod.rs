@@ -3,6 +3,9 @@
 //!
 //! - [`bus`]: the seam every layer above talks through (registers, VRAM, doorbells), over the bridge.
 //! - [`bridge_bus`]: that seam over the bridge and the BARs PCIe bring-up assigned.
+//! - [`pm4`], [`sdma`]: the packets of the compute and copy queues.
 
 pub mod bridge_bus;
 pub mod bus;
+pub mod pm4;
+pub mod sdma;
