@@ -8,4 +8,5 @@
 pub mod bridge_bus;
 pub mod bus;
 pub mod pm4;
+pub mod regs;
 pub mod sdma;
