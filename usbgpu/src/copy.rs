@@ -57,6 +57,25 @@ pub trait DeviceDma {
     fn queue_copy_out(&mut self, src: u64, len: usize) -> Result<()>;
 }
 
+/// The GPU side as the copies call it: with the bridge at hand, for a DMA engine programmed through it (the SDMA
+/// queue's ring writes and doorbells are bridge transactions). Every [`DeviceDma`] is one that needs no bridge.
+pub trait BridgeDma {
+    /// As [`DeviceDma::queue_copy_in`].
+    fn queue_copy_in(&mut self, b: &mut Bridge, job: &CopyInJob) -> Result<()>;
+    /// As [`DeviceDma::queue_copy_out`].
+    fn queue_copy_out(&mut self, b: &mut Bridge, src: u64, len: usize) -> Result<()>;
+}
+
+impl<T: DeviceDma + ?Sized> BridgeDma for T {
+    fn queue_copy_in(&mut self, _b: &mut Bridge, job: &CopyInJob) -> Result<()> {
+        DeviceDma::queue_copy_in(self, job)
+    }
+
+    fn queue_copy_out(&mut self, _b: &mut Bridge, src: u64, len: usize) -> Result<()> {
+        DeviceDma::queue_copy_out(self, src, len)
+    }
+}
+
 /// Host-side copy state of one bridge: the chunk sequence and what each SRAM window holds.
 #[derive(Debug, Default)]
 pub struct Copier {
@@ -74,14 +93,20 @@ impl Copier {
     }
 
     /// Copies `data` to GPU memory at `dest`; returns when the GPU has drained every chunk.
-    pub fn copy_in(&mut self, b: &mut Bridge, dma: &mut dyn DeviceDma, dest: u64, data: &[u8]) -> Result<()> {
+    pub fn copy_in<D: BridgeDma + ?Sized>(
+        &mut self,
+        b: &mut Bridge,
+        dma: &mut D,
+        dest: u64,
+        data: &[u8],
+    ) -> Result<()> {
         if data.is_empty() {
             return Ok(());
         }
         self.prepare(b)?;
         let mut job = CopyInJob { dest, len: data.len(), first_seq: self.next_seq, pad_last: false };
         job.pad_last = self.last_needs_padding(&job, data);
-        dma.queue_copy_in(&job)?;
+        dma.queue_copy_in(b, &job)?;
         let mut in_flight: [Option<Ticket>; 2] = [None, None];
         let result = self.stream(b, &job, data, &mut in_flight);
         // Whatever happened, no transfer may outlive this call with a buffer we lost track of.
@@ -202,12 +227,18 @@ impl Copier {
     }
 
     /// Copies `buf.len()` bytes from GPU memory at `src` into `buf`, one armed SRAM read per 512 KB.
-    pub fn copy_out(&mut self, b: &mut Bridge, dma: &mut dyn DeviceDma, src: u64, buf: &mut [u8]) -> Result<()> {
+    pub fn copy_out<D: BridgeDma + ?Sized>(
+        &mut self,
+        b: &mut Bridge,
+        dma: &mut D,
+        src: u64,
+        buf: &mut [u8],
+    ) -> Result<()> {
         // The GPU's copies overwrite both copy-in windows.
         self.windows = [None, None];
         for (i, piece) in buf.chunks_mut(copy::OUT_PIECE).enumerate() {
             b.sram_read_arm(piece.len())?;
-            dma.queue_copy_out(src + (i * copy::OUT_PIECE) as u64, piece.len())?;
+            dma.queue_copy_out(b, src + (i * copy::OUT_PIECE) as u64, piece.len())?;
             b.sram_read_finish(piece)?;
         }
         Ok(())

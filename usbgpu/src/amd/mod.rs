@@ -7,6 +7,9 @@
 
 pub mod bridge_bus;
 pub mod bus;
+pub mod dma;
+pub mod mqd;
 pub mod pm4;
+pub mod queue;
 pub mod regs;
 pub mod sdma;
