@@ -13,3 +13,4 @@ pub mod pm4;
 pub mod queue;
 pub mod regs;
 pub mod sdma;
+pub mod step;
