@@ -155,7 +155,11 @@ fn check(l: &Launch<'_>) -> Result<()> {
     let k = l.kernel;
     let fail = |msg: String| Err(gpu_err("link step", format!("`{}`: {msg}", k.name)));
     if l.args.len() != k.arg_offsets.len() {
-        return fail(format!("the dispatch passes {} arguments, the kernel takes {}", l.args.len(), k.arg_offsets.len()));
+        return fail(format!(
+            "the dispatch passes {} arguments, the kernel takes {}",
+            l.args.len(),
+            k.arg_offsets.len()
+        ));
     }
     if l.local != k.workgroup {
         return fail(format!("launched with {:?}, built for {:?}", l.local, k.workgroup));
@@ -278,7 +282,8 @@ mod tests {
     #[test]
     fn dependent_dispatches_get_a_barrier_and_independent_ones_none() {
         let k = kernel();
-        let l = |a: u32, b: u32| Launch { kernel: &k, args: vec![(a, 0), (b, 0)], global: [32, 1, 1], local: [32, 1, 1] };
+        let l =
+            |a: u32, b: u32| Launch { kernel: &k, args: vec![(a, 0), (b, 0)], global: [32, 1, 1], local: [32, 1, 1] };
         let e = encode(Card::Gfx1100, &regs(), &[l(1, 2), l(3, 4), l(5, 1)]).unwrap();
         assert_eq!(e.barriers, 1);
         assert_eq!(e.arena.offsets(), &[0, 16, 32]);
