@@ -7,6 +7,7 @@
 
 pub mod bridge_bus;
 pub mod bus;
+pub mod device;
 pub mod dma;
 pub mod mqd;
 pub mod pm4;

@@ -85,8 +85,20 @@ struct Ring {
 }
 
 impl Ring {
+    /// [`Ring::push`] of dwords; up to 64 of them without allocating.
+    fn push_words(&mut self, bus: &mut dyn GpuBus, words: &[u32], unit: u64) -> Result<()> {
+        let mut small = [0u8; 256];
+        if words.len() <= 64 {
+            for (chunk, w) in small.chunks_exact_mut(4).zip(words) {
+                chunk.copy_from_slice(&w.to_le_bytes());
+            }
+            return self.push(bus, &small[..words.len() * 4], unit);
+        }
+        self.push(bus, &le_bytes(words), unit)
+    }
+
     /// Writes `bytes` at the ring's current position (which must fit before the end), then the write pointer
-    /// shadow, then the doorbell with `doorbell_value(put)`.
+    /// shadow (in `unit`s), then the doorbell with the same value.
     fn push(&mut self, bus: &mut dyn GpuBus, bytes: &[u8], unit: u64) -> Result<()> {
         let at = self.put % self.mem.size;
         debug_assert!(at + bytes.len() as u64 <= self.mem.size);
@@ -195,9 +207,9 @@ impl ComputeQueue {
             let mut pad = RelocBuf::new();
             pm4::nop(&mut pad, (self.ring.tail() / 4) as usize);
             self.ring.drain(bus, 4, "compute submit")?;
-            self.ring.push(bus, &le_bytes(pad.words()), 4)?;
+            self.ring.push_words(bus, pad.words(), 4)?;
         }
-        self.ring.push(bus, &le_bytes(packets), 4)
+        self.ring.push_words(bus, packets, 4)
     }
 
     /// Dwords submitted so far (the write pointer).
@@ -293,7 +305,7 @@ impl SdmaQueue {
             let zeros = vec![0u8; self.ring.tail() as usize];
             self.ring.push(bus, &zeros, 1)?;
         }
-        self.ring.push(bus, &le_bytes(packets), 1)
+        self.ring.push_words(bus, packets, 1)
     }
 
     /// Bytes submitted so far (the write pointer).

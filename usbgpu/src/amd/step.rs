@@ -12,7 +12,7 @@
 //! timeline value ([`ring_packets`]), so no dword of the prebuilt buffer changes between steps and a step costs
 //! one ring write and one doorbell.
 
-use super::pm4::{self, Va};
+use super::pm4;
 use super::queue::{gpu_err, RegMap};
 use super::regs::{gc, nbio, reg, HwIp};
 use crate::error::Result;
@@ -215,20 +215,38 @@ fn dispatch(ib: &mut RelocBuf, card: Card, r: &ShRegs, k: &Kernel, n: u32, l: &L
 /// Dwords of one ring submission ([`ring_packets`]): a power of two, so submissions tile the ring exactly.
 pub const RING_SUBMIT_DWORDS: usize = 16;
 
-/// The ring submission of one step: run the `ib_dwords`-dword buffer at `ib`, then signal `value` at `signal`
-/// (padded with a NOP to [`RING_SUBMIT_DWORDS`]).
-pub fn ring_packets(ib: u64, ib_dwords: usize, signal: u64, value: u64) -> Vec<u32> {
-    let mut b = RelocBuf::new();
-    pm4::indirect_buffer(&mut b, Va::At(ib), ib_dwords);
-    pm4::signal(&mut b, Va::At(signal), Word::Imm(value as u32));
-    let pad = RING_SUBMIT_DWORDS - b.len();
-    pm4::nop(&mut b, pad);
-    b.words().to_vec()
+/// Writes the ring submission of one step into `out` without allocating: run the `ib_dwords`-dword buffer at
+/// `ib`, then signal `value` at `signal` (a RELEASE_MEM with the cache flush, as [`pm4::signal`]), then a NOP to
+/// [`RING_SUBMIT_DWORDS`].
+pub fn write_ring_packets(out: &mut [u32; RING_SUBMIT_DWORDS], ib: u64, ib_dwords: usize, signal: u64, value: u64) {
+    let event = pm4::release::EVENT_CACHE_FLUSH_AND_INV_TS
+        | pm4::release::EVENT_INDEX_END_OF_PIPE << 8
+        | pm4::release::CACHE_FLUSH;
+    let sel = pm4::release::DATA_SEL_32 << pm4::release::DATA_SEL_SHIFT;
+    *out = [
+        pm4::header(pm4::op::INDIRECT_BUFFER, 3),
+        ib as u32,
+        (ib >> 32) as u32,
+        ib_dwords as u32 | pm4::INDIRECT_BUFFER_VALID,
+        pm4::header(pm4::op::RELEASE_MEM, 7),
+        event,
+        sel,
+        signal as u32,
+        (signal >> 32) as u32,
+        value as u32,
+        0,
+        0,
+        pm4::header(pm4::op::NOP, 3),
+        0,
+        0,
+        0,
+    ];
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::amd::pm4::Va;
 
     fn regs() -> ShRegs {
         // gfx1100 with GC segment 0 at 0x1260 (Navi31's discovery table).
@@ -299,9 +317,22 @@ mod tests {
         assert!(encode(Card::Gfx1100, &regs(), &[bad]).unwrap_err().to_string().contains("not whole work-groups"));
     }
 
+    /// The same submission from the packet encoders.
+    fn ring_packets(ib: u64, ib_dwords: usize, signal: u64, value: u64) -> Vec<u32> {
+        let mut b = RelocBuf::new();
+        pm4::indirect_buffer(&mut b, Va::At(ib), ib_dwords);
+        pm4::signal(&mut b, Va::At(signal), Word::Imm(value as u32));
+        let pad = RING_SUBMIT_DWORDS - b.len();
+        pm4::nop(&mut b, pad);
+        b.words().to_vec()
+    }
+
     #[test]
-    fn a_ring_submission_is_sixteen_dwords() {
+    fn a_ring_submission_is_sixteen_dwords_of_the_encoders_packets() {
         let p = ring_packets(0x8000_0000_1000, 300, 0x8000_0000_2000, 7);
+        let mut fast = [0u32; RING_SUBMIT_DWORDS];
+        write_ring_packets(&mut fast, 0x8000_0000_1000, 300, 0x8000_0000_2000, 7);
+        assert_eq!(fast.to_vec(), p);
         assert_eq!(p.len(), RING_SUBMIT_DWORDS);
         assert_eq!(&p[..4], &[pm4::header(pm4::op::INDIRECT_BUFFER, 3), 0x1000, 0x8000, 300 | 1 << 23]);
         assert_eq!((pm4::opcode(p[4]), p[7], p[9]), (Some(pm4::op::RELEASE_MEM), 0x2000, 7));

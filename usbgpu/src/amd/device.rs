@@ -1,0 +1,401 @@
+//! `--device usb+amd`: a [`Device`] for an AMD GPU behind the bridge, booted by [`super::boot`] and fed through
+//! the compute and SDMA queues ([`super::queue`]).
+//!
+//! - Every buffer lives in VRAM (tinygrad `USBIface.alloc`: the GPU cannot reach host memory over the bridge).
+//!   Host copies are the pipelined SRAM copies ([`crate::copy`]) with SDMA on the GPU side ([`super::dma`]),
+//!   ordered after all submitted work (the host waits for the timeline first).
+//! - [`Device::load_program`] reads the code object with pilot's reader, checks the artifact's `amdgpu` record
+//!   against what the code object says, and uploads the code object's image once per artifact.
+//! - [`Device::link_step`] encodes the step once ([`super::step`]) and writes the indirect buffer and the kernarg
+//!   blocks to VRAM; [`Device::submit`] is one ring write and one doorbell; [`Device::wait`] polls the timeline
+//!   signal in VRAM (no interrupts over USB).
+//! - `counters()` reports the bridge's USB transactions and bytes, and the transport's clock (modelled time on
+//!   the simulator).
+
+use super::bridge_bus::{BridgeBus, BusMap};
+use super::bus::GpuBus;
+use super::dma::SdmaDma;
+use super::queue::{gpu_err, ComputeMem, ComputeQueue, Mem, RegMap, SdmaQueue, VaMap};
+use super::step::{self, Kernel, Launch, ShRegs};
+use crate::bridge::Bridge;
+use crate::codeobj::CodeObject;
+use crate::copy::Copier;
+use crate::firmware::Card;
+use pilot_core::artifact::AmdDispatch;
+use pilot_core::device::{
+    BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ProgramFormat, ProgramId, ProgramSpec, StepId,
+    StepOp,
+};
+use pilot_core::hcq::reloc::{FnResolve, Sym, ValueSym};
+use pilot_core::hcq::signal;
+use pilot_core::target::{Arch, Backend, Target};
+use std::time::Duration;
+
+/// What the bring-up hands the runtime.
+pub struct Gpu {
+    pub card: Card,
+    pub regs: Box<dyn RegMap + Send>,
+    pub va: VaMap,
+    /// General VRAM (physical addresses) the runtime allocates from.
+    pub heap: std::ops::Range<u64>,
+}
+
+/// How long a step may take before the wait calls the GPU hung (tinygrad's `HCQDEV_WAIT_TIMEOUT_MS`).
+pub const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+const WAIT_POLL: Duration = Duration::from_micros(50);
+/// Buffer alignment in VRAM.
+const ALIGN: u64 = 256;
+
+/// See the module docs.
+pub struct AmdDevice {
+    bridge: Bridge,
+    bars: BusMap,
+    card: Card,
+    va: VaMap,
+    sh: ShRegs,
+    /// Bump allocation over the heap (freed VRAM is not reused: an artifact allocates once).
+    next: u64,
+    end: u64,
+    compute: ComputeQueue,
+    sdma: SdmaQueue,
+    copier: Copier,
+    signal: Mem,
+    buffers: Vec<Option<Mem>>,
+    programs: Vec<Kernel>,
+    /// The last code object uploaded: its bytes, where its image lies, and the parse.
+    code: Option<(Vec<u8>, Mem, CodeObject)>,
+    steps: Vec<(Mem, usize)>,
+    submitted: u64,
+    completed: u64,
+}
+
+fn failed(op: &'static str) -> impl Fn(crate::Error) -> DeviceError {
+    move |e| DeviceError::Failed { op, reason: e.to_string() }
+}
+
+fn program_err(name: &str, reason: impl std::fmt::Display) -> DeviceError {
+    DeviceError::Program { name: name.to_string(), reason: reason.to_string() }
+}
+
+impl AmdDevice {
+    /// Creates the queues and the timeline signal on a booted GPU.
+    pub fn new(mut bridge: Bridge, bars: BusMap, gpu: Gpu) -> crate::Result<AmdDevice> {
+        let sh = ShRegs::resolve(gpu.card, gpu.regs.as_ref())?;
+        let mut heap = Heap { next: gpu.heap.start, end: gpu.heap.end, va: gpu.va };
+        let [ring, eop, mqd, gart] = ComputeQueue::MEMORY.map(|(s, a)| heap.alloc(s, a));
+        let compute_mem = ComputeMem { ring: ring?, eop: eop?, mqd: mqd?, gart: gart? };
+        let [sdma_ring, sdma_gart] = SdmaQueue::MEMORY.map(|(s, a)| heap.alloc(s, a));
+        let signal = heap.alloc(0x100, 0x100)?;
+        let mut bus = BridgeBus::new(&mut bridge, bars);
+        bus.write_vram(signal.paddr, &[0u8; 0x100])?;
+        let regs = gpu.regs.as_ref();
+        let compute = ComputeQueue::create(&mut bus, regs, gpu.card, compute_mem)?;
+        let sdma = SdmaQueue::create(&mut bus, regs, gpu.card, sdma_ring?, sdma_gart?)?;
+        Ok(AmdDevice {
+            bridge,
+            bars,
+            card: gpu.card,
+            va: gpu.va,
+            sh,
+            next: heap.next,
+            end: heap.end,
+            compute,
+            sdma,
+            copier: Copier::new(),
+            signal,
+            buffers: Vec::new(),
+            programs: Vec::new(),
+            code: None,
+            steps: Vec::new(),
+            submitted: 0,
+            completed: 0,
+        })
+    }
+
+    pub fn bridge(&self) -> &Bridge {
+        &self.bridge
+    }
+
+    fn alloc_mem(&mut self, size: u64, align: u64) -> DeviceResult<Mem> {
+        let mut heap = Heap { next: self.next, end: self.end, va: self.va };
+        let m = heap.alloc(size.max(1), align).map_err(|_| DeviceError::OutOfMemory { size: size as usize })?;
+        self.next = heap.next;
+        Ok(m)
+    }
+
+    fn buffer(&self, b: BufferId) -> DeviceResult<Mem> {
+        self.buffers.get(b.0 as usize).copied().flatten().ok_or(DeviceError::InvalidHandle { kind: "buffer", id: b.0 })
+    }
+
+    fn range(&self, op: &'static str, b: BufferId, offset: u64, len: u64) -> DeviceResult<Mem> {
+        let m = self.buffer(b)?;
+        pilot_core::bounds::check_range(op, offset, len, m.size)?;
+        Ok(Mem { paddr: m.paddr + offset, va: m.va + offset, size: len })
+    }
+
+    /// Host bytes into VRAM at physical `paddr` through the pipelined copy.
+    fn upload(&mut self, paddr: u64, data: &[u8]) -> crate::Result<()> {
+        let mut dma = SdmaDma { queue: &mut self.sdma, bars: self.bars, va: self.va };
+        self.copier.copy_in(&mut self.bridge, &mut dma, paddr, data)
+    }
+
+    fn download(&mut self, paddr: u64, buf: &mut [u8]) -> crate::Result<()> {
+        let mut dma = SdmaDma { queue: &mut self.sdma, bars: self.bars, va: self.va };
+        self.copier.copy_out(&mut self.bridge, &mut dma, paddr, buf)
+    }
+
+    /// The timeline signal's value as the GPU last wrote it.
+    fn read_signal(&mut self) -> crate::Result<u32> {
+        let mut b = [0u8; 4];
+        BridgeBus::new(&mut self.bridge, self.bars).read_vram(self.signal.paddr + signal::SIGNAL_VALUE, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    /// Uploads `code` once (every program of an artifact shares one code object) and returns its parse and image.
+    fn code_object(&mut self, name: &str, code: &[u8]) -> DeviceResult<(Mem, &CodeObject)> {
+        if self.code.as_ref().is_none_or(|(bytes, _, _)| bytes != code) {
+            let obj = CodeObject::parse(code).map_err(|e| program_err(name, e))?;
+            let want = match self.card {
+                Card::Gfx1100 => Arch::Gfx1100,
+                Card::Gfx1201 => Arch::Gfx1201,
+            };
+            if obj.arch != want {
+                return Err(program_err(
+                    name,
+                    format!("the code object is for {}, the GPU is {}", obj.arch.name(), want.name()),
+                ));
+            }
+            let image = self.alloc_mem(obj.image.len() as u64, 0x1000)?;
+            self.upload(image.paddr, &obj.image).map_err(failed("load_program"))?;
+            self.code = Some((code.to_vec(), image, obj));
+        }
+        let (_, image, obj) = self.code.as_ref().expect("set above");
+        Ok((*image, obj))
+    }
+
+    fn link(&mut self, ops: &[StepOp]) -> DeviceResult<(Mem, usize)> {
+        let mut launches = Vec::with_capacity(ops.len());
+        for op in ops {
+            match op {
+                StepOp::Dispatch { program, args, global, local } => {
+                    let kernel = self
+                        .programs
+                        .get(program.0 as usize)
+                        .ok_or(DeviceError::InvalidHandle { kind: "program", id: program.0 })?;
+                    for a in args {
+                        self.range("link_step", a.buffer, a.offset, 0)?;
+                    }
+                    let args = args.iter().map(|a| (a.buffer.0, a.offset)).collect();
+                    launches.push(Launch { kernel, args, global: *global, local: *local });
+                }
+                StepOp::Copy { .. } => return Err(DeviceError::Unsupported("an in-step buffer copy on usb+amd")),
+            }
+        }
+        let enc = step::encode(self.card, &self.sh, &launches).map_err(failed("link_step"))?;
+        let args_mem = self.alloc_mem(enc.arena.size().max(4), 256)?;
+        let ib_mem = self.alloc_mem(enc.ib.len() as u64 * 4, 256)?;
+        let buffers = &self.buffers;
+        let arena = &enc.arena;
+        let resolve = FnResolve(
+            |s: Sym| match s {
+                Sym::Buffer(i) => buffers.get(i as usize).copied().flatten().map(|m| m.va),
+                Sym::Args(n) => arena.addr(args_mem.va, n),
+                _ => None,
+            },
+            |_: ValueSym| None,
+        );
+        let link_err =
+            |e: pilot_core::hcq::reloc::LinkError| DeviceError::Failed { op: "link_step", reason: e.to_string() };
+        let mut args_bytes = vec![0u8; args_mem.size as usize];
+        for (block, &off) in enc.blocks.iter().zip(arena.offsets()) {
+            let words = block.link(&resolve).map_err(link_err)?;
+            let at = off as usize;
+            args_bytes[at..at + words.len() * 4].copy_from_slice(&super::queue::le_bytes(&words));
+        }
+        let ib = super::queue::le_bytes(&enc.ib.link(&resolve).map_err(link_err)?);
+        let mut bus = BridgeBus::new(&mut self.bridge, self.bars);
+        bus.write_vram(args_mem.paddr, &args_bytes).map_err(failed("link_step"))?;
+        bus.write_vram(ib_mem.paddr, &ib).map_err(failed("link_step"))?;
+        Ok((ib_mem, enc.ib.len()))
+    }
+}
+
+/// A bump allocator over general VRAM.
+struct Heap {
+    next: u64,
+    end: u64,
+    va: VaMap,
+}
+
+impl Heap {
+    fn alloc(&mut self, size: u64, align: u64) -> crate::Result<Mem> {
+        let at = self.next.next_multiple_of(align.max(ALIGN));
+        let end = at.checked_add(size).filter(|&e| e <= self.end);
+        let Some(end) = end else {
+            return Err(gpu_err("VRAM", format!("{size} bytes do not fit ({} left)", self.end.saturating_sub(at))));
+        };
+        self.next = end;
+        Ok(Mem { paddr: at, va: self.va.vram(at), size })
+    }
+}
+
+/// The artifact's record against what pilot's reader derives from the code object: equal, or the first field
+/// that differs.
+fn record_mismatch(recorded: &AmdDispatch, k: &crate::codeobj::Kernel) -> Option<String> {
+    let d = &k.descriptor;
+    let derived = AmdDispatch {
+        descriptor: k.descriptor_offset,
+        code: k.code_offset,
+        rsrc: [d.compute_pgm_rsrc1, d.compute_pgm_rsrc2, d.compute_pgm_rsrc3],
+        kernarg_size: k.kernarg_size,
+        kernarg_align: k.kernarg_align,
+        arg_offsets: k.arg_offsets.clone(),
+        user_sgprs: k.user_sgprs,
+        vgprs: k.vgprs,
+        sgprs: k.sgprs,
+        lds: k.lds_bytes,
+        scratch: k.scratch_bytes,
+        wave32: k.wave32,
+    };
+    (recorded != &derived)
+        .then(|| format!("the artifact's amdgpu record {recorded:?} differs from the code object's {derived:?}"))
+}
+
+impl Device for AmdDevice {
+    fn info(&self) -> DeviceInfo {
+        let arch = match self.card {
+            Card::Gfx1100 => Arch::Gfx1100,
+            Card::Gfx1201 => Arch::Gfx1201,
+        };
+        DeviceInfo { backend: Backend::UsbAmd.name().into(), arch: arch.name().into() }
+    }
+
+    fn runs(&self, target: &Target) -> bool {
+        target.backend == Backend::UsbAmd && target.arch.name() == self.info().arch
+    }
+
+    fn alloc(&mut self, size: usize, _usage: BufferUse) -> DeviceResult<BufferId> {
+        let m = self.alloc_mem(size as u64, ALIGN)?;
+        self.buffers.push(Some(m));
+        Ok(BufferId(self.buffers.len() as u32 - 1))
+    }
+
+    fn free(&mut self, buffer: BufferId) -> DeviceResult<()> {
+        self.buffer(buffer)?;
+        self.buffers[buffer.0 as usize] = None;
+        Ok(())
+    }
+
+    fn copy_in(&mut self, dst: BufferId, offset: u64, src: &[u8]) -> DeviceResult<()> {
+        let m = self.range("copy_in", dst, offset, src.len() as u64)?;
+        self.synchronize()?;
+        self.upload(m.paddr, src).map_err(failed("copy_in"))
+    }
+
+    fn copy_out(&mut self, src: BufferId, offset: u64, dst: &mut [u8]) -> DeviceResult<()> {
+        let m = self.range("copy_out", src, offset, dst.len() as u64)?;
+        self.synchronize()?;
+        self.download(m.paddr, dst).map_err(failed("copy_out"))
+    }
+
+    fn load_program(&mut self, spec: &ProgramSpec<'_>) -> DeviceResult<ProgramId> {
+        let name = spec.name;
+        if spec.format != ProgramFormat::AmdCodeObject {
+            return Err(program_err(name, format!("{:?} is not an AMD code object", spec.format)));
+        }
+        let Some(recorded) = spec.amdgpu else {
+            return Err(program_err(name, "the artifact carries no amdgpu dispatch record"));
+        };
+        let (image, obj) = self.code_object(name, spec.code)?;
+        let k = obj.kernel(name).ok_or_else(|| program_err(name, "not in the code object"))?;
+        if let Some(msg) = record_mismatch(recorded, k) {
+            return Err(program_err(name, msg));
+        }
+        if recorded.arg_offsets.len() != spec.arg_count {
+            return Err(program_err(
+                name,
+                format!("takes {} arguments, the artifact says {}", recorded.arg_offsets.len(), spec.arg_count),
+            ));
+        }
+        if recorded.scratch > 0 {
+            return Err(program_err(name, "the kernel needs scratch memory, which usb+amd does not set up yet"));
+        }
+        let workgroup = k
+            .reqd_workgroup_size
+            .ok_or_else(|| program_err(name, "the code object records no reqd_work_group_size"))?;
+        let kernel = Kernel {
+            name: name.to_string(),
+            code_va: image.va + recorded.code,
+            rsrc: recorded.rsrc,
+            user_sgprs: recorded.user_sgprs,
+            kernarg_size: recorded.kernarg_size,
+            kernarg_align: recorded.kernarg_align,
+            arg_offsets: recorded.arg_offsets.clone(),
+            lds: recorded.lds,
+            workgroup,
+        };
+        self.programs.push(kernel);
+        Ok(ProgramId(self.programs.len() as u32 - 1))
+    }
+
+    fn link_step(&mut self, ops: &[StepOp]) -> DeviceResult<StepId> {
+        let linked = self.link(ops)?;
+        self.steps.push(linked);
+        Ok(StepId(self.steps.len() as u32 - 1))
+    }
+
+    fn submit(&mut self, step: StepId) -> DeviceResult<u64> {
+        let (ib, dwords) =
+            *self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
+        let value = self.submitted + 1;
+        let mut packets = [0u32; step::RING_SUBMIT_DWORDS];
+        step::write_ring_packets(&mut packets, ib.va, dwords, self.signal.va + signal::SIGNAL_VALUE, value);
+        self.compute.submit(&mut BridgeBus::new(&mut self.bridge, self.bars), &packets).map_err(failed("submit"))?;
+        self.submitted = value;
+        Ok(value)
+    }
+
+    fn wait(&mut self, value: u64) -> DeviceResult<()> {
+        pilot_core::device::check_submitted(value, self.submitted)?;
+        if value <= self.completed {
+            return Ok(());
+        }
+        let start = self.bridge.now();
+        loop {
+            let seen = self.read_signal().map_err(failed("wait"))?;
+            if signal::reached(seen, value) {
+                self.completed = value;
+                return Ok(());
+            }
+            let waited = self.bridge.now().saturating_sub(start);
+            if waited > WAIT_TIMEOUT {
+                return Err(DeviceError::Failed {
+                    op: "wait",
+                    reason: format!(
+                        "the GPU did not reach timeline value {value} within {} s (signal holds {seen}): hung or faulted",
+                        waited.as_secs()
+                    ),
+                });
+            }
+            self.bridge.sleep(WAIT_POLL);
+        }
+    }
+
+    fn synchronize(&mut self) -> DeviceResult<()> {
+        if self.submitted > self.completed {
+            self.wait(self.submitted)?;
+        }
+        Ok(())
+    }
+
+    /// USB transactions and bytes through the bridge so far, and the bridge clock in nanoseconds (modelled time
+    /// on the simulator).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = self.bridge.stats();
+        vec![
+            ("usb_transactions", s.transactions()),
+            ("usb_bytes", s.bytes_in + s.bytes_out),
+            ("bridge_clock_ns", self.bridge.now().as_nanos() as u64),
+        ]
+    }
+}
