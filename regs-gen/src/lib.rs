@@ -1,8 +1,10 @@
 //! pilot's register-table generator: a small data file of the registers a backend programs (offsets, bitfields,
 //! enums) becomes a Rust module of typed packers, committed next to the code that uses it.
 //!
-//! Every register family lives in `<crate>/regs/<family>.regs` and generates `<crate>/src/<family>.rs`; the test
-//! `regs-gen/tests/generated.rs` fails when a generated file is stale and rewrites it under `PILOT_BLESS=1`.
+//! Every register family lives in `<crate>/regs/<family>.regs` and generates `<crate>/src/<family>.rs` (folders under
+//! `regs/` mirror those under `src/`: `usbgpu/regs/amd/regs/gc_11_0_0.regs` generates
+//! `usbgpu/src/amd/regs/gc_11_0_0.rs`); the test `regs-gen/tests/generated.rs` fails when a generated file is stale
+//! and rewrites it under `PILOT_BLESS=1`.
 //!
 //! # The data format
 //!

@@ -37,7 +37,11 @@ for line in sys.stdin.read().split("\n"):
 "#;
 
 /// (module, register) → (offset, base, sorted fields `NAME:low:high`).
-type Table = BTreeMap<(String, String), (u32, u32, Vec<String>)>;
+type Table = BTreeMap<(String, String), Reg>;
+/// Offset, base and sorted fields `NAME:low:high`.
+type Reg = (u32, u32, Vec<String>);
+/// The peer's answer per register: `None` when it has no such register.
+type PeerTable = BTreeMap<(String, String), Option<Reg>>;
 
 fn ours() -> Table {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("regs/amd/regs");
@@ -57,7 +61,7 @@ fn ours() -> Table {
     table
 }
 
-fn peer(python: &Path, keys: &[(String, String)]) -> BTreeMap<(String, String), Option<(u32, u32, Vec<String>)>> {
+fn peer(python: &Path, keys: &[(String, String)]) -> PeerTable {
     let mut child = Command::new(python)
         .args(["-c", PEER])
         .stdin(Stdio::piped())
@@ -85,7 +89,7 @@ fn peer(python: &Path, keys: &[(String, String)]) -> BTreeMap<(String, String), 
 }
 
 /// The differences between two tables: a line per register that is missing or differs.
-fn differences(ours: &Table, peer: &BTreeMap<(String, String), Option<(u32, u32, Vec<String>)>>) -> Vec<String> {
+fn differences(ours: &Table, peer: &PeerTable) -> Vec<String> {
     let mut bad = Vec::new();
     for (key, want) in ours {
         match peer.get(key) {

@@ -79,7 +79,8 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     let bar0 = topo.bar(0).unwrap().addr;
     let mut dma = sim.dma();
     let mut copier = Copier::new();
-    let mut model = vec![0u8; VRAM];
+    // VRAM at power-on: zeros, and the GPU's IP discovery table at its end.
+    let mut model = sim.vram(0, VRAM);
     for op in ops {
         match op {
             Op::Write { dw, data } => {

@@ -23,4 +23,20 @@ pub trait GpuBus {
     fn write_staging(&mut self, data: &[u8]) -> Result<u64>;
     /// Waits `d` (a real sleep on hardware, simulated time in the simulator).
     fn sleep(&mut self, d: std::time::Duration);
+    /// Names the register pair that reaches registers past the BAR5 window (`BIF_BX_PF0_RSMU_INDEX`/`_DATA`,
+    /// dword addresses), as soon as discovery has given NBIO's bases (tinygrad `AMDev.indirect_rreg`). Buses that
+    /// reach every register directly ignore it.
+    fn set_indirect_pair(&mut self, index: u32, data: u32) {
+        let _ = (index, data);
+    }
+    /// Sets or clears the GPU's PCI bus-master bit (COMMAND bit 2 of 4:0.0), which the mode-1 reset clears
+    /// while the SMU resets the chip (tinygrad `AMDev.__init__`). A bus that cannot reach config space says so.
+    fn set_bus_master(&mut self, enable: bool) -> Result<()> {
+        let _ = enable;
+        Err(crate::error::Error::Invalid {
+            device: "GPU".into(),
+            op: "bus master".into(),
+            msg: "this bus cannot change the GPU's PCI bus-master bit".into(),
+        })
+    }
 }

@@ -38,6 +38,11 @@ const BOOT_TIME_TMR: [IpVersion; 4] =
 /// Of those, the ones whose TMR is not autoloaded (they still take `SETUP_TMR`).
 const NO_AUTOLOAD_TMR: [IpVersion; 2] = [IpVersion(13, 0, 6), IpVersion(13, 0, 14)];
 
+/// Whether the PSP of MP0 `mp0` sets its TMR up at boot (then the driver allocates none).
+pub fn boot_time_tmr(mp0: IpVersion) -> bool {
+    BOOT_TIME_TMR.contains(&mp0)
+}
+
 impl FirmwareSet {
     /// Every PSP step of a cold boot, in order: the sOS components through the bootloader, the TOC, the
     /// SMU image, the TMR, every other IP image (SDMA, GC's RS64 engines, IMU, RLC), then the RLC autoload.

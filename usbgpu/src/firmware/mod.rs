@@ -11,7 +11,7 @@ pub mod header;
 mod load_list;
 
 pub use header::{CommonHeader, Ip, Rs64Engine};
-pub use load_list::{bootloader, PspStep};
+pub use load_list::{boot_time_tmr, bootloader, PspStep};
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -136,6 +136,31 @@ impl FwType {
     pub const RS64_PFP_P0_STACK: FwType = FwType(90);
     pub const RS64_ME_P0_STACK: FwType = FwType(92);
     pub const RS64_MEC_P0_STACK: FwType = FwType(94);
+
+    /// Linux's name without the `GFX_FW_TYPE_` prefix, for messages.
+    pub fn name(self) -> String {
+        let known = [
+            (Self::RLC_V, "RLC_V"),
+            (Self::RLC_G, "RLC_G"),
+            (Self::SMU, "SMU"),
+            (Self::RLC_RESTORE_LIST_GPM_MEM, "RLC_RESTORE_LIST_GPM_MEM"),
+            (Self::RLC_RESTORE_LIST_SRM_MEM, "RLC_RESTORE_LIST_SRM_MEM"),
+            (Self::RLC_P, "RLC_P"),
+            (Self::RLC_IRAM, "RLC_IRAM"),
+            (Self::RLC_DRAM_BOOT, "RLC_DRAM_BOOT"),
+            (Self::IMU_I, "IMU_I"),
+            (Self::IMU_D, "IMU_D"),
+            (Self::SDMA_UCODE_TH0, "SDMA_UCODE_TH0"),
+            (Self::SDMA_UCODE_TH1, "SDMA_UCODE_TH1"),
+            (Self::RS64_PFP, "RS64_PFP"),
+            (Self::RS64_ME, "RS64_ME"),
+            (Self::RS64_MEC, "RS64_MEC"),
+            (Self::RS64_PFP_P0_STACK, "RS64_PFP_P0_STACK"),
+            (Self::RS64_ME_P0_STACK, "RS64_ME_P0_STACK"),
+            (Self::RS64_MEC_P0_STACK, "RS64_MEC_P0_STACK"),
+        ];
+        known.iter().find(|(t, _)| *t == self).map_or_else(|| format!("type {}", self.0), |(_, n)| n.to_string())
+    }
 }
 
 /// A component of the sOS file (Linux `amdgpu_ucode.h` `enum psp_fw_type`).

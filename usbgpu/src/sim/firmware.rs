@@ -5,10 +5,14 @@
 
 use super::consts::*;
 use super::dma::DmaEngine;
-use super::pcie::Pcie;
+use super::gpu::board::Board;
+use super::gpu::mem::Fabric;
+use super::gpu::Gpu;
+use super::pcie::{Pcie, Region};
 use super::timing::Timing;
 use crate::error::TransferError;
 use crate::proto::Setup;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// What the next bulk transfer serves.
@@ -45,6 +49,10 @@ pub struct Firmware {
     deferred: Vec<(Duration, usize, Vec<u8>)>,
     pub dma: DmaEngine,
     pub tlp_fault: Option<TlpFault>,
+    board: Board,
+    firmware_dir: PathBuf,
+    /// The GPU model; taken out while it runs so it can reach the rest of the firmware as its [`Fabric`].
+    gpu: Option<Box<Gpu>>,
 }
 
 fn stall<T>() -> Result<T, TransferError> {
@@ -52,8 +60,14 @@ fn stall<T>() -> Result<T, TransferError> {
 }
 
 impl Firmware {
-    pub fn new(timing: Timing, vram_bytes: u64, pcie_on_at_boot: bool) -> Firmware {
-        Firmware {
+    pub fn new(
+        timing: Timing,
+        vram_bytes: u64,
+        pcie_on_at_boot: bool,
+        board: Board,
+        firmware_dir: PathBuf,
+    ) -> Firmware {
+        let mut fw = Firmware {
             timing,
             now: Duration::ZERO,
             bulk_out_free: Duration::ZERO,
@@ -68,7 +82,89 @@ impl Firmware {
             deferred: Vec::new(),
             dma: DmaEngine::default(),
             tlp_fault: None,
+            board,
+            firmware_dir,
+            gpu: None,
+        };
+        fw.power_on_gpu();
+        fw
+    }
+
+    /// A GPU at power-on: fresh registers and its discovery table at VRAM end - 64 KB.
+    fn power_on_gpu(&mut self) {
+        let gpu = Gpu::new(self.board, self.vram_bytes, self.timing, self.firmware_dir.clone());
+        let (at, table) = gpu.discovery_table();
+        self.pcie.vram[at..at + table.len()].copy_from_slice(&table);
+        self.gpu = Some(Box::new(gpu));
+    }
+
+    /// Runs `f` on the GPU model with the rest of the firmware as its fabric.
+    pub fn with_gpu<R>(&mut self, f: impl FnOnce(&mut Gpu, &mut Firmware) -> R) -> R {
+        let mut gpu = self.gpu.take().expect("the GPU model is not re-entered");
+        let r = f(&mut gpu, self);
+        self.gpu = Some(gpu);
+        r
+    }
+
+    /// A host read of the dword at bus address `addr`; `None` when nothing decodes it.
+    fn mem_read32(&mut self, addr: u64) -> Option<u32> {
+        let (region, off) = self.pcie.decode(addr, 4)?;
+        Some(match region {
+            Region::Vram => {
+                self.wait_gpu();
+                let o = off as usize;
+                u32::from_le_bytes(self.pcie.vram[o..o + 4].try_into().expect("4 bytes"))
+            }
+            Region::Mmio => {
+                self.wait_gpu();
+                self.with_gpu(|g, fw| g.host_read_reg((off / 4) as u32, fw.now, fw))
+            }
+            Region::Doorbell => self.with_gpu(|g, _| g.read_doorbell(off as u32)),
+        })
+    }
+
+    /// A host write of the byte lanes `be` of the dword at `addr`; false when nothing decodes it.
+    fn mem_write32(&mut self, addr: u64, be: u8, value: u32) -> bool {
+        let Some((region, off)) = self.pcie.decode(addr, 4) else { return false };
+        let merge = |old: u32| {
+            (0..4).fold(old, |v, i| {
+                if be & (1 << i) != 0 {
+                    (v & !(0xFF << (8 * i))) | (value & (0xFF << (8 * i)))
+                } else {
+                    v
+                }
+            })
+        };
+        match region {
+            Region::Vram => {
+                let o = off as usize;
+                let old = u32::from_le_bytes(self.pcie.vram[o..o + 4].try_into().expect("4 bytes"));
+                self.pcie.vram[o..o + 4].copy_from_slice(&merge(old).to_le_bytes());
+            }
+            Region::Mmio => self.with_gpu(|g, fw| {
+                let index = (off / 4) as u32;
+                let now = fw.now;
+                let v = if be == 0x0F { value } else { merge(g.host_read_reg(index, now, fw)) };
+                g.host_write_reg(index, v, now, fw);
+            }),
+            Region::Doorbell => self.with_gpu(|g, fw| {
+                let v = merge(g.read_doorbell(off as u32));
+                g.host_write_doorbell(off as u32, v, fw.now, fw);
+            }),
         }
+        true
+    }
+
+    /// A host read of GPU memory or registers observes the GPU's work only once it is done: the clock moves
+    /// to when the engines finish what they were given.
+    fn wait_gpu(&mut self) {
+        let idle = self.gpu.as_ref().map_or(Duration::ZERO, |g| g.idle_at());
+        self.now = self.now.max(idle);
+    }
+
+    /// Host data landed (VRAM or SRAM): queues waiting on memory look again.
+    fn poll_gpu(&mut self) {
+        self.with_gpu(|g, fw| g.poll(fw.now, fw));
     }
 
     /// SET_CONFIGURATION / SET_INTERFACE: raw vendor-bulk mode, both bulk endpoints cleared, streaming cancelled.
@@ -188,19 +284,13 @@ impl Firmware {
                 let ok = self.pcie.config_write(fmt == TLP_CFGWR1, addr as u32, be, value);
                 (if ok { CPL_SC } else { CPL_UR }, 0)
             }
-            TLP_MRD64 => match self.pcie.memory(addr, 4) {
-                Some(m) => (CPL_SC, u32::from_le_bytes(m[..4].try_into().unwrap())),
+            TLP_MRD64 => match self.mem_read32(addr) {
+                Some(d) => (CPL_SC, d),
                 None => (CPL_UR, 0),
             },
             TLP_MWR64 => {
                 // Posted: no completion; a write nothing decodes is dropped, as on any PCIe fabric.
-                if let Some(m) = self.pcie.memory(addr, 4) {
-                    for (i, byte) in m.iter_mut().enumerate() {
-                        if be & (1 << i) != 0 {
-                            *byte = (value >> (8 * i)) as u8;
-                        }
-                    }
-                }
+                self.mem_write32(addr, be, value);
                 return Ok(());
             }
             _ => return stall(),
@@ -244,6 +334,7 @@ impl Firmware {
             // Power off loses everything downstream.
             self.link_up = false;
             self.pcie = Pcie::new(self.vram_bytes);
+            self.power_on_gpu();
         }
     }
 
@@ -256,9 +347,8 @@ impl Firmware {
         let land = match self.pending {
             Pending::TlpWrite { addr, bytes } if bytes == data.len() => {
                 for (i, dw) in data.chunks(4).enumerate() {
-                    if let Some(m) = self.pcie.memory(addr + 4 * i as u64, 4) {
-                        m.copy_from_slice(dw);
-                    }
+                    let v = u32::from_le_bytes(dw.try_into().expect("whole dwords"));
+                    self.mem_write32(addr + 4 * i as u64, 0x0F, v);
                 }
                 start + self.timing.bulk + self.timing.usb(data.len(), self.timing.f0_write)
             }
@@ -271,6 +361,7 @@ impl Firmware {
         };
         self.pending = Pending::None;
         self.bulk_out_free = land;
+        self.poll_gpu();
         let mut dma = std::mem::take(&mut self.dma);
         dma.poll(self, land);
         self.dma = dma;
@@ -294,11 +385,11 @@ impl Firmware {
             Pending::TlpRead { addr, bytes } if bytes == buf.len() => {
                 for (i, dw) in buf.chunks_mut(4).enumerate() {
                     // A streamed read of an address nothing decodes: the firmware's behaviour is not known; refuse.
-                    let Some(m) = self.pcie.memory(addr + 4 * i as u64, 4) else {
+                    let Some(v) = self.mem_read32(addr + 4 * i as u64) else {
                         self.pending = Pending::None;
                         return stall();
                     };
-                    dw.copy_from_slice(m);
+                    dw.copy_from_slice(&v.to_le_bytes());
                 }
                 self.now += self.timing.bulk + self.timing.usb(buf.len(), self.timing.f0_read);
             }
@@ -374,4 +465,18 @@ fn xdata_alias(addr: u64, len: usize) -> Option<usize> {
     XDATA_WINDOWS.iter().find_map(|&(x, bus, size)| {
         (addr >= bus && addr + len as u64 <= bus + size as u64).then(|| x + (addr - bus) as usize)
     })
+}
+
+impl Fabric for Firmware {
+    fn vram(&mut self) -> &mut [u8] {
+        &mut self.pcie.vram
+    }
+
+    fn bridge_read(&mut self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        self.device_read(addr, len)
+    }
+
+    fn bridge_write(&mut self, addr: u64, data: &[u8], at: Duration) -> bool {
+        self.device_write(addr, data, at)
+    }
 }

@@ -4,11 +4,13 @@
 //!
 //! Gaps against tinygrad's mock that this fills (see tinygrad `test/mockgpu/usb.py`): the 0x822000 read
 //! trigger, the E4 length clamp, F0 error/timeout and UR completions, LTSSM and F3, strict routing through the
-//! bridge chain, and timing. Not modelled: USB2 fallback, XDATA bank 1 (PHY), the GPU's registers.
+//! bridge chain, and timing. The GPU itself is [`gpu`]: its registers, doorbells, firmware checks and
+//! queues. Not modelled: USB2 fallback, XDATA bank 1 (PHY).
 
 pub mod consts;
 mod dma;
 mod firmware;
+pub mod gpu;
 mod pcie;
 pub mod timing;
 
@@ -18,25 +20,47 @@ use crate::proto::Setup;
 use crate::transport::{Ticket, Transport};
 use consts::*;
 use firmware::{Firmware, TlpFault};
+pub use gpu::board::Board;
+pub use gpu::GpuFault;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 pub use timing::Timing;
 
 /// How the simulated bridge starts.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct SimConfig {
     /// GPU memory behind BAR0: a power of two of at least 1 MB.
     pub vram_bytes: u64,
     /// Whether the firmware powered PCIe at boot (tinygrad says current firmware boots with it off).
     pub pcie_on_at_boot: bool,
     pub timing: Timing,
+    /// Which GPU sits behind the bridge.
+    pub board: Board,
+    /// Where the simulated PSP reads the real firmware it checks staged images against; `None`:
+    /// `PILOT_AMD_FIRMWARE`, else `/lib/firmware/amdgpu`.
+    pub firmware_dir: Option<PathBuf>,
 }
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { vram_bytes: 512 << 20, pcie_on_at_boot: false, timing: Timing::default() }
+        SimConfig {
+            vram_bytes: 512 << 20,
+            pcie_on_at_boot: false,
+            timing: Timing::default(),
+            board: Board::Navi31,
+            firmware_dir: None,
+        }
     }
+}
+
+fn firmware_dir(cfg: &SimConfig) -> PathBuf {
+    cfg.firmware_dir.clone().unwrap_or_else(|| {
+        std::env::var_os("PILOT_AMD_FIRMWARE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/lib/firmware/amdgpu"))
+    })
 }
 
 /// An injected fault.
@@ -126,7 +150,7 @@ impl Simulator {
     pub fn new(cfg: SimConfig) -> Simulator {
         assert!(cfg.vram_bytes.is_power_of_two() && cfg.vram_bytes >= 1 << 20, "VRAM must be a power of two >= 1 MB");
         Simulator(Arc::new(Mutex::new(State {
-            fw: Firmware::new(cfg.timing, cfg.vram_bytes, cfg.pcie_on_at_boot),
+            fw: Firmware::new(cfg.timing, cfg.vram_bytes, cfg.pcie_on_at_boot, cfg.board, firmware_dir(&cfg)),
             transactions: 0,
             faults: Vec::new(),
             unplugged: false,
@@ -174,6 +198,17 @@ impl Simulator {
 
     pub fn link_up(&self) -> bool {
         self.state().fw.link_up()
+    }
+
+    /// Every fault the GPU's engines recorded (a queue that stopped, a PSP or SMU command refused), oldest
+    /// first: what a driver's timeout can name.
+    pub fn gpu_faults(&self) -> Vec<GpuFault> {
+        self.state().fw.with_gpu(|g, _| g.faults().to_vec())
+    }
+
+    /// Dispatches and wave instructions the emulator ran for the simulated GPU.
+    pub fn gpu_dispatched(&self) -> gpu::Dispatched {
+        self.state().fw.with_gpu(|g, _| g.dispatched())
     }
 }
 

@@ -4,8 +4,8 @@
 //! Routing is strict: a type 1 config request reaches bus N only through bridges whose secondary/subordinate
 //! numbers cover it; a memory request reaches the GPU only when every bridge has memory decoding on and a
 //! window covering the address, and the GPU has memory decoding on and a BAR there. Anything else is an
-//! Unsupported Request. BAR2 (doorbells) and BAR5 (registers) are plain memory here: the GPU's register
-//! behaviour belongs to the AMD layer's model.
+//! Unsupported Request. What BAR2 (doorbells) and BAR5 (registers) decode to is the GPU model's
+//! (`super::gpu`); this module only says which BAR and offset an address hits.
 
 use super::consts::*;
 
@@ -219,8 +219,6 @@ pub struct Pcie {
     bridges: Vec<ConfigSpace>,
     gpu: Gpu,
     pub vram: Vec<u8>,
-    pub doorbell: Vec<u8>,
-    pub mmio: Vec<u8>,
 }
 
 impl Pcie {
@@ -230,8 +228,6 @@ impl Pcie {
             bridges: BRIDGE_IDS.iter().map(|&id| bridge_space(id)).collect(),
             gpu: Gpu::new(vram_bytes),
             vram: vec![0; vram_bytes as usize],
-            doorbell: vec![0; DOORBELL_BYTES as usize],
-            mmio: vec![0; MMIO_BYTES as usize],
         }
     }
 
@@ -278,19 +274,19 @@ impl Pcie {
         true
     }
 
-    /// The memory `len` bytes at bus address `addr` decode to, when every hop forwards the request.
-    pub fn memory(&mut self, addr: u64, len: u64) -> Option<&mut [u8]> {
+    /// Which GPU memory `len` bytes at bus address `addr` decode to, and the offset in it, when every hop
+    /// forwards the request.
+    pub fn decode(&self, addr: u64, len: u64) -> Option<(Region, u64)> {
         if len == 0 || !self.bridges.iter().all(|c| bridge_forwards(c, addr, len)) {
             return None;
         }
         let (region, off) = self.gpu.decode(addr, len)?;
-        let mem = match region {
-            Region::Vram => &mut self.vram,
-            Region::Doorbell => &mut self.doorbell,
-            Region::Mmio => &mut self.mmio,
+        let size = match region {
+            Region::Vram => self.vram.len(),
+            Region::Doorbell => DOORBELL_BYTES as usize,
+            Region::Mmio => MMIO_BYTES as usize,
         };
-        let (off, len) = (off as usize, len as usize);
-        mem.get_mut(off..off + len)
+        (off + len <= size as u64).then_some((region, off))
     }
 }
 

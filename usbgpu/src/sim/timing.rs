@@ -4,6 +4,13 @@
 //! ~1.8 MB/s read (one TLP per dword), the 0xF2 SRAM engine ~700 MB/s, on a 10 Gbps USB3 link. The
 //! per-transaction latencies are assumptions (no source measures them; 100-200 us per control transfer is the
 //! range we reason with), as are the GPU-side copy rate and the firmware's TLP-timeout time.
+//!
+//! The GPU's own costs are assumptions too, chosen from public specifications of an RX 7900 XTX, not measured:
+//! a PM4 or SDMA packet takes `pm4_packet`/`sdma_packet` to parse; an SDMA copy inside VRAM runs at
+//! `vram_copy` bytes per second (half the 960 GB/s peak, read plus write); a copy touching the bridge runs at
+//! `gpu_dma`; a dispatch costs `dispatch_launch` plus its emulated wave instructions at
+//! `cycles_per_wave_instruction` cycles each on `shader_clock`, spread evenly over two SIMDs per CU (an optimistic
+//! throughput bound: no memory stalls, perfect occupancy).
 
 use std::time::Duration;
 
@@ -24,6 +31,12 @@ pub struct Timing {
     pub power_on: Duration,
     /// The firmware's ~500k completion polls before it reports a TLP timeout (assumption).
     pub tlp_timeout: Duration,
+    pub pm4_packet: Duration,
+    pub sdma_packet: Duration,
+    pub vram_copy: f64,
+    pub dispatch_launch: Duration,
+    pub shader_clock: f64,
+    pub cycles_per_wave_instruction: f64,
 }
 
 impl Default for Timing {
@@ -38,6 +51,12 @@ impl Default for Timing {
             gpu_dma: 4e9,
             power_on: Duration::from_millis(100),
             tlp_timeout: Duration::from_millis(500),
+            pm4_packet: Duration::from_nanos(200),
+            sdma_packet: Duration::from_nanos(200),
+            vram_copy: 480e9,
+            dispatch_launch: Duration::from_micros(5),
+            shader_clock: 2.5e9,
+            cycles_per_wave_instruction: 4.0,
         }
     }
 }
@@ -51,5 +70,17 @@ impl Timing {
     /// `bytes` moved by the GPU across PCIe.
     pub fn gpu(&self, bytes: usize) -> Duration {
         Duration::from_secs_f64(bytes as f64 / self.gpu_dma)
+    }
+
+    /// `bytes` copied by the GPU inside VRAM.
+    pub fn vram(&self, bytes: usize) -> Duration {
+        Duration::from_secs_f64(bytes as f64 / self.vram_copy)
+    }
+
+    /// A dispatch of `wave_instructions` on `cus` compute units.
+    pub fn dispatch(&self, wave_instructions: u64, cus: u32) -> Duration {
+        let simds = f64::from(cus.max(1) * 2);
+        let cycles = wave_instructions as f64 * self.cycles_per_wave_instruction / simds;
+        self.dispatch_launch + Duration::from_secs_f64(cycles / self.shader_clock)
     }
 }

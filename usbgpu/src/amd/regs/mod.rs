@@ -78,7 +78,6 @@ macro_rules! reg {
 }
 
 /// Runs `body` with `m` naming the card's GC module (which also holds SDMA 6/7's registers).
-#[allow(unused_macros)]
 macro_rules! gc {
     ($card:expr, $m:ident => $body:expr) => {
         match $card {
@@ -95,7 +94,6 @@ macro_rules! gc {
 }
 
 /// Runs `body` with `m` naming the card's MMHUB module.
-#[allow(unused_macros)]
 macro_rules! mmhub {
     ($card:expr, $m:ident => $body:expr) => {
         match $card {
@@ -112,7 +110,6 @@ macro_rules! mmhub {
 }
 
 /// Runs `body` with `m` naming the card's OSSSYS (interrupt handler) module.
-#[allow(unused_macros)]
 macro_rules! osssys {
     ($card:expr, $m:ident => $body:expr) => {
         match $card {
@@ -129,7 +126,6 @@ macro_rules! osssys {
 }
 
 /// Runs `body` with `m` naming the card's NBIO/NBIF module.
-#[allow(unused_macros)]
 macro_rules! nbio {
     ($card:expr, $m:ident => $body:expr) => {
         match $card {
@@ -146,7 +142,6 @@ macro_rules! nbio {
 }
 
 /// Runs `body` with `m` naming the card's HDP module.
-#[allow(unused_macros)]
 macro_rules! hdp {
     ($card:expr, $m:ident => $body:expr) => {
         match $card {
@@ -162,7 +157,6 @@ macro_rules! hdp {
     };
 }
 
-#[allow(unused_imports)]
 pub(crate) use {gc, hdp, mmhub, nbio, osssys, reg};
 
 /// The PSP's C2P mailbox registers pilot uses (`MP0_SMN_C2PMSG_n` on MP0 13, `MPASP_SMN_C2PMSG_n` on MP0 14;
