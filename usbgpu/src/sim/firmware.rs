@@ -22,7 +22,6 @@ enum Pending {
     TlpWrite { addr: u64, bytes: usize },
     TlpRead { addr: u64, bytes: usize },
     SramWrite { offset: usize, bytes: usize },
-    SramRead { offset: usize, bytes: usize },
 }
 
 /// A firmware-level fault: every single-TLP completion carries this ret_status until the next claim.
@@ -45,6 +44,9 @@ pub struct Firmware {
     reply: Option<[u8; F0_IN_LEN]>,
     /// When the device-side write that releases the armed SRAM read happened.
     read_released: Option<Duration>,
+    /// An armed SRAM-to-host read, (offset, bytes): it waits for the device-side release while TLPs go on
+    /// (tinygrad's copy-out arms the read, then submits the SDMA work that releases it over F0).
+    armed_read: Option<(usize, usize)>,
     /// Device-side XDATA writes, visible to the host from their time on.
     deferred: Vec<(Duration, usize, Vec<u8>)>,
     pub dma: DmaEngine,
@@ -79,6 +81,7 @@ impl Firmware {
             pending: Pending::None,
             reply: None,
             read_released: None,
+            armed_read: None,
             deferred: Vec::new(),
             dma: DmaEngine::default(),
             tlp_fault: None,
@@ -172,6 +175,7 @@ impl Firmware {
         self.pending = Pending::None;
         self.reply = None;
         self.read_released = None;
+        self.armed_read = None;
         self.tlp_fault = None;
     }
 
@@ -290,7 +294,11 @@ impl Firmware {
             },
             TLP_MWR64 => {
                 // Posted: no completion; a write nothing decodes is dropped, as on any PCIe fabric.
-                self.mem_write32(addr, be, value);
+                if self.mem_write32(addr, be, value)
+                    && self.pcie.decode(addr, 4).is_some_and(|(r, _)| r == Region::Vram)
+                {
+                    self.poll_gpu();
+                }
                 return Ok(());
             }
             _ => return stall(),
@@ -312,20 +320,21 @@ impl Firmware {
         let consistent = bytes > 0 && bytes.div_ceil(F2_SLOT) == slots && offset + bytes <= SRAM_BYTES;
         // A second arm before the first one's bulk transfer: not known; refuse. (Asynchronous bulk OUTs are
         // served at submission here, so the pipelined copy-in never overlaps two arms in this model.)
-        if !consistent || self.pending != Pending::None {
+        if !consistent || self.pending != Pending::None || self.armed_read.is_some() {
             return stall();
         }
-        self.pending = if to_host {
+        if to_host {
             self.read_released = None;
-            Pending::SramRead { offset, bytes }
+            self.armed_read = Some((offset, bytes));
         } else {
-            Pending::SramWrite { offset, bytes }
-        };
+            self.pending = Pending::SramWrite { offset, bytes };
+        }
         Ok(())
     }
 
     fn set_power(&mut self, on: bool) {
         self.pending = Pending::None;
+        self.armed_read = None;
         self.reply = None;
         if on && !self.link_up {
             self.now += self.timing.power_on;
@@ -393,7 +402,8 @@ impl Firmware {
                 }
                 self.now += self.timing.bulk + self.timing.usb(buf.len(), self.timing.f0_read);
             }
-            Pending::SramRead { offset, bytes } if bytes == buf.len() => {
+            Pending::None if self.armed_read.is_some_and(|(_, bytes)| bytes == buf.len()) => {
+                let (offset, bytes) = self.armed_read.expect("checked");
                 let Some(released) = self.read_released else {
                     self.now += timeout;
                     return Err(TransferError::Timeout(timeout));
@@ -404,7 +414,10 @@ impl Firmware {
                 }
                 buf.copy_from_slice(&self.sram[offset..offset + bytes]);
                 self.now = self.now.max(released) + self.timing.bulk + self.timing.usb(bytes, self.timing.sram);
+                self.armed_read = None;
             }
+            // An armed read of another length.
+            Pending::None if self.armed_read.is_some() => return stall(),
             Pending::None => {
                 self.now += timeout;
                 return Err(TransferError::Timeout(timeout));
@@ -447,7 +460,7 @@ impl Firmware {
         let Some(x) = xdata_alias(addr, data.len()) else { return false };
         if (TRIGGER_BUS..TRIGGER_BUS + TRIGGER_BYTES).contains(&addr) {
             // Only an armed read is released; a write with nothing armed releases nothing later.
-            if matches!(self.pending, Pending::SramRead { .. }) {
+            if self.armed_read.is_some() {
                 self.read_released = Some(at);
             }
         }

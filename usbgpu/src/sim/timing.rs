@@ -10,7 +10,7 @@
 //! `vram_copy` bytes per second (half the 960 GB/s peak, read plus write); a copy touching the bridge runs at
 //! `gpu_dma`; a dispatch costs `dispatch_launch` plus its emulated wave instructions at
 //! `cycles_per_wave_instruction` cycles each on `shader_clock`, spread evenly over two SIMDs per CU (an optimistic
-//! throughput bound: no memory stalls, perfect occupancy).
+//! throughput bound: no memory stalls, perfect occupancy). PSP and SMU commands take no modelled time.
 
 use std::time::Duration;
 

@@ -224,6 +224,7 @@ impl Rig {
         self.wreg(r.sdma_rb_base + 1, (sring >> 32) as u32);
         let srptr = self.mc(r, SDMA_RPTR);
         self.wreg(r.sdma_rptr_addr_lo, srptr as u32);
+        self.wreg(r.sdma_rptr_addr_hi, (srptr >> 32) as u32);
         self.wreg(r.sdma_doorbell_offset, SDMA_DOORBELL << 2);
         self.wreg(r.sdma_doorbell, 1 << 28);
         let rb_size = (SDMA_RING_BYTES / 4).trailing_zeros();
@@ -257,5 +258,38 @@ impl Rig {
         self.wreg(r.sdma_doorbell_offset, SDMA_DOORBELL << 2);
         self.wreg(r.sdma_doorbell, 1 << 28);
         self.wreg(r.sdma_rb_cntl, 1 | 14 << 1);
+    }
+}
+
+/// The compute and SDMA queues' producers, as a driver keeps them.
+#[derive(Default)]
+pub struct Producer {
+    pub compute_wptr: u64,
+    pub sdma_wptr: u64,
+}
+
+impl Rig {
+    /// Writes `dws` into the compute ring at the producer's position and rings its doorbell (dwords).
+    pub fn submit_compute(&mut self, p: &mut Producer, dws: &[u32]) {
+        for (i, d) in dws.iter().enumerate() {
+            let at = (p.compute_wptr + i as u64) * 4 % COMPUTE_RING_BYTES;
+            self.put_vram(COMPUTE_RING + at, &d.to_le_bytes());
+        }
+        p.compute_wptr += dws.len() as u64;
+        self.doorbell(COMPUTE_DOORBELL / 2, p.compute_wptr);
+    }
+
+    /// Writes `dws` into the SDMA ring and rings its doorbell (bytes).
+    pub fn submit_sdma(&mut self, p: &mut Producer, dws: &[u32]) {
+        for (i, d) in dws.iter().enumerate() {
+            let at = (p.sdma_wptr + 4 * i as u64) % SDMA_RING_BYTES;
+            self.put_vram(SDMA_RING + at, &d.to_le_bytes());
+        }
+        p.sdma_wptr += 4 * dws.len() as u64;
+        self.doorbell(SDMA_DOORBELL / 2, p.sdma_wptr);
+    }
+
+    pub fn u32_at(&mut self, paddr: u64) -> u32 {
+        u32_at(&self.vram(paddr, 4), 0)
     }
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod boot;
+pub mod pm4;
 
 use pilot_usbgpu::pcie::{bring_up, Layout};
 use pilot_usbgpu::sim::{Board, SimConfig, Simulator};
@@ -119,6 +120,7 @@ pub struct Regs {
     pub sdma_rb_cntl: u32,
     pub sdma_rb_base: u32,
     pub sdma_rptr_addr_lo: u32,
+    pub sdma_rptr_addr_hi: u32,
     pub sdma_doorbell: u32,
     pub sdma_doorbell_offset: u32,
     pub sdma_engine_cntl: u32,
@@ -175,6 +177,7 @@ impl Regs {
             sdma_rb_cntl: gc[0] + 0x80,
             sdma_rb_base: gc[0] + 0x81,
             sdma_rptr_addr_lo: gc[0] + sdma.0,
+            sdma_rptr_addr_hi: gc[0] + 0x88,
             sdma_doorbell: gc[0] + sdma.1,
             sdma_doorbell_offset: gc[0] + sdma.2,
             sdma_engine_cntl: gc[1] + sdma.3,

@@ -9,13 +9,15 @@
 //!   work-item, tinygrad's encoding) with `COMPUTE_DISPATCH_SCRATCH_BASE` in VRAM when it is used.
 //!
 //! `PILOT_SIM_EXEC` unset or `emulator` runs the code; any other value is refused (there is no host stand-in).
+//! Workgroups run on `PILOT_SIM_THREADS` host threads (default: the machine's parallelism, at most 8).
 
-use super::mem::{Aperture, Fabric, Hub, FB_BASE};
+use super::kernel_mem::KernelVram;
+use super::mem::{Fabric, Hub};
 use super::regs::{Reg, USER_DATA_COUNT};
 use super::Gpu;
 use crate::rdna3::decode::decode_one;
 use crate::rdna3::kernel::props;
-use crate::rdna3::{CodeObjectKernel, Dispatch, KernelDescriptor, Memory, OutOfBounds};
+use crate::rdna3::{CodeObjectKernel, Dispatch, KernelDescriptor};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,57 +26,34 @@ const MAX_CODE: usize = 4 << 20;
 const INITIATOR_COMPUTE_SHADER_EN: u32 = 1;
 const INITIATOR_CS_W32_EN: u32 = 1 << 15;
 
-/// VRAM as a kernel sees it through the GC hub.
-struct KernelMemory<'a> {
-    vram: &'a mut [u8],
-    aperture: Aperture,
-}
-
-impl KernelMemory<'_> {
-    fn range(&self, addr: u64, len: usize) -> Result<std::ops::Range<usize>, OutOfBounds> {
-        let end = addr.checked_add(len as u64).ok_or(OutOfBounds)?;
-        let vram_end = FB_BASE + self.vram.len() as u64;
-        if addr < FB_BASE || end > vram_end || addr < self.aperture.low || end - 1 > self.aperture.high {
-            return Err(OutOfBounds);
-        }
-        Ok((addr - FB_BASE) as usize..(end - FB_BASE) as usize)
-    }
-}
-
-impl Memory for KernelMemory<'_> {
-    fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), OutOfBounds> {
-        let r = self.range(addr, out.len())?;
-        out.copy_from_slice(&self.vram[r]);
-        Ok(())
-    }
-
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), OutOfBounds> {
-        let r = self.range(addr, data.len())?;
-        self.vram[r].copy_from_slice(data);
-        Ok(())
-    }
-}
-
 /// How many bytes of `code` form the program: up to `s_code_end`, or the first word that does not decode
-/// once an `s_endpgm` was seen.
-fn program_len(name: &str, code: &[u8]) -> Result<usize, String> {
+/// once an `s_endpgm` was seen. `None`: `code` ended first (read more).
+fn program_len(name: &str, code: &[u8]) -> Result<Option<usize>, String> {
     let words: Vec<u32> = code.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
+    // An instruction is at most 3 dwords: stop early enough that the last one is whole.
+    let limit = words.len().saturating_sub(3);
     let (mut at, mut ended) = (0usize, false);
-    while at < words.len() {
+    while at < limit {
         match decode_one(name, &words, at) {
-            Ok(i) if i.info.name == "s_code_end" => break,
+            Ok(i) if i.info.name == "s_code_end" => return Ok(Some(4 * at)),
             Ok(i) => {
                 ended |= i.info.name == "s_endpgm";
                 at += i.words as usize;
             }
-            Err(_) if ended => break,
+            Err(_) if ended => return Ok(Some(4 * at)),
             Err(e) => return Err(e.to_string()),
         }
     }
-    if !ended {
-        return Err(format!("no s_endpgm in the {} bytes of machine code at the program address", 4 * at));
-    }
-    Ok(4 * at)
+    Ok(None)
+}
+
+/// Host threads for a dispatch's workgroups: `PILOT_SIM_THREADS`, else the machine's parallelism (at most 8).
+fn threads() -> usize {
+    std::env::var("PILOT_SIM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
+        .max(1)
 }
 
 impl Gpu {
@@ -133,8 +112,8 @@ impl Gpu {
             step_limit: crate::rdna3::dispatch::DEFAULT_STEP_LIMIT,
         };
         let aperture = self.aperture(Hub::Gc);
-        let mut mem = KernelMemory { vram: fabric.vram(), aperture };
-        let stats = crate::rdna3::dispatch(&kernel, &d, &mut mem).map_err(|e| e.to_string())?;
+        let mem = KernelVram::new(fabric.vram(), aperture).ok_or("VRAM is not word-aligned in host memory")?;
+        let stats = crate::rdna3::dispatch_parallel(&kernel, &d, &mem, threads()).map_err(|e| e.to_string())?;
         self.dispatched.instructions += stats.instructions;
         self.dispatched.dispatches += 1;
         Ok(self.timing.dispatch(stats.instructions, self.board.gc_info().cus()))
@@ -171,9 +150,19 @@ impl Gpu {
                 return Ok(k.clone());
             }
         }
-        let window = &vram[start..(start + MAX_CODE).min(vram.len())];
-        let len = program_len(&name, window)?;
-        let code = window[..len].to_vec();
+        // Read 64 KB, then four times more while the program runs past what was read.
+        let mut window = 64 << 10;
+        let len = loop {
+            let end = (start + window).min(vram.len());
+            if let Some(len) = program_len(&name, &vram[start..end])? {
+                break len;
+            }
+            if end == vram.len() || window >= MAX_CODE {
+                return Err(format!("no end of the program within {} bytes of {pgm:#x}", end - start));
+            }
+            window *= 4;
+        };
+        let code = vram[start..start + len].to_vec();
         let k = Arc::new(CodeObjectKernel::from_parts(&name, descriptor, &code).map_err(|e| e.to_string())?);
         self.kernels.insert(pgm, (code, k.clone()));
         Ok(k)

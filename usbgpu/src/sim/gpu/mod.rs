@@ -15,13 +15,14 @@ pub mod discovery;
 mod dispatch;
 mod fwfiles;
 mod gfx;
+mod kernel_mem;
 pub mod mem;
 pub mod pm4;
 pub mod psp;
 mod queue;
 pub mod regs;
 pub mod sdma;
-mod smu;
+pub mod smu;
 
 use super::timing::Timing;
 use board::Board;

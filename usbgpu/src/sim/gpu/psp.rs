@@ -23,34 +23,34 @@ use std::collections::HashSet;
 
 /// Bootloader commands (Linux `amdgpu_psp.h` `enum psp_bootloader_cmd`) and the sOS part each loads
 /// (`psp_fw_type`: KDB 3, SPL 5, SYS_DRV 2, SOC_DRV 7, INTF_DRV 8, DBG_DRV 9, RAS_DRV 10, SOS 1).
-const BL_LOAD_KEY_DATABASE: u32 = 0x8_0000;
-const BL_LOAD_TOS_SPL_TABLE: u32 = 0x1000_0000;
-const BL_LOAD_SYSDRV: u32 = 0x1_0000;
-const BL_LOAD_SOCDRV: u32 = 0xB_0000;
-const BL_LOAD_INTFDRV: u32 = 0xD_0000;
-const BL_LOAD_DBGDRV: u32 = 0xC_0000;
-const BL_LOAD_RASDRV: u32 = 0xE_0000;
-const BL_LOAD_SOSDRV: u32 = 0x2_0000;
-const PART_KDB: u32 = 3;
-const PART_SPL: u32 = 5;
-const PART_SOS: u32 = 1;
-const PART_TOC: u32 = 4;
+pub const BL_LOAD_KEY_DATABASE: u32 = 0x8_0000;
+pub const BL_LOAD_TOS_SPL_TABLE: u32 = 0x1000_0000;
+pub const BL_LOAD_SYSDRV: u32 = 0x1_0000;
+pub const BL_LOAD_SOCDRV: u32 = 0xB_0000;
+pub const BL_LOAD_INTFDRV: u32 = 0xD_0000;
+pub const BL_LOAD_DBGDRV: u32 = 0xC_0000;
+pub const BL_LOAD_RASDRV: u32 = 0xE_0000;
+pub const BL_LOAD_SOSDRV: u32 = 0x2_0000;
+pub const PART_KDB: u32 = 3;
+pub const PART_SPL: u32 = 5;
+pub const PART_SOS: u32 = 1;
+pub const PART_TOC: u32 = 4;
 
 /// KM ring control (`C2PMSG_64`): ring type KM << 16 creates, `GFX_CTRL_CMD_ID_DESTROY_RINGS` destroys.
-const RING_CREATE_KM: u32 = 2 << 16;
-const RING_DESTROY: u32 = 3 << 16;
+pub const RING_CREATE_KM: u32 = 2 << 16;
+pub const RING_DESTROY: u32 = 3 << 16;
 const READY: u32 = 0x8000_0000;
-const BL_FAILED: u32 = 0x8000_FFFF;
+pub const BL_FAILED: u32 = 0x8000_FFFF;
 
 /// `psp_gfx_cmd_id`s.
-const CMD_SETUP_TMR: u32 = 5;
-const CMD_LOAD_IP_FW: u32 = 6;
-const CMD_LOAD_TOC: u32 = 0x20;
-const CMD_AUTOLOAD_RLC: u32 = 0x21;
+pub const CMD_SETUP_TMR: u32 = 5;
+pub const CMD_LOAD_IP_FW: u32 = 6;
+pub const CMD_LOAD_TOC: u32 = 0x20;
+pub const CMD_AUTOLOAD_RLC: u32 = 0x21;
 /// A non-zero `resp.status`: the command failed.
 const STATUS_FAILED: u32 = 0xFFFF_000A;
 const FRAME_BYTES: u64 = 64;
-const CMD_BYTES: usize = 1024;
+pub const CMD_BYTES: usize = 1024;
 /// The TMR size LOAD_TOC answers (tinygrad asserts it fits in its 0x1300000 reservation).
 pub const TMR_BYTES: u32 = 0x100_0000;
 

@@ -12,20 +12,20 @@ pub const RESULT_OK: u32 = 1;
 pub const RESULT_FAILED: u32 = 0xFF;
 pub const RESULT_UNKNOWN_CMD: u32 = 0xFE;
 
-const MSG_TEST_MESSAGE: u32 = 0x1;
-const MSG_GET_SMU_VERSION: u32 = 0x2;
-const MSG_ENABLE_ALL_SMU_FEATURES: u32 = 0x6;
-const MSG_SET_DRIVER_DRAM_ADDR_HIGH: u32 = 0xE;
-const MSG_SET_DRIVER_DRAM_ADDR_LOW: u32 = 0xF;
-const MSG_TRANSFER_TABLE_SMU2DRAM: u32 = 0x12;
-const MSG_SET_SOFT_MIN_BY_FREQ: u32 = 0x19;
-const MSG_SET_SOFT_MAX_BY_FREQ: u32 = 0x1A;
-const MSG_GET_DPM_FREQ_BY_INDEX: u32 = 0x1F;
+pub const MSG_TEST_MESSAGE: u32 = 0x1;
+pub const MSG_GET_SMU_VERSION: u32 = 0x2;
+pub const MSG_ENABLE_ALL_SMU_FEATURES: u32 = 0x6;
+pub const MSG_SET_DRIVER_DRAM_ADDR_HIGH: u32 = 0xE;
+pub const MSG_SET_DRIVER_DRAM_ADDR_LOW: u32 = 0xF;
+pub const MSG_TRANSFER_TABLE_SMU2DRAM: u32 = 0x12;
+pub const MSG_SET_SOFT_MIN_BY_FREQ: u32 = 0x19;
+pub const MSG_SET_SOFT_MAX_BY_FREQ: u32 = 0x1A;
+pub const MSG_GET_DPM_FREQ_BY_INDEX: u32 = 0x1F;
 /// Only in the v13.0.0 table.
-const MSG_MODE1_RESET: u32 = 0x2F;
-const MSG_SET_PPT_LIMIT: u32 = 0x32;
+pub const MSG_MODE1_RESET: u32 = 0x2F;
+pub const MSG_SET_PPT_LIMIT: u32 = 0x32;
 /// The debug mailbox's Mode1Reset (tinygrad `AM_SMU.mode1_reset`: MP0 13.0.0 and 14.x).
-const DEBUG_MSG_MODE1_RESET: u32 = 2;
+pub const DEBUG_MSG_MODE1_RESET: u32 = 2;
 
 /// DPM levels per clock (PPCLK_GFXCLK 0, SOCCLK 1, UCLK 2, FCLK 3), in MHz.
 const DPM: [&[u32]; 4] = [&[500, 1500, 2500], &[500, 960, 1200], &[96, 456, 1249], &[400, 1400, 2000]];
