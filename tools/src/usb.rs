@@ -62,18 +62,13 @@ fn open(arg: &DeviceArg, vram_hint: usize) -> Result<Opened> {
     match arg.device.as_deref() {
         Some("sim") => open_sim(vram_hint),
         Some(name) => {
-            let Some(which) = parse_usb_name(name) else {
+            let Some(which) = crate::devices::parse_usb_name(name) else {
                 bail!("unknown USB device `{name}` (expected sim or usb:BUS-ADDR)")
             };
             open_usb(Some(which))
         }
         None => open_usb(None),
     }
-}
-
-fn parse_usb_name(s: &str) -> Option<(u8, u8)> {
-    let (bus, addr) = s.strip_prefix("usb:")?.split_once('-')?;
-    Some((bus.parse().ok()?, addr.parse().ok()?))
 }
 
 #[cfg(feature = "sim")]

@@ -1,6 +1,10 @@
 //! `--device usb+amd`: a [`Device`] for an AMD GPU behind the bridge, booted by [`super::boot`] and fed through
 //! the compute and SDMA queues ([`super::queue`]).
 //!
+//! - Open: PCIe bring-up behind the bridge, the boot (cold, partial or after a mode-1 reset), the queues.
+//!   Dropping the device ends the session cleanly ([`super::boot::fini`]), so the next open boots partially.
+//! - GPU addresses are MC addresses (`fb_base + paddr`, inside both hubs' system aperture, which the boot
+//!   programs over all of VRAM) and, for the bridge's windows, their bus addresses.
 //! - Every buffer lives in VRAM (tinygrad `USBIface.alloc`: the GPU cannot reach host memory over the bridge).
 //!   Host copies are the pipelined SRAM copies ([`crate::copy`]) with SDMA on the GPU side ([`super::dma`]),
 //!   ordered after all submitted work (the host waits for the timeline first).
@@ -12,15 +16,17 @@
 //! - `counters()` reports the bridge's USB transactions and bytes, and the transport's clock (modelled time on
 //!   the simulator).
 
+use super::boot::{self, BootError, BootKind, BootOptions, Booted};
 use super::bridge_bus::{BridgeBus, BusMap};
 use super::bus::GpuBus;
 use super::dma::SdmaDma;
-use super::queue::{gpu_err, ComputeMem, ComputeQueue, Mem, RegMap, SdmaQueue, VaMap};
+use super::queue::{gpu_err, ComputeMem, ComputeQueue, Mem, SdmaQueue, VaMap};
 use super::step::{self, Kernel, Launch, ShRegs};
 use crate::bridge::Bridge;
 use crate::codeobj::CodeObject;
 use crate::copy::Copier;
 use crate::firmware::Card;
+use crate::pcie::{self, Layout};
 use pilot_core::artifact::AmdDispatch;
 use pilot_core::device::{
     BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ProgramFormat, ProgramId, ProgramSpec, StepId,
@@ -29,33 +35,32 @@ use pilot_core::device::{
 use pilot_core::hcq::reloc::{FnResolve, Sym, ValueSym};
 use pilot_core::hcq::signal;
 use pilot_core::target::{Arch, Backend, Target};
+use std::path::Path;
 use std::time::Duration;
 
-/// What the bring-up hands the runtime.
-pub struct Gpu {
-    pub card: Card,
-    pub regs: Box<dyn RegMap + Send>,
-    pub va: VaMap,
-    /// General VRAM (physical addresses) the runtime allocates from.
-    pub heap: std::ops::Range<u64>,
+/// Why the device did not open.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Bridge(#[from] crate::Error),
+    #[error("GPU bring-up: {0}")]
+    Boot(#[from] BootError),
 }
 
 /// How long a step may take before the wait calls the GPU hung (tinygrad's `HCQDEV_WAIT_TIMEOUT_MS`).
 pub const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
 const WAIT_POLL: Duration = Duration::from_micros(50);
-/// Buffer alignment in VRAM.
-const ALIGN: u64 = 256;
+/// Buffer alignment in VRAM (the allocator's page).
+const ALIGN: u64 = 0x1000;
 
 /// See the module docs.
 pub struct AmdDevice {
     bridge: Bridge,
     bars: BusMap,
+    booted: Booted,
     card: Card,
     va: VaMap,
     sh: ShRegs,
-    /// Bump allocation over the heap (freed VRAM is not reused: an artifact allocates once).
-    next: u64,
-    end: u64,
     compute: ComputeQueue,
     sdma: SdmaQueue,
     copier: Copier,
@@ -67,6 +72,8 @@ pub struct AmdDevice {
     steps: Vec<(Mem, usize)>,
     submitted: u64,
     completed: u64,
+    /// Set when the session ended (cleanly or not): nothing more is sent to the GPU.
+    closed: bool,
 }
 
 fn failed(op: &'static str) -> impl Fn(crate::Error) -> DeviceError {
@@ -78,27 +85,46 @@ fn program_err(name: &str, reason: impl std::fmt::Display) -> DeviceError {
 }
 
 impl AmdDevice {
-    /// Creates the queues and the timeline signal on a booted GPU.
-    pub fn new(mut bridge: Bridge, bars: BusMap, gpu: Gpu) -> crate::Result<AmdDevice> {
-        let sh = ShRegs::resolve(gpu.card, gpu.regs.as_ref())?;
-        let mut heap = Heap { next: gpu.heap.start, end: gpu.heap.end, va: gpu.va };
-        let [ring, eop, mqd, gart] = ComputeQueue::MEMORY.map(|(s, a)| heap.alloc(s, a));
-        let compute_mem = ComputeMem { ring: ring?, eop: eop?, mqd: mqd?, gart: gart? };
-        let [sdma_ring, sdma_gart] = SdmaQueue::MEMORY.map(|(s, a)| heap.alloc(s, a));
-        let signal = heap.alloc(0x100, 0x100)?;
+    /// Brings up PCIe behind `bridge`, boots the GPU with the firmware in `firmware_dir`, creates the queues and
+    /// the timeline signal.
+    pub fn open(mut bridge: Bridge, firmware_dir: &Path, opts: BootOptions) -> Result<AmdDevice, OpenError> {
+        let topo = pcie::bring_up(&mut bridge, &Layout::default())?;
+        let mut bars = BusMap::from_topology(bridge.name(), &topo)?;
+        let mut booted = {
+            let mut bus = BridgeBus::new(&mut bridge, bars);
+            let booted = boot::boot(&mut bus, firmware_dir, opts)?;
+            bars = *bus.map();
+            booted
+        };
+        let card = booted.card();
+        let va = VaMap { vram: booted.layout.fb_base, sys: 0 };
+        let sh = ShRegs::resolve(card, &booted.discovery)?;
+        let mut alloc = |(size, align): (u64, u64)| -> crate::Result<Mem> {
+            let paddr = booted.vram.alloc(size, align).map_err(|e| gpu_err("VRAM", e.to_string()))?;
+            Ok(Mem { paddr, va: va.vram(paddr), size })
+        };
+        let [ring, eop, _, gart] = ComputeQueue::MEMORY;
+        let mqd = booted.boot_memory.mqd[0];
+        let compute_mem = ComputeMem {
+            ring: alloc(ring)?,
+            eop: alloc(eop)?,
+            mqd: Mem { paddr: mqd, va: va.vram(mqd), size: ComputeQueue::MEMORY[2].0 },
+            gart: alloc(gart)?,
+        };
+        let [sdma_ring, sdma_gart] = SdmaQueue::MEMORY;
+        let (sdma_ring, sdma_gart) = (alloc(sdma_ring)?, alloc(sdma_gart)?);
+        let signal = alloc((0x100, 0x100))?;
         let mut bus = BridgeBus::new(&mut bridge, bars);
         bus.write_vram(signal.paddr, &[0u8; 0x100])?;
-        let regs = gpu.regs.as_ref();
-        let compute = ComputeQueue::create(&mut bus, regs, gpu.card, compute_mem)?;
-        let sdma = SdmaQueue::create(&mut bus, regs, gpu.card, sdma_ring?, sdma_gart?)?;
+        let compute = ComputeQueue::create(&mut bus, &booted.discovery, card, compute_mem)?;
+        let sdma = SdmaQueue::create(&mut bus, &booted.discovery, card, sdma_ring, sdma_gart)?;
         Ok(AmdDevice {
             bridge,
             bars,
-            card: gpu.card,
-            va: gpu.va,
+            booted,
+            card,
+            va,
             sh,
-            next: heap.next,
-            end: heap.end,
             compute,
             sdma,
             copier: Copier::new(),
@@ -109,7 +135,31 @@ impl AmdDevice {
             steps: Vec::new(),
             submitted: 0,
             completed: 0,
+            closed: false,
         })
+    }
+
+    /// How this session's boot went.
+    pub fn boot_kind(&self) -> BootKind {
+        self.booted.kind
+    }
+
+    /// Ends the session: queues down, clocks low, and the "clean" mark that lets the next open boot partially.
+    pub fn close(mut self) -> Result<(), OpenError> {
+        self.finish(false)
+    }
+
+    /// Leaves the GPU as a crashed process would (no fini): the next open resets it (tests).
+    pub fn abandon(mut self) {
+        self.closed = true;
+    }
+
+    fn finish(&mut self, err_state: bool) -> Result<(), OpenError> {
+        if std::mem::replace(&mut self.closed, true) {
+            return Ok(());
+        }
+        let mut bus = BridgeBus::new(&mut self.bridge, self.bars);
+        Ok(boot::fini(&mut bus, &self.booted, err_state)?)
     }
 
     pub fn bridge(&self) -> &Bridge {
@@ -117,10 +167,9 @@ impl AmdDevice {
     }
 
     fn alloc_mem(&mut self, size: u64, align: u64) -> DeviceResult<Mem> {
-        let mut heap = Heap { next: self.next, end: self.end, va: self.va };
-        let m = heap.alloc(size.max(1), align).map_err(|_| DeviceError::OutOfMemory { size: size as usize })?;
-        self.next = heap.next;
-        Ok(m)
+        let paddr =
+            self.booted.vram.alloc(size.max(1), align).map_err(|_| DeviceError::OutOfMemory { size: size as usize })?;
+        Ok(Mem { paddr, va: self.va.vram(paddr), size })
     }
 
     fn buffer(&self, b: BufferId) -> DeviceResult<Mem> {
@@ -220,25 +269,6 @@ impl AmdDevice {
     }
 }
 
-/// A bump allocator over general VRAM.
-struct Heap {
-    next: u64,
-    end: u64,
-    va: VaMap,
-}
-
-impl Heap {
-    fn alloc(&mut self, size: u64, align: u64) -> crate::Result<Mem> {
-        let at = self.next.next_multiple_of(align.max(ALIGN));
-        let end = at.checked_add(size).filter(|&e| e <= self.end);
-        let Some(end) = end else {
-            return Err(gpu_err("VRAM", format!("{size} bytes do not fit ({} left)", self.end.saturating_sub(at))));
-        };
-        self.next = end;
-        Ok(Mem { paddr: at, va: self.va.vram(at), size })
-    }
-}
-
 /// The artifact's record against what pilot's reader derives from the code object: equal, or the first field
 /// that differs.
 fn record_mismatch(recorded: &AmdDispatch, k: &crate::codeobj::Kernel) -> Option<String> {
@@ -281,9 +311,9 @@ impl Device for AmdDevice {
     }
 
     fn free(&mut self, buffer: BufferId) -> DeviceResult<()> {
-        self.buffer(buffer)?;
+        let m = self.buffer(buffer)?;
         self.buffers[buffer.0 as usize] = None;
-        Ok(())
+        self.booted.vram.free(m.paddr).map_err(|e| DeviceError::Failed { op: "free", reason: e.to_string() })
     }
 
     fn copy_in(&mut self, dst: BufferId, offset: u64, src: &[u8]) -> DeviceResult<()> {
@@ -397,5 +427,13 @@ impl Device for AmdDevice {
             ("usb_bytes", s.bytes_in + s.bytes_out),
             ("bridge_clock_ns", self.bridge.now().as_nanos() as u64),
         ]
+    }
+}
+
+impl Drop for AmdDevice {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish(false) {
+            log::warn!("usb+amd: ending the session: {e}");
+        }
     }
 }

@@ -51,6 +51,17 @@ pub trait RegMap {
     fn addr(&self, r: RegAddr) -> Result<u32>;
 }
 
+impl RegMap for super::discovery::Discovery {
+    fn addr(&self, r: RegAddr) -> Result<u32> {
+        self.reg_addr(r.ip, r.base, r.offset).ok_or_else(|| {
+            gpu_err(
+                "registers",
+                format!("{}: the discovery table gives {} no base segment {}", r.name, r.ip.name(), r.base),
+            )
+        })
+    }
+}
+
 /// A one-line driver error at `op`.
 pub(crate) fn gpu_err(op: &str, msg: impl Into<String>) -> Error {
     Error::Invalid { device: "amd".into(), op: op.into(), msg: msg.into() }
