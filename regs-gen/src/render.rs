@@ -178,10 +178,17 @@ fn render_field(w: &mut String, r: &Reg, f: &Field) {
             doc(w, "    ", &format!("Sets {} (at most `{}_MAX`).", f.name, f.name));
             line(w, &format!("    pub const fn with_{name}(self, v: u32) -> Self {{"));
             if f.max() != u32::MAX {
-                line(
-                    w,
-                    &format!("        debug_assert!(v <= {:#x}, \"{}.{} out of range\");", f.max(), r.name, f.name),
-                );
+                let (cond, msg) = (format!("v <= {:#x}", f.max()), format!("\"{}.{} out of range\"", r.name, f.name));
+                let one = format!("        debug_assert!({cond}, {msg});");
+                // rustfmt breaks the call over lines past 120 columns.
+                if one.len() <= 120 {
+                    line(w, &one);
+                } else {
+                    line(w, "        debug_assert!(");
+                    line(w, &format!("            {cond},"));
+                    line(w, &format!("            {msg}"));
+                    line(w, "        );");
+                }
             }
             let v = if f.max() == u32::MAX { "v".to_string() } else { format!("(v & {:#x})", f.max()) };
             line(w, &format!("        Self({keep}{})", shl(&v, f.low)));
@@ -225,6 +232,18 @@ mod tests {
         assert!(out.contains("        self.0 & 0xf\n"));
         assert!(out.contains("        Self((self.0 & !0x80000000) | ((v as u32) << 31))\n"));
         assert!(out.contains("    pub const fn with_v(self, v: u32) -> Self {\n        Self(v)\n"));
+    }
+
+    #[test]
+    fn wraps_long_range_checks_as_rustfmt_does() {
+        let name = "A_VERY_LONG_REGISTER_NAME_THAT_PUSHES_THE_ASSERT";
+        let f =
+            parse("t.regs", &format!("reg {name} 0x10\n    AN_EQUALLY_LONG_FIELD_NAME_HERE low=0 high=3\n")).unwrap();
+        let out = render(&f, "t.regs");
+        let want = format!(
+            "        debug_assert!(\n            v <= 0xf,\n            \"{name}.AN_EQUALLY_LONG_FIELD_NAME_HERE out of range\"\n        );\n"
+        );
+        assert!(out.contains(&want), "{out}");
     }
 
     #[test]

@@ -290,3 +290,35 @@ fn sdma_reaches_the_bridge_sram_and_releases_a_copy_out() {
     rig.b.sram_read_finish(&mut got).unwrap();
     assert_eq!(got, data);
 }
+
+#[test]
+fn gfx1201_queues_run_packets_but_refuse_dispatches() {
+    let Some((mut rig, r, fw)) = rig(Board::Navi48, VRAM) else { return };
+    rig.cold_boot(&r, VRAM, &fw);
+    let mut p = Producer::default();
+    let signal = rig.mc(&r, SIGNAL);
+    rig.submit_compute(&mut p, &pm4::release_mem(signal, 5));
+    assert_eq!(rig.u32_at(SIGNAL), 5, "{:?}", rig.sim.gpu_faults());
+    rig.submit_compute(&mut p, &[pm4::dispatch([1, 1, 1]), pm4::release_mem(signal, 6)].concat());
+    assert_eq!(rig.u32_at(SIGNAL), 5);
+    let f = rig.sim.gpu_faults();
+    assert!(f.len() == 1 && f[0].reason.contains("gfx11 (gfx1100) code only"), "{f:?}");
+}
+
+#[test]
+fn hdp_flush_barrier_copy_data_and_event_write() {
+    let Some((mut rig, r, mut p)) = booted() else { return };
+    // The HDP flush barrier: write BIF_BX_PF0_GPU_HDP_FLUSH_REQ, wait for DONE (NBIO segment 2 + 0x106/0x107).
+    let (req, done) = (0xD20 + 0x106, 0xD20 + 0x107);
+    let barrier = pm4::pkt3(0x3C, &[3 | 1 << 6, req, done, 0xFFFF_FFFF, 0xFFFF_FFFF, 4]);
+    let (dst, clock) = (rig.mc(&r, SIGNAL + 32), rig.mc(&r, SIGNAL + 40));
+    let copy_imm = pm4::pkt3(0x40, &[5 | 5 << 8, 0x1234_5678, 0, dst as u32, (dst >> 32) as u32]);
+    let copy_clock = pm4::pkt3(0x40, &[9 | 5 << 8 | 1 << 16, 0, 0, clock as u32, (clock >> 32) as u32]);
+    let signal = rig.mc(&r, SIGNAL);
+    let s = [barrier, pm4::cs_partial_flush(), copy_imm, copy_clock, pm4::release_mem(signal, 3)].concat();
+    rig.submit_compute(&mut p, &s);
+    assert_eq!(rig.u32_at(SIGNAL), 3, "{:?}", rig.sim.gpu_faults());
+    assert_eq!(rig.u32_at(SIGNAL + 32), 0x1234_5678);
+    assert_ne!(rig.vram(SIGNAL + 40, 8), [0; 8], "GPU clock");
+    assert_eq!(rig.rreg(done), 0xFFFF_FFFF);
+}

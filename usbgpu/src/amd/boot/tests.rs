@@ -277,3 +277,18 @@ fn failures_are_one_line_errors_naming_the_step() {
     let m = one_line(boot(&mut bus, tmp.path(), BootOptions::default()).unwrap_err());
     assert!(m.contains("gc_11_0_0_mec.bin: size_bytes:") && m.contains("truncated"), "{m}");
 }
+
+#[test]
+fn a_dead_link_or_missing_table_stops_before_any_write() {
+    let Some(dir) = fw_dir() else { return };
+    let mut bus = ScriptedBus::new(Card::Gfx1100);
+    bus.regs.insert(crate::amd::regs::RCC_CONFIG_MEMSIZE, u32::MAX);
+    let m = one_line(boot(&mut bus, &dir, BootOptions::default()).unwrap_err());
+    assert!(m.starts_with("discovery: RCC_CONFIG_MEMSIZE reads 0xffffffff MB: no usable VRAM"), "{m}");
+    // VRAM present but no table where it should be.
+    let mut bus = ScriptedBus::new(Card::Gfx1100);
+    bus.regs.insert(crate::amd::regs::RCC_CONFIG_MEMSIZE, 2048);
+    let m = one_line(boot(&mut bus, &dir, BootOptions::default()).unwrap_err());
+    assert!(m.contains("binary_signature is 0x00000000"), "{m}");
+    assert!(!bus.events.iter().any(|e| matches!(e, Event::Write(..) | Event::Vram(..))), "nothing written");
+}

@@ -8,6 +8,7 @@
 //!   wave32 — wave64 is refused), `COMPUTE_TMPRING_SIZE.WAVESIZE` for private memory (WAVESIZE x 4 bytes per
 //!   work-item, tinygrad's encoding) with `COMPUTE_DISPATCH_SCRATCH_BASE` in VRAM when it is used.
 //!
+//! gfx1201 (RDNA4) dispatches are refused: the emulator decodes gfx11 only.
 //! `PILOT_SIM_EXEC` unset or `emulator` runs the code; any other value is refused (there is no host stand-in).
 //! Workgroups run on `PILOT_SIM_THREADS` host threads (default: the machine's parallelism, at most 8).
 
@@ -71,6 +72,12 @@ impl Gpu {
                     "PILOT_SIM_EXEC={other}: the simulated GPU runs code objects on the emulator only (unset it or use `emulator`)"
                 ))
             }
+        }
+        if self.board != super::board::Board::Navi31 {
+            return Err(format!(
+                "DISPATCH_DIRECT on {}: the RDNA3 emulator runs gfx11 (gfx1100) code only",
+                self.board.name()
+            ));
         }
         if initiator & INITIATOR_COMPUTE_SHADER_EN == 0 {
             return Err(format!("DISPATCH_INITIATOR {initiator:#x} without COMPUTE_SHADER_EN"));

@@ -1,10 +1,11 @@
 //! The simulated AMD GPU behind the simulated bridge: a register-level model of a gfx1100 (Navi31) or gfx1201
 //! (Navi48) board, decoded with its own tables ([`regs`], [`board`]) — never pilot's driver's.
 //!
-//! - BAR5 dword registers ([`Gpu::read_reg`], [`Gpu::write_reg`]): `RCC_CONFIG_MEMSIZE` (0xDE3), MM_INDEX/MM_DATA
-//!   into VRAM, the RSMU index/data pair for registers past BAR5, and per-block behaviour; other registers
-//!   are plain storage.
-//! - BAR2 doorbells ([`Gpu::write_doorbell`]).
+//! - BAR5 dword registers ([`Gpu::host_read_reg`], [`Gpu::host_write_reg`]): `RCC_CONFIG_MEMSIZE` (0xDE3),
+//!   MM_INDEX/MM_DATA into VRAM, the RSMU index/data pair for registers past BAR5, and per-block behaviour
+//!   (`psp`, `smu`, `gfx`); other registers are plain storage.
+//! - BAR2 doorbells ([`Gpu::host_write_doorbell`]) run the queue they belong to (`queue`, with the [`pm4`] and
+//!   [`sdma`] executors; DISPATCH_DIRECT on the RDNA3 emulator in `dispatch`).
 //! - At power-on the IP discovery table ([`discovery`]) is written at VRAM end - 64 KB.
 //! - GPU-side memory goes through [`mem`] (address translation with `GMMU=0`).
 //!
