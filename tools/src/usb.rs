@@ -271,6 +271,7 @@ fn reset(arg: &DeviceArg) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::devices::parse_usb_name;
 
     #[test]
     fn names_and_sizes() {

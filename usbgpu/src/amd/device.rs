@@ -139,6 +139,12 @@ impl AmdDevice {
         })
     }
 
+    /// The dispatch facts program `id` is linked with. Tests alter them to show that a wrong dispatch encoding
+    /// (a kernarg offset, the user SGPR count) gives wrong outputs or a GPU fault, never silence.
+    pub fn program_mut(&mut self, id: ProgramId) -> Option<&mut Kernel> {
+        self.programs.get_mut(id.0 as usize)
+    }
+
     /// How this session's boot went.
     pub fn boot_kind(&self) -> BootKind {
         self.booted.kind
@@ -269,11 +275,10 @@ impl AmdDevice {
     }
 }
 
-/// The artifact's record against what pilot's reader derives from the code object: equal, or the first field
-/// that differs.
-fn record_mismatch(recorded: &AmdDispatch, k: &crate::codeobj::Kernel) -> Option<String> {
+/// The record the compiler writes for `k` (compiler/src/target/amd `dispatch`): what the artifact must carry.
+pub fn record_of(k: &crate::codeobj::Kernel) -> AmdDispatch {
     let d = &k.descriptor;
-    let derived = AmdDispatch {
+    AmdDispatch {
         descriptor: k.descriptor_offset,
         code: k.code_offset,
         rsrc: [d.compute_pgm_rsrc1, d.compute_pgm_rsrc2, d.compute_pgm_rsrc3],
@@ -286,7 +291,12 @@ fn record_mismatch(recorded: &AmdDispatch, k: &crate::codeobj::Kernel) -> Option
         lds: k.lds_bytes,
         scratch: k.scratch_bytes,
         wave32: k.wave32,
-    };
+    }
+}
+
+/// The artifact's record against what pilot's reader derives from the code object: `None` when equal.
+fn record_mismatch(recorded: &AmdDispatch, k: &crate::codeobj::Kernel) -> Option<String> {
+    let derived = record_of(k);
     (recorded != &derived)
         .then(|| format!("the artifact's amdgpu record {recorded:?} differs from the code object's {derived:?}"))
 }
