@@ -304,8 +304,14 @@ pub fn load(args: &LoadArgs) -> anyhow::Result<bool> {
         }
         let opts = devices::DeviceOptions { threads: args.threads, profile: false, priority: args.priority };
         let device = devices::open(args.device.as_deref(), &artifact.manifest.target, opts)?;
+        let clock = |c: &[(&str, u64)]| c.iter().find(|(n, _)| *n == "bridge_clock_ns").map(|x| x.1);
+        let opened = clock(&device.counters());
         let session = Session::new(artifact, device)?;
         let total = st.elapsed().as_secs_f64();
+        if let (Some(a), Some(b)) = (opened, clock(&session.device_counters())) {
+            // The bridge's clock: modelled time on the simulator, the transport's time on hardware.
+            println!("load {i}: bridge clock: boot {:.1} ms, load {:.1} ms", a as f64 / 1e6, (b - a) as f64 / 1e6);
+        }
         best = best.min(total);
         let t = session.load_times();
         println!(
