@@ -5,9 +5,10 @@
 //! Firmware: `PILOT_AMD_FIRMWARE`, else `target/amd-firmware/...` (`scripts/setup.sh`); skipped when absent and
 //! `PILOT_AMD_FIRMWARE_OPTIONAL=1`.
 
-use pilot_usbgpu::amd::boot::{boot, fini, BootError, BootKind, BootOptions, Booted};
+use pilot_usbgpu::amd::boot::{boot, fini, BootError, BootKind, BootOptions, Booted, VERSION};
 use pilot_usbgpu::amd::bridge_bus::{BridgeBus, BusMap, Indirect};
 use pilot_usbgpu::amd::bus::GpuBus;
+use pilot_usbgpu::amd::regs::HwIp;
 use pilot_usbgpu::error::Result;
 use pilot_usbgpu::pcie::{bring_up, Layout};
 use pilot_usbgpu::proto::Bdf;
@@ -96,6 +97,13 @@ fn boot_ok(bus: &mut SimBus, sim: &Simulator, dir: &Path) -> Booted {
     boot(bus, dir, BootOptions::default()).unwrap_or_else(|e| panic!("{e}; GPU faults: {:?}", sim.gpu_faults()))
 }
 
+/// The bus addresses of SCRATCH_REG6 and SCRATCH_REG7 (GC segment 1, Linux `gc_11_0_0_offset.h` and
+/// `gc_12_0_0_offset.h`: 0x2046 and 0x2047).
+fn scratch(booted: &Booted) -> (u32, u32) {
+    let gc1 = booted.discovery.ips[&HwIp::Gc].bases[1] as u32;
+    (gc1 + 0x2046, gc1 + 0x2047)
+}
+
 fn cold_boot_then_fini(board: Board) {
     let Some(dir) = firmware_dir() else { return };
     let sim = sim(board, &dir);
@@ -105,24 +113,25 @@ fn cold_boot_then_fini(board: Board) {
     assert!(sim.gpu_faults().is_empty(), "{:?}", sim.gpu_faults());
     assert_eq!(booted.layout.vram_size, VRAM);
     assert!(bus.master_changes.is_empty(), "a cold chip needs no reset");
+    // The GPU holds the driver's version and the "running" flag; fini clears the flag.
+    let (r6, r7) = scratch(&booted);
+    assert_eq!((bus.read_reg(r6).unwrap(), bus.read_reg(r7).unwrap()), (1, VERSION));
     fini(&mut bus, &booted, false).unwrap();
+    assert_eq!(bus.read_reg(r6).unwrap(), 0);
     assert!(sim.gpu_faults().is_empty(), "{:?}", sim.gpu_faults());
 }
 
 #[test]
-#[ignore = "the simulated GPU does not yet translate the PSP's VMID 0 addresses nor ack RLC safe mode (AMD_BOOT_NOTES.md)"]
 fn cold_boot_gfx1100() {
     cold_boot_then_fini(Board::Navi31);
 }
 
 #[test]
-#[ignore = "the simulated GPU does not yet translate the PSP's VMID 0 addresses nor ack RLC safe mode (AMD_BOOT_NOTES.md)"]
 fn cold_boot_gfx1201() {
     cold_boot_then_fini(Board::Navi48);
 }
 
 #[test]
-#[ignore = "the simulated GPU does not yet translate the PSP's VMID 0 addresses nor ack RLC safe mode (AMD_BOOT_NOTES.md)"]
 fn partial_boot_after_a_clean_fini() {
     let Some(dir) = firmware_dir() else { return };
     let sim = sim(Board::Navi31, &dir);
@@ -142,7 +151,6 @@ fn partial_boot_after_a_clean_fini() {
 }
 
 #[test]
-#[ignore = "the simulated GPU does not yet translate the PSP's VMID 0 addresses nor ack RLC safe mode (AMD_BOOT_NOTES.md)"]
 fn boot_after_a_crash_takes_a_mode1_reset() {
     let Some(dir) = firmware_dir() else { return };
     for board in [Board::Navi31, Board::Navi48] {

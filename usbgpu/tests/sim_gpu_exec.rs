@@ -90,14 +90,20 @@ fn f32_bytes(v: &[f32]) -> Vec<u8> {
 
 /// The PM4 for one dispatch of `name` over `groups` workgroups of 64, kernargs at KERNARGS, then a signal.
 fn dispatch_stream(rig: &mut Rig, r: &Regs, co: &CodeObject, name: &str, groups: u32, value: u32) -> Vec<u32> {
+    let fb = rig.mc(r, 0);
+    dispatch_stream_at(fb, co, name, groups, value)
+}
+
+/// [`dispatch_stream`] with VRAM physical `p` at GPU address `base + p`.
+fn dispatch_stream_at(base: u64, co: &CodeObject, name: &str, groups: u32, value: u32) -> Vec<u32> {
     let k = co.kernel(name).unwrap();
-    let code = rig.mc(r, CODE + k.code_offset);
-    let kernargs = rig.mc(r, KERNARGS);
+    let code = base + CODE + k.code_offset;
+    let kernargs = base + KERNARGS;
     let d = &k.descriptor;
     let lds = d.group_segment_fixed_size.div_ceil(512);
     let mut user = vec![kernargs as u32, (kernargs >> 32) as u32];
     user.resize(k.user_sgprs as usize, 0);
-    let signal = rig.mc(r, SIGNAL);
+    let signal = base + SIGNAL;
     [
         pm4::acquire_mem(),
         pm4::set_sh(reg::PGM_LO, &[(code >> 8) as u32, (code >> 40) as u32]),
@@ -114,10 +120,16 @@ fn dispatch_stream(rig: &mut Rig, r: &Regs, co: &CodeObject, name: &str, groups:
 }
 
 fn load(rig: &mut Rig, r: &Regs, co: &CodeObject, args: &[u64], scalars: &[u32]) {
+    let fb = rig.mc(r, 0);
+    load_at(rig, fb, co, args, scalars)
+}
+
+/// [`load`] with VRAM physical `p` at GPU address `base + p`.
+fn load_at(rig: &mut Rig, base: u64, co: &CodeObject, args: &[u64], scalars: &[u32]) {
     rig.put_vram(CODE, &co.image);
     let mut ka = Vec::new();
     for a in args {
-        ka.extend_from_slice(&rig.mc(r, *a).to_le_bytes());
+        ka.extend_from_slice(&(base + a).to_le_bytes());
     }
     for s in scalars {
         ka.extend_from_slice(&s.to_le_bytes());
@@ -214,7 +226,8 @@ fn an_unknown_pm4_opcode_stops_the_queue_at_its_offset() {
 fn bad_lengths_and_addresses_outside_vram_fault() {
     for (what, s) in [
         ("RELEASE_MEM with a 5-dword body", pm4::pkt3(0x49, &[0, 1 << 29, 0, 0, 0])),
-        ("is neither VRAM", pm4::release_mem(0x1_0000, 1)),
+        ("not one of the bridge's windows", pm4::release_mem(0x1_0000, 1)),
+        ("in no aperture", pm4::release_mem(0x1_0000_0000, 1)),
         ("runs past", pm4::pkt3(0x76, &[0x3FF, 1, 2])),
     ] {
         let Some((mut rig, _, mut p)) = booted() else { return };
@@ -321,4 +334,39 @@ fn hdp_flush_barrier_copy_data_and_event_write() {
     assert_eq!(rig.u32_at(SIGNAL + 32), 0x1234_5678);
     assert_ne!(rig.vram(SIGNAL + 40, 8), [0; 8], "GPU clock");
     assert_eq!(rig.rreg(done), 0xFFFF_FFFF);
+}
+
+#[test]
+fn page_tables_translate_for_the_psp_the_queues_and_the_shaders() {
+    let Some(bytes) = code_object() else { return };
+    let Some((mut rig, r, fw)) = rig(Board::Navi31, VRAM) else { return };
+    // The system aperture only (PSP ring and fences by MC address), no AGP: msg1 is reached at VA_SRAM through
+    // MMHUB's context 0, and every queue and shader address below is a VA.
+    let fb = rig.mc(&r, 0);
+    rig.wreg(r.mm_ap_low, (fb >> 18) as u32);
+    rig.wreg(r.mm_ap_high, ((fb + VRAM - 1) >> 18) as u32);
+    rig.page_tables(&r, VRAM);
+    rig.psp_to_queues(&r, VRAM, &fw);
+    assert!(rig.sim.gpu_faults().is_empty(), "{:?}", rig.sim.gpu_faults());
+    let mut p = Producer::default();
+    let co = CodeObject::parse(&bytes).unwrap();
+    let a: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    rig.put_vram(A, &f32_bytes(&a));
+    load_at(&mut rig, VA_BASE, &co, &[C, A], &[]);
+    rig.submit_compute(&mut p, &dispatch_stream_at(VA_BASE, &co, "lds_reverse", 1, 1));
+    assert_eq!(rig.u32_at(SIGNAL), 1, "{:?}", rig.sim.gpu_faults());
+    assert_eq!(f32s(&rig.vram(C, 8)), [126.0, 124.0]);
+    // SDMA: VRAM VA -> SRAM VA (4 KB pages), released by a write through cq_buf's VA.
+    let mut got = vec![0u8; 8192];
+    rig.b.sram_read_arm(got.len()).unwrap();
+    rig.submit_sdma(
+        &mut p,
+        &[sdma::copy_linear(VA_BASE + A, VA_SRAM, 8192), sdma::write(VA_CQ_BUF + 0xC, &[0])].concat(),
+    );
+    rig.b.sram_read_finish(&mut got).unwrap();
+    assert_eq!(got, rig.vram(A, 8192));
+    // A VA inside the context with no valid entry faults.
+    rig.submit_compute(&mut p, &pm4::release_mem(VA_BASE + (3 << 29), 1));
+    let f = rig.sim.gpu_faults();
+    assert!(f.len() == 1 && f[0].reason.contains("is not valid"), "{f:?}");
 }

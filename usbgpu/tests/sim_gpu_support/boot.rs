@@ -72,15 +72,20 @@ impl Rig {
         let mut v = data.to_vec();
         v.resize((data.len() + 4).div_ceil(16) * 16, 0);
         self.b.sram_write(0, &v).unwrap();
-        0x20_0000
+        self.staging
     }
 
-    /// MMHUB (`hub` false) or GC hub (`true`) system aperture over the whole frame buffer.
+    /// MMHUB (`gc` false) or GC hub (`true`): the system aperture over the whole frame buffer, and the AGP
+    /// aperture over the first 16 MB of bus addresses (the bridge windows at their bus addresses).
     pub fn program_hub(&mut self, r: &Regs, vram: u64, gc: bool) {
         let base = self.mc(r, 0);
-        let (lo, hi) = if gc { (r.gc_ap_low, r.gc_ap_high) } else { (r.mm_ap_low, r.mm_ap_high) };
+        let (lo, hi, agp) =
+            if gc { (r.gc_ap_low, r.gc_ap_high, r.gc_agp_top) } else { (r.mm_ap_low, r.mm_ap_high, r.mm_agp_top) };
         self.wreg(lo, (base >> 18) as u32);
         self.wreg(hi, ((base + vram - 1) >> 18) as u32);
+        self.wreg(agp, 0); // TOP
+        self.wreg(agp + 1, 0); // BOT
+        self.wreg(agp + 2, 0); // BASE
     }
 
     /// One bootloader component; returns C2PMSG_35 afterwards.
@@ -159,11 +164,11 @@ impl Rig {
                     let (id, args) = match other {
                         PspStep::LoadToc { file, range } => {
                             let at = self.stage(&bytes(&file, &range));
-                            (0x20, vec![at as u32, 0, range.len() as u32])
+                            (0x20, vec![at as u32, (at >> 32) as u32, range.len() as u32])
                         }
                         PspStep::LoadIpFw { fw_type, file, range } => {
                             let at = self.stage(&bytes(&file, &range));
-                            (6, vec![at as u32, 0, range.len() as u32, fw_type.0])
+                            (6, vec![at as u32, (at >> 32) as u32, range.len() as u32, fw_type.0])
                         }
                         PspStep::SetupTmr => {
                             let t = self.mc(r, TMR);
@@ -234,6 +239,11 @@ impl Rig {
     /// The whole cold boot.
     pub fn cold_boot(&mut self, r: &Regs, vram: u64, fw: &FirmwareSet) {
         self.program_hub(r, vram, false);
+        self.psp_to_queues(r, vram, fw);
+    }
+
+    /// The cold boot after the MM hub is programmed.
+    pub fn psp_to_queues(&mut self, r: &Regs, vram: u64, fw: &FirmwareSet) {
         self.psp_boot(r, fw);
         self.smu_init(r);
         self.gfx_init(r, vram, fw);
@@ -291,5 +301,48 @@ impl Rig {
 
     pub fn u32_at(&mut self, paddr: u64) -> u32 {
         u32_at(&self.vram(paddr, 4), 0)
+    }
+}
+
+/// Context 0's page tables the page-table tests build: VA_BASE.. maps VRAM 1:1 in 2 MB pages; VA_BASE + 1 GB
+/// maps the bridge SRAM (128 4 KB system pages), then sys_buf (0x820000) and cq_buf (0x822000).
+pub const VA_BASE: u64 = 0x2000_0000_0000;
+pub const VA_SRAM: u64 = VA_BASE + (1 << 30);
+pub const VA_SYS_BUF: u64 = VA_SRAM + 128 * 4096;
+pub const VA_CQ_BUF: u64 = VA_SYS_BUF + 4096;
+const PT_ROOT: u64 = 0x30_0000;
+
+impl Rig {
+    /// Writes the page tables and programs context 0 of both hubs (no AGP, no system-aperture use needed).
+    pub fn page_tables(&mut self, r: &Regs, vram: u64) {
+        let valid_rwx = 1 | 0x70;
+        let leaf = if r.gfx12 { 1u64 << 63 } else { 1u64 << 54 };
+        let (pdb1, pdb0, pdb0b, ptb) = (PT_ROOT + 0x1000, PT_ROOT + 0x2000, PT_ROOT + 0x3000, PT_ROOT + 0x4000);
+        let put = |rig: &mut Rig, table: u64, i: u64, e: u64| rig.put_vram(table + 8 * i, &e.to_le_bytes());
+        put(self, PT_ROOT, 0, pdb1 | 1);
+        put(self, pdb1, 0, pdb0 | 1);
+        put(self, pdb1, 1, pdb0b | 1);
+        for i in 0..vram / (2 << 20) {
+            put(self, pdb0, i, (i << 21) | valid_rwx | leaf);
+        }
+        put(self, pdb0b, 0, ptb | 1);
+        let gfx12_pte = if r.gfx12 { 1u64 << 63 } else { 0 };
+        for j in 0..128 {
+            put(self, ptb, j, (0x20_0000 + (j << 12)) | valid_rwx | 2 | gfx12_pte);
+        }
+        put(self, ptb, 128, 0x82_0000 | valid_rwx | 2 | gfx12_pte);
+        put(self, ptb, 129, 0x82_2000 | valid_rwx | 2 | gfx12_pte);
+        let end = (VA_BASE + (2 << 30) - 1) >> 12;
+        for ctx in [r.mm_ctx0, r.gc_ctx0] {
+            let [cntl, start, endr, base] = ctx;
+            self.wreg(start, (VA_BASE >> 12) as u32);
+            self.wreg(start + 1, (VA_BASE >> 44) as u32);
+            self.wreg(endr, end as u32);
+            self.wreg(endr + 1, (end >> 32) as u32);
+            self.wreg(base, PT_ROOT as u32 | 1);
+            self.wreg(base + 1, 0);
+            self.wreg(cntl, 1 | 3 << 1);
+        }
+        self.staging = VA_SRAM;
     }
 }

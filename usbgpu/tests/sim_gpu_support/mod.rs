@@ -12,6 +12,8 @@ use pilot_usbgpu::Bridge;
 pub const MB: u64 = 1 << 20;
 
 pub struct Rig {
+    /// The GPU address of the bridge SRAM the PSP is given (its bus address through AGP, or a page-table VA).
+    pub staging: u64,
     pub sim: Simulator,
     pub b: Bridge,
     pub bar0: u64,
@@ -31,7 +33,7 @@ impl Rig {
         let topo = bring_up(&mut b, &Layout::default()).unwrap();
         let bar = |i| topo.bar(i).unwrap().addr;
         let (bar0, bar2, bar5) = (bar(0), bar(2), bar(5));
-        Rig { sim, b, bar0, bar2, bar5 }
+        Rig { staging: 0x20_0000, sim, b, bar0, bar2, bar5 }
     }
 
     pub fn rreg(&mut self, index: u32) -> u32 {
@@ -100,6 +102,12 @@ pub struct Regs {
     pub mm_fb_base: u32,
     pub mm_ap_low: u32,
     pub mm_ap_high: u32,
+    /// MC_VM_AGP_TOP; BOT and BASE follow it.
+    pub mm_agp_top: u32,
+    pub gc_agp_top: u32,
+    /// Context 0's CNTL, PAGE_TABLE_START_ADDR_LO32, END_ADDR_LO32, BASE_ADDR_LO32 (HI32 follows each).
+    pub mm_ctx0: [u32; 4],
+    pub gc_ctx0: [u32; 4],
     pub gc_ap_low: u32,
     pub gc_ap_high: u32,
     pub scratch6: u32,
@@ -144,6 +152,7 @@ impl Regs {
         let c2p = |n: u32| mp0[0] + 0x40 + n;
         let mp1m = |n: u32| mp1[0] + 0x240 + n;
         let (mm_fb, mm_ap, gc_ap) = if gfx12 { (0x554, 0x559, 0x1619) } else { (0x8EC, 0x8F1, 0x167D) };
+        let (mm_agp, gc_agp) = if gfx12 { (0x556, 0x1616) } else { (0x8EE, 0x167A) };
         let sdma = if gfx12 { (0x87, 0x8F, 0x91, 0x588E) } else { (0x89, 0x92, 0xAB, 0x589A) };
         Regs {
             gfx12,
@@ -157,6 +166,11 @@ impl Regs {
             mm_fb_base: mm[0] + mm_fb,
             mm_ap_low: mm[0] + mm_ap,
             mm_ap_high: mm[0] + mm_ap + 1,
+            mm_agp_top: mm[0] + mm_agp,
+            gc_agp_top: gc[0] + gc_agp,
+            mm_ctx0: if gfx12 { [0x564, 0x5EF, 0x60F, 0x5CF] } else { [0x740, 0x7CB, 0x7EB, 0x7AB] }.map(|o| mm[0] + o),
+            gc_ctx0: if gfx12 { [0x1624, 0x16AF, 0x16CF, 0x168F] } else { [0x1688, 0x1713, 0x1733, 0x16F3] }
+                .map(|o| gc[0] + o),
             gc_ap_low: gc[0] + gc_ap,
             gc_ap_high: gc[0] + gc_ap + 1,
             scratch6: gc[1] + 0x2046,

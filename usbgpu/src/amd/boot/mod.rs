@@ -255,6 +255,13 @@ pub fn fini(bus: &mut dyn GpuBus, booted: &Booted, err_state: bool) -> Result<()
     hw.write(reg6, u32::from(err_state))
 }
 
+/// Restarts the compute engine after a hang without a full boot (tinygrad `AMDev.recover`): the compute queues
+/// are dequeued and MEC is reset and started again; the caller sets its queues up anew.
+pub fn recover(bus: &mut dyn GpuBus, booted: &Booted) -> Result<(), BootError> {
+    let mut hw = Hw { bus, disc: &booted.discovery, step: "GFX recovery" };
+    gfx::reset_mec(&mut hw, &booted.ucode_starts)
+}
+
 #[cfg(test)]
 mod test_bus;
 #[cfg(test)]

@@ -292,3 +292,21 @@ fn a_dead_link_or_missing_table_stops_before_any_write() {
     assert!(m.contains("binary_signature is 0x00000000"), "{m}");
     assert!(!bus.events.iter().any(|e| matches!(e, Event::Write(..) | Event::Vram(..))), "nothing written");
 }
+
+#[test]
+fn recover_resets_and_restarts_mec_only() {
+    let Some(dir) = fw_dir() else { return };
+    let mut bus = ScriptedBus::new(Card::Gfx1100);
+    let booted = boot(&mut bus, &dir, BootOptions::default()).unwrap();
+    use crate::amd::regs::gc_11_0_0 as m;
+    // An active compute queue is dequeued first.
+    bus.set(reg!(HwIp::Gc, m::CP_HQD_ACTIVE), 1);
+    bus.events.clear();
+    recover(&mut bus, &booted).unwrap();
+    let dequeue = bus.first_write(reg!(HwIp::Gc, m::CP_HQD_DEQUEUE_REQUEST)).expect("dequeued");
+    let reset = bus.first_write(reg!(HwIp::Gc, m::GRBM_SOFT_RESET)).expect("soft reset");
+    let start = bus.first_write(reg!(HwIp::Gc, m::CP_MEC_RS64_PRGRM_CNTR_START)).expect("MEC restarted");
+    assert!(dequeue < reset && reset < start);
+    assert_eq!(bus.writes_to(reg!(HwIp::Gc, m::CP_MEC_RS64_PRGRM_CNTR_START)), [(booted.ucode_starts.mec >> 2) as u32]);
+    assert!(bus.first_write(psp_msg(Card::Gfx1100, PspMsg::Wptr67)).is_none(), "no PSP work");
+}

@@ -118,8 +118,8 @@ impl Gpu {
             scratch_bytes,
             step_limit: crate::rdna3::dispatch::DEFAULT_STEP_LIMIT,
         };
-        let aperture = self.aperture(Hub::Gc);
-        let mem = KernelVram::new(fabric.vram(), aperture).ok_or("VRAM is not word-aligned in host memory")?;
+        let ranges = self.hub_view(Hub::Gc).vram_ranges(fabric.vram());
+        let mem = KernelVram::new(fabric.vram(), ranges).ok_or("VRAM is not word-aligned in host memory")?;
         let stats = crate::rdna3::dispatch_parallel(&kernel, &d, &mem, threads()).map_err(|e| e.to_string())?;
         self.dispatched.instructions += stats.instructions;
         self.dispatched.dispatches += 1;

@@ -96,6 +96,8 @@ impl Gpu {
     /// Handles a write to a GFX/SDMA register with behaviour; false when `reg` has none here.
     pub(super) fn gfx_write(&mut self, reg: Reg, value: u32, fabric: &mut dyn Fabric) -> bool {
         match reg {
+            // The RLC acknowledges a safe-mode request at once: CMD (bit 0) reads back clear.
+            Reg::RlcSafeMode => self.set(reg, value & !1),
             Reg::MecRs64Cntl => {
                 self.set(reg, value);
                 self.mec_control(value);

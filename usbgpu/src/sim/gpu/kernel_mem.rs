@@ -1,19 +1,20 @@
-//! VRAM as a kernel on the emulator sees it: GC-hub addresses (MC address inside the hub's system aperture and
-//! the frame buffer), bounds-checked; shared by the workgroups that run on several host threads.
+//! VRAM as a kernel on the emulator sees it: GC-hub addresses (the system aperture over the frame buffer and
+//! context 0's VRAM mappings, enumerated once per dispatch), bounds-checked; shared by the workgroups that run
+//! on several host threads.
 
-use super::mem::{Aperture, FB_BASE};
 use crate::rdna3::{OutOfBounds, SharedMemory};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// VRAM viewed as 32-bit atomic words for the duration of one dispatch.
 pub struct KernelVram<'a> {
     words: &'a [AtomicU32],
-    aperture: Aperture,
+    /// (GPU address, bytes, VRAM offset), sorted by address.
+    ranges: Vec<(u64, u64, u64)>,
 }
 
 impl<'a> KernelVram<'a> {
     /// `None` when `vram` is not 4-byte aligned (or not whole words).
-    pub fn new(vram: &'a mut [u8], aperture: Aperture) -> Option<KernelVram<'a>> {
+    pub fn new(vram: &'a mut [u8], ranges: Vec<(u64, u64, u64)>) -> Option<KernelVram<'a>> {
         if !(vram.as_ptr() as usize).is_multiple_of(4) || !vram.len().is_multiple_of(4) {
             return None;
         }
@@ -21,16 +22,22 @@ impl<'a> KernelVram<'a> {
         // AtomicU32 has the size, alignment and bit validity of u32, so every byte pattern is a valid value,
         // and all access during 'a goes through these atomics.
         let words = unsafe { std::slice::from_raw_parts(vram.as_mut_ptr().cast::<AtomicU32>(), vram.len() / 4) };
-        Some(KernelVram { words, aperture })
+        Some(KernelVram { words, ranges })
     }
 
     fn range(&self, addr: u64, len: usize) -> Result<std::ops::Range<usize>, OutOfBounds> {
         let end = addr.checked_add(len as u64).ok_or(OutOfBounds)?;
-        let vram_end = FB_BASE + 4 * self.words.len() as u64;
-        if addr < FB_BASE || end > vram_end || addr < self.aperture.low || end.saturating_sub(1) > self.aperture.high {
+        let i = self.ranges.partition_point(|r| r.0 <= addr).checked_sub(1).ok_or(OutOfBounds)?;
+        let (va, size, pa) = self.ranges[i];
+        if end > va + size {
             return Err(OutOfBounds);
         }
-        Ok((addr - FB_BASE) as usize..(end - FB_BASE) as usize)
+        let start = (pa + addr - va) as usize;
+        let stop = start + len;
+        if stop > 4 * self.words.len() {
+            return Err(OutOfBounds);
+        }
+        Ok(start..stop)
     }
 }
 
@@ -83,8 +90,8 @@ mod tests {
         let mut backing = vec![0u32; 4];
         // SAFETY: a u32 buffer viewed as its bytes (4-aligned, 16 bytes), used only through `vram`.
         let vram = unsafe { std::slice::from_raw_parts_mut(backing.as_mut_ptr().cast::<u8>(), 16) };
-        let ap = Aperture::from_regs((FB_BASE >> 18) as u32, (FB_BASE >> 18) as u32);
-        let m = KernelVram::new(vram, ap).unwrap();
+        const FB_BASE: u64 = 0x80_0000_0000;
+        let m = KernelVram::new(vram, vec![(FB_BASE, 16, 0)]).unwrap();
         m.write(FB_BASE + 1, &[0xAA, 0xBB, 0xCC, 0xDD, 0xEE]).unwrap();
         let mut out = [0u8; 7];
         m.read(FB_BASE, &mut out).unwrap();
@@ -93,10 +100,16 @@ mod tests {
         assert_eq!(m.rmw32(FB_BASE + 2, &mut |x| x), Err(OutOfBounds));
         assert_eq!(m.write(FB_BASE + 14, &[0; 3]), Err(OutOfBounds));
         assert_eq!(m.read(FB_BASE - 1, &mut [0]), Err(OutOfBounds));
-        // Outside the aperture: refused even inside VRAM.
+        // Only mapped ranges: a second range maps VA 0x1000 to VRAM 8; the gap between them is refused.
         // SAFETY: as above; `m` is no longer used.
         let vram = unsafe { std::slice::from_raw_parts_mut(backing.as_mut_ptr().cast::<u8>(), 16) };
-        let closed = KernelVram::new(vram, Aperture { low: FB_BASE + 4, high: FB_BASE + 7 }).unwrap();
-        assert_eq!(closed.read(FB_BASE, &mut [0]), Err(OutOfBounds));
+        let two = KernelVram::new(vram, vec![(0x1000, 8, 8), (FB_BASE + 4, 4, 4)]).unwrap();
+        let mut b = [0u8; 2];
+        two.read(0x1000, &mut b).unwrap();
+        assert_eq!(b, [0, 0]);
+        two.read(FB_BASE + 4, &mut b).unwrap();
+        assert_eq!(b, [0xDE, 0xEE]);
+        assert_eq!(two.read(FB_BASE, &mut [0]), Err(OutOfBounds));
+        assert_eq!(two.read(0x1006, &mut [0; 4]), Err(OutOfBounds));
     }
 }

@@ -29,7 +29,7 @@ use super::timing::Timing;
 use board::Board;
 #[cfg(test)]
 use board::Ip;
-use mem::{Aperture, Fabric, Hub, Mem, FB_BASE};
+use mem::{Aperture, Context, Fabric, Hub, HubView, Mem, FB_BASE};
 use regs::{Reg, RegMap};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -93,7 +93,7 @@ impl Gpu {
     /// A GPU at power-on, checking firmware against the files in `firmware_dir`. The caller writes
     /// [`Gpu::discovery_table`] into VRAM.
     pub fn new(board: Board, vram_bytes: u64, timing: Timing, firmware_dir: PathBuf) -> Gpu {
-        Gpu {
+        let mut gpu = Gpu {
             board,
             map: RegMap::new(board),
             regs: HashMap::new(),
@@ -109,7 +109,11 @@ impl Gpu {
             kernels: HashMap::new(),
             dispatched: Dispatched::default(),
             firmware_dir,
-        }
+        };
+        // The AGP apertures are closed (BOT > TOP) until the driver opens them.
+        gpu.set(Reg::MmAgpBot, 0xFF_FFFF);
+        gpu.set(Reg::GcAgpBot, 0xFF_FFFF);
+        gpu
     }
 
     /// Mode-1 reset: every block back to its power-on state (sOS stopped, SMU without firmware, no RLC
@@ -170,16 +174,61 @@ impl Gpu {
         self.regs.insert(i, v);
     }
 
-    fn aperture(&self, hub: Hub) -> Aperture {
-        match hub {
-            Hub::Mm => Aperture::from_regs(self.get(Reg::MmApertureLow), self.get(Reg::MmApertureHigh)),
-            Hub::Gc => Aperture::from_regs(self.get(Reg::GcApertureLow), self.get(Reg::GcApertureHigh)),
-        }
+    fn get64(&self, lo: Reg, hi: Reg) -> u64 {
+        u64::from(self.get(lo)) | u64::from(self.get(hi)) << 32
+    }
+
+    /// How `hub` translates, from its registers.
+    fn hub_view(&self, hub: Hub) -> HubView {
+        use Reg::*;
+        let r = match hub {
+            Hub::Mm => [
+                MmApertureLow,
+                MmApertureHigh,
+                MmAgpBot,
+                MmAgpTop,
+                MmAgpBase,
+                MmCtx0Cntl,
+                MmPtStartLo,
+                MmPtStartHi,
+                MmPtEndLo,
+                MmPtEndHi,
+                MmPtBaseLo,
+                MmPtBaseHi,
+            ],
+            Hub::Gc => [
+                GcApertureLow,
+                GcApertureHigh,
+                GcAgpBot,
+                GcAgpTop,
+                GcAgpBase,
+                GcCtx0Cntl,
+                GcPtStartLo,
+                GcPtStartHi,
+                GcPtEndLo,
+                GcPtEndHi,
+                GcPtBaseLo,
+                GcPtBaseHi,
+            ],
+        };
+        let aperture = Aperture::from_regs(self.get(r[0]), self.get(r[1]));
+        let (bot, top) = (u64::from(self.get(r[2]) & 0xFF_FFFF), u64::from(self.get(r[3]) & 0xFF_FFFF));
+        let agp =
+            (bot <= top).then(|| (bot << 24, (top << 24) | 0xFF_FFFF, u64::from(self.get(r[4]) & 0xFF_FFFF) << 24));
+        let cntl = self.get(r[5]);
+        let context = (cntl & 1 != 0).then(|| Context {
+            start: self.get64(r[6], r[7]) << 12,
+            end: (self.get64(r[8], r[9]) << 12) | 0xFFF,
+            root: self.get64(r[10], r[11]) & 0x0000_FFFF_FFFF_F000,
+            levels: ((cntl >> 1) & 3) as usize + 1,
+            gfx12: self.board == Board::Navi48,
+        });
+        HubView { aperture, agp, context }
     }
 
     /// An engine's view of memory through `hub`.
     fn mem<'a>(&self, hub: Hub, fabric: &'a mut dyn Fabric, at: Duration) -> Mem<'a> {
-        Mem { aperture: self.aperture(hub), vram_bytes: self.vram_bytes, fabric, at }
+        Mem { hub: self.hub_view(hub), fabric, at }
     }
 
     /// MM_INDEX/MM_INDEX_HI: the VRAM byte address MM_DATA reaches (bit 31 of MM_INDEX selects VRAM).
