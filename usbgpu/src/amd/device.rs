@@ -3,8 +3,8 @@
 //!
 //! - Open: PCIe bring-up behind the bridge, the boot (cold, partial or after a mode-1 reset), the queues.
 //!   Dropping the device ends the session cleanly ([`super::boot::fini`]), so the next open boots partially.
-//! - GPU addresses are MC addresses (`fb_base + paddr`, inside both hubs' system aperture, which the boot
-//!   programs over all of VRAM) and, for the bridge's windows, their bus addresses.
+//! - GPU addresses are MC addresses for VRAM (`fb_base + paddr`, inside both hubs' system aperture, which the boot
+//!   programs over all of VRAM) and VAs for the bridge's windows, mapped at open in VMID 0's page table.
 //! - Every buffer lives in VRAM (tinygrad `USBIface.alloc`: the GPU cannot reach host memory over the bridge).
 //!   Host copies are the pipelined SRAM copies ([`crate::copy`]) with SDMA on the GPU side ([`super::dma`]),
 //!   ordered after all submitted work (the host waits for the timeline first).
@@ -16,11 +16,14 @@
 //! - `counters()` reports the bridge's USB transactions and bytes, and the transport's clock (modelled time on
 //!   the simulator).
 
+use super::boot::gmc::{self, Hub};
+use super::boot::hw::Hw;
+use super::boot::vm::Target as VmTarget;
 use super::boot::{self, BootError, BootKind, BootOptions, Booted};
 use super::bridge_bus::{BridgeBus, BusMap};
 use super::bus::GpuBus;
 use super::dma::SdmaDma;
-use super::queue::{gpu_err, ComputeMem, ComputeQueue, Mem, SdmaQueue, VaMap};
+use super::queue::{gpu_err, ComputeMem, ComputeQueue, Mem, SdmaQueue, VaMap, BRIDGE_WINDOWS};
 use super::step::{self, Kernel, Launch, ShRegs};
 use crate::bridge::Bridge;
 use crate::codeobj::CodeObject;
@@ -97,7 +100,7 @@ impl AmdDevice {
             booted
         };
         let card = booted.card();
-        let va = VaMap { vram: booted.layout.fb_base, sys: 0 };
+        let va = map_windows(&mut BridgeBus::new(&mut bridge, bars), &mut booted)?;
         let sh = ShRegs::resolve(card, &booted.discovery)?;
         let mut alloc = |(size, align): (u64, u64)| -> crate::Result<Mem> {
             let paddr = booted.vram.alloc(size, align).map_err(|e| gpu_err("VRAM", e.to_string()))?;
@@ -438,6 +441,21 @@ impl Device for AmdDevice {
             ("bridge_clock_ns", self.bridge.now().as_nanos() as u64),
         ]
     }
+}
+
+/// Maps the bridge windows the copies use into VMID 0 as uncached system memory (tinygrad
+/// `USBIface._dma_region`) and returns the address map.
+fn map_windows(bus: &mut BridgeBus<'_>, booted: &mut Booted) -> Result<VaMap, BootError> {
+    let Booted { discovery, vm, vram, layout, .. } = booted;
+    let mut hw = Hw { bus, disc: discovery, step: "VM" };
+    let mut windows = [(0, 0, 0); 3];
+    for (slot, &(bus_addr, size)) in windows.iter_mut().zip(&BRIDGE_WINDOWS) {
+        let va = vm.alloc_va(size, 0x1000);
+        vm.map(&mut hw, va, size, VmTarget::System(bus_addr), true, &mut || vram.alloc(0x1000, 0x1000))?;
+        *slot = (bus_addr, size, va);
+    }
+    gmc::flush_tlb(&mut hw, Hub::Gc, true)?;
+    Ok(VaMap { vram: layout.fb_base, windows })
 }
 
 impl Drop for AmdDevice {

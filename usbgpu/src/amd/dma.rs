@@ -57,7 +57,15 @@ impl BridgeDma for SdmaDma<'_> {
 mod tests {
     use super::*;
 
-    const VA: VaMap = VaMap { vram: 0x80_0000_0000, sys: 0x1_0000_0000 };
+    /// Each window mapped at 0x1_0000_0000 + its bus address.
+    const VA: VaMap = VaMap {
+        vram: 0x80_0000_0000,
+        windows: [
+            (0x20_0000, 0x8_0000, 0x1_0020_0000),
+            (0x82_0000, 0x1000, 0x1_0082_0000),
+            (0x82_2000, 0x1000, 0x1_0082_2000),
+        ],
+    };
 
     #[test]
     fn copy_in_chunks_poll_copy_and_fence() {

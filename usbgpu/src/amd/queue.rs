@@ -20,12 +20,14 @@ use crate::firmware::Card;
 use pilot_core::hcq::reloc::RelocBuf;
 use std::time::Duration;
 
-/// GPU virtual addresses under `GMMU=0` (tinygrad `MemoryManager.identity_va`): VRAM physical address `p` is
-/// `vram + p`; a bridge window at bus address `b` (SRAM, sys_buf, cq_buf) is `sys + b`.
+/// The GPU addresses the queues use: VRAM physical address `p` at MC address `vram + p` (inside both hubs'
+/// system aperture), and each bridge window mapped in VMID 0's page table as system memory at its own VA
+/// (tinygrad `USBIface._dma_region`: the SRAM copy buffers, `sys_buf`, `cq_buf`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VaMap {
     pub vram: u64,
-    pub sys: u64,
+    /// (bus address, bytes, VA) of each mapped bridge window.
+    pub windows: [(u64, u64, u64); 3],
 }
 
 impl VaMap {
@@ -33,10 +35,22 @@ impl VaMap {
         self.vram + paddr
     }
 
+    /// The VA of bridge bus address `bus`, which must lie in a mapped window (the copy code's fixed addresses).
     pub fn sys(&self, bus: u64) -> u64 {
-        self.sys + bus
+        match self.windows.iter().find(|&&(b, n, _)| bus >= b && bus < b + n) {
+            Some(&(b, _, va)) => va + (bus - b),
+            None => panic!("bridge bus address {bus:#x} is in no mapped window"),
+        }
     }
 }
+
+/// The bridge windows the copies reach: the SRAM (both copy-in windows, the copy-out target), `sys_buf` (the
+/// drain fence) and `cq_buf` (the copy-out trigger).
+pub const BRIDGE_WINDOWS: [(u64, u64); 3] = [
+    (crate::proto::bus::SRAM, crate::proto::bus::SRAM_SIZE as u64),
+    (crate::proto::bus::SYS_BUF, 0x1000),
+    (crate::proto::bus::CQ_BUF, 0x1000),
+];
 
 /// A piece of VRAM: its physical address (the BAR0 offset), its GPU address and its size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
