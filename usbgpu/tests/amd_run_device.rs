@@ -94,6 +94,26 @@ fn copies_round_trip_through_sdma_and_the_bridge_sram() {
 }
 
 #[test]
+fn a_gfx1201_board_boots_and_copies() {
+    let Some(dir) = firmware_dir() else { return };
+    let s = Simulator::new(SimConfig {
+        vram_bytes: 256 << 20,
+        board: pilot_usbgpu::sim::Board::Navi48,
+        firmware_dir: Some(dir.to_path_buf()),
+        ..SimConfig::default()
+    });
+    let mut dev = open(&s, &dir);
+    assert_eq!(dev.info().arch, "gfx1201");
+    let b = dev.alloc(0x5_0000, BufferUse::Weight).unwrap();
+    let data: Vec<u8> = (0..0x5_0000).map(|i| (i % 251) as u8).collect();
+    dev.copy_in(b, 0, &data).unwrap();
+    let mut back = vec![0u8; data.len()];
+    dev.copy_out(b, 0, &mut back).unwrap();
+    assert!(back == data);
+    assert!(s.gpu_faults().is_empty(), "{:?}", s.gpu_faults());
+}
+
+#[test]
 fn a_step_runs_clangs_kernels_and_replays() {
     let Some(dir) = firmware_dir() else { return };
     let Some(co) = rdna3_support::build("amd_run_device", SOURCE) else { return };
