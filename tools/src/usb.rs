@@ -225,12 +225,7 @@ fn copy_speed(a: &CopySpeedArgs) -> Result<bool> {
         bail!("--iters must be at least 1");
     }
     let mut o = open(&a.device, a.size)?;
-    let Some(mut dma) = o.dma.take() else {
-        bail!(
-            "{}: copy-speed needs the GPU side of the copies (the AMD SDMA queue), which is not built yet; use --device sim",
-            o.bridge.name()
-        )
-    };
+    let Some(mut dma) = o.dma.take() else { return copy_speed_on_gpu(o.bridge, a) };
     let b = &mut o.bridge;
     let topo = bring_up(b, &Layout::default())?;
     let vram = topo.bar(0).context("the GPU has no BAR0")?.size;
@@ -248,6 +243,48 @@ fn copy_speed(a: &CopySpeedArgs) -> Result<bool> {
         back.fill(0);
         let m = measure(b, |b| copier.copy_out(b, dma.as_mut(), 0, &mut back))?;
         report("copyout", a.size, &m, o.simulated);
+    }
+    if back != data {
+        let at = back.iter().zip(&data).position(|(x, y)| x != y).unwrap_or(0);
+        eprintln!("pilot: copy round trip differs at byte {at}");
+        return Ok(false);
+    }
+    println!("round trip of {} bytes verified", a.size);
+    Ok(true)
+}
+
+/// copy-speed on a real GPU: booted (firmware from `PILOT_AMD_FIRMWARE` or /lib/firmware/amdgpu), its SDMA queue
+/// on the GPU side of the copies, into and out of one VRAM buffer.
+fn copy_speed_on_gpu(bridge: Bridge, a: &CopySpeedArgs) -> Result<bool> {
+    use pilot_core::device::{BufferUse, Device};
+    use pilot_usbgpu::amd::{boot::BootOptions, device::AmdDevice};
+    let dir = pilot_usbgpu::firmware::firmware_dir();
+    let mut dev = AmdDevice::open(bridge, &dir, BootOptions::default())?;
+    let buffer = dev.alloc(a.size, BufferUse::Scratch)?;
+    let data = pattern(a.size, 0x5EED);
+    let mut back = vec![0u8; a.size];
+    let timed = |dev: &mut AmdDevice, f: &mut dyn FnMut(&mut AmdDevice) -> Result<()>| -> Result<Measured> {
+        let (t0, c0, s0) = (dev.bridge().now(), cpu_time(), dev.bridge().stats());
+        f(dev)?;
+        let (b, s) = (dev.bridge(), dev.bridge().stats());
+        let stats = Stats {
+            control_out: s.control_out - s0.control_out,
+            control_in: s.control_in - s0.control_in,
+            bulk_out: s.bulk_out - s0.bulk_out,
+            bulk_in: s.bulk_in - s0.bulk_in,
+            bytes_out: s.bytes_out - s0.bytes_out,
+            bytes_in: s.bytes_in - s0.bytes_in,
+        };
+        Ok(Measured { time: b.now() - t0, cpu: cpu_time() - c0, stats })
+    };
+    for _ in 0..a.iters {
+        let m = timed(&mut dev, &mut |d| Ok(d.copy_in(buffer, 0, &data)?))?;
+        report("copyin", a.size, &m, false);
+    }
+    for _ in 0..a.iters {
+        back.fill(0);
+        let m = timed(&mut dev, &mut |d| Ok(d.copy_out(buffer, 0, &mut back)?))?;
+        report("copyout", a.size, &m, false);
     }
     if back != data {
         let at = back.iter().zip(&data).position(|(x, y)| x != y).unwrap_or(0);
