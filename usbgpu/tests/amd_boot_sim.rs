@@ -112,6 +112,8 @@ fn cold_boot_then_fini(board: Board) {
     assert_eq!(booted.kind, BootKind::Cold);
     assert!(sim.gpu_faults().is_empty(), "{:?}", sim.gpu_faults());
     assert_eq!(booted.layout.vram_size, VRAM);
+    let gc = booted.discovery.gc;
+    assert!(gc.num_se > 0 && gc.cu_count() > 0 && gc.lds_size > 0, "{gc:?}");
     assert!(bus.master_changes.is_empty(), "a cold chip needs no reset");
     // The GPU holds the driver's version and the "running" flag; fini clears the flag.
     let (r6, r7) = scratch(&booted);

@@ -233,11 +233,12 @@ pub fn parse(bytes: &[u8], vram_size: u64) -> Result<Discovery, DiscoveryError> 
     let version = (t.u16(gc_at + 4, "gc_info.version_major")?, t.u16(gc_at + 6, "gc_info.version_minor")?);
     let field = |off: usize, name: &str| t.u32(gc_at + off, name);
     let gc = match version.0 {
-        // gc_info_v1_x: WGPs (two CUs each) per SA, SAs per SE at 76.
+        // gc_info_v1_x: WGPs (two CUs each) per SA in two groups (Linux `amdgpu_discovery_get_gfx_info`:
+        // max_cu_per_sh = 2 * (wgp0 + wgp1)), SAs per SE at 76.
         1 => GcInfo {
             version,
             num_se: field(12, "gc_info.gc_num_se")?,
-            cu_per_sa: 2 * field(16, "gc_info.gc_num_wgp0_per_sa")?,
+            cu_per_sa: 2 * (field(16, "gc_info.gc_num_wgp0_per_sa")? + field(20, "gc_info.gc_num_wgp1_per_sa")?),
             sa_per_se: field(76, "gc_info.gc_num_sa_per_se")?,
             wave_size: field(56, "gc_info.gc_wave_size")?,
             max_waves_per_simd: field(60, "gc_info.gc_max_waves_per_simd")?,
@@ -382,6 +383,20 @@ pub(crate) mod tests {
             assert_eq!((d.gc.num_se, d.gc.cu_per_sa, d.gc.sa_per_se, d.gc.cu_count()), (6, 8, 2, 96));
             assert_eq!(d.gc.max_scratch_slots_per_cu, 32);
         }
+    }
+
+    #[test]
+    fn gc_info_v1_counts_both_wgp_groups() {
+        let mut t = table(Card::Gfx1100);
+        let gc = 0x800;
+        t[gc + 4..gc + 6].copy_from_slice(&1u16.to_le_bytes());
+        for (off, v) in [(12usize, 6u32), (16, 4), (20, 1), (76, 2)] {
+            t[gc + off..gc + off + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        let sum = t[10..0xa00].iter().fold(0u16, |s, b| s.wrapping_add(u16::from(*b)));
+        t[8..10].copy_from_slice(&sum.to_le_bytes());
+        let d = parse(&t, 1 << 30).unwrap();
+        assert_eq!((d.gc.version, d.gc.cu_per_sa, d.gc.cu_count()), ((1, 0), 10, 120));
     }
 
     fn message(r: Result<Discovery, DiscoveryError>) -> String {
