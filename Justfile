@@ -27,6 +27,10 @@ bench-gpu:
 device-bench MODEL:
     scripts/device_bench.sh {{MODEL}}
 
+# An AMD GPU over USB (DEVICE=usb+amd|usb:BUS-ADDR|sim): boot, load, step, with the 25 s / 50 ms gates on hardware.
+usb-bench MODEL:
+    scripts/usb_bench.sh {{MODEL}}
+
 fmt:
     cargo fmt --all
 

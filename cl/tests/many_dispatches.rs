@@ -31,7 +31,13 @@ fn arg(buffer: BufferId) -> Arg {
 #[test]
 fn a_hundred_thousand_dispatches_link_in_reasonable_time() {
     let Some(mut dev) = open() else { return };
-    let spec = ProgramSpec { name: "scale", format: ProgramFormat::OpenClSource, code: SCALE.as_bytes(), arg_count: 2 };
+    let spec = ProgramSpec {
+        name: "scale",
+        format: ProgramFormat::OpenClSource,
+        code: SCALE.as_bytes(),
+        arg_count: 2,
+        amdgpu: None,
+    };
     let p = dev.load_program(&spec).unwrap();
     let a = dev.alloc(64, BufferUse::Scratch).unwrap();
     let b = dev.alloc(64, BufferUse::Scratch).unwrap();

@@ -23,7 +23,13 @@ fn check(profiling: bool) {
         }
         Err(e) => panic!("opening the OpenCL device: {e}"),
     };
-    let spec = ProgramSpec { name: "axpy", format: ProgramFormat::OpenClSource, code: SOURCE.as_bytes(), arg_count: 2 };
+    let spec = ProgramSpec {
+        name: "axpy",
+        format: ProgramFormat::OpenClSource,
+        code: SOURCE.as_bytes(),
+        arg_count: 2,
+        amdgpu: None,
+    };
     let axpy = dev.load_program(&spec).unwrap();
     let align = dev.limits().base_address_align;
     let y = dev.alloc(1024, BufferUse::State).unwrap();

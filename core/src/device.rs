@@ -112,6 +112,9 @@ pub struct ProgramSpec<'a> {
     pub code: &'a [u8],
     /// Number of buffer arguments the kernel takes.
     pub arg_count: usize,
+    /// What the compiler recorded for dispatching an `amdgpu` program (the artifact's `"amdgpu"` key); devices
+    /// that load code objects check it against the code object itself.
+    pub amdgpu: Option<&'a crate::artifact::AmdDispatch>,
 }
 
 /// One buffer argument of a dispatch: a buffer and a byte offset into it.

@@ -98,6 +98,7 @@ impl Session {
                     format: p.format,
                     code: artifact.blob(p.blob),
                     arg_count: p.args,
+                    amdgpu: p.amdgpu.as_ref(),
                 })
             })
             .collect::<Result<Vec<_>, _>>()

@@ -138,6 +138,7 @@ impl ClExecutor {
             format: ProgramFormat::OpenClSource,
             code: key.1.as_bytes(),
             arg_count: shader.args.len(),
+            amdgpu: None,
         };
         let id = self.dev.load_program(&spec).map_err(|e| e.to_string())?;
         self.programs.insert(key, id);

@@ -52,6 +52,7 @@ fn load(dev: &mut QcomDevice, s: &FakeShader) -> ProgramId {
         format: ProgramFormat::AdrenoBlob,
         code: &code,
         arg_count: s.args.len(),
+        amdgpu: None,
     })
     .unwrap()
 }
@@ -203,7 +204,7 @@ fn bad_programs_are_refused_at_load() {
     let (s0, _) = programs();
     let code = write_fake(&s0);
     fn spec(code: &[u8]) -> ProgramSpec<'_> {
-        ProgramSpec { name: "k0_fill", format: ProgramFormat::AdrenoBlob, code, arg_count: 2 }
+        ProgramSpec { name: "k0_fill", format: ProgramFormat::AdrenoBlob, code, arg_count: 2, amdgpu: None }
     }
     let mut e = dev.load_program(&spec(&code[..code.len() / 2])).unwrap_err().to_string();
     assert!(e.starts_with("program `k0_fill`: adreno blob: "), "{e}");

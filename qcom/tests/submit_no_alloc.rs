@@ -46,7 +46,13 @@ fn submit_and_wait_do_not_allocate() {
     };
     let code = write_fake(&shader);
     let program = dev
-        .load_program(&ProgramSpec { name: "k", format: ProgramFormat::AdrenoBlob, code: &code, arg_count: 2 })
+        .load_program(&ProgramSpec {
+            name: "k",
+            format: ProgramFormat::AdrenoBlob,
+            code: &code,
+            arg_count: 2,
+            amdgpu: None,
+        })
         .unwrap();
     let (a, b) = (dev.alloc(256, BufferUse::Output).unwrap(), dev.alloc(256, BufferUse::Input).unwrap());
     let op = |buffer| Arg { buffer, offset: 0 };

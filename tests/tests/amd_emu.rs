@@ -33,7 +33,13 @@ fn run_and_compare(name: &str, shapes: &[(&str, &[usize])]) -> f64 {
     // The device derives each program's dispatch record from the code object; the artifact's must agree.
     let mut dev = EmuDevice::new(1);
     for p in &artifact.manifest.programs {
-        let spec = ProgramSpec { name: &p.name, format: p.format, code: artifact.blob(p.blob), arg_count: p.args };
+        let spec = ProgramSpec {
+            name: &p.name,
+            format: p.format,
+            code: artifact.blob(p.blob),
+            arg_count: p.args,
+            amdgpu: p.amdgpu.as_ref(),
+        };
         let id = dev.load_program(&spec).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(dev.dispatch_record(id), p.amdgpu.as_ref(), "{name}: program {}", p.name);
     }
@@ -77,7 +83,13 @@ fn gfx1201_is_refused_in_one_line() {
     let art = compile("policy", "gfx1201", &[], dir.path());
     let artifact = Artifact::open(&art).unwrap();
     let p = &artifact.manifest.programs[0];
-    let spec = ProgramSpec { name: &p.name, format: p.format, code: artifact.blob(p.blob), arg_count: p.args };
+    let spec = ProgramSpec {
+        name: &p.name,
+        format: p.format,
+        code: artifact.blob(p.blob),
+        arg_count: p.args,
+        amdgpu: p.amdgpu.as_ref(),
+    };
     let e = EmuDevice::new(1).load_program(&spec).unwrap_err().to_string();
     assert_eq!(
         e,

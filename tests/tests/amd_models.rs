@@ -1,104 +1,135 @@
-//! The model tests (vision, policy, dmonitoring from `scripts/make_models.py`) compiled for `usb+amd`
-//! on gfx1100 and gfx1201: one code object per artifact, every kernel of it accounted for by pilot's
-//! reader and matching the program's recorded dispatch facts, every dispatch launching the work-group
-//! size its kernel was compiled for, the object disassembled by `llvm-objdump-19` and its metadata
-//! listing the same kernels for `llvm-readelf-19`; the artifact loads on the NULL device (compile-only
-//! use). Running it: tests/tests/amd_emu.rs (on the RDNA3 emulator).
+//! The model tests (vision, policy, dmonitoring and exporter from `scripts/make_models.py`) compiled for `usb+amd`
+//! gfx1100 and run by the `usb+amd` device on the simulated bridge and GPU (`--device sim`): booted from the real
+//! firmware, weights uploaded through the SDMA copies, the prebuilt step executed by the simulated GPU, whose
+//! DISPATCH_DIRECT runs the code object on the RDNA3 emulator. Outputs are compared with onnxruntime on the same
+//! seeded inputs (scaled error `|got - ref| / max(1, |ref|)` ≤ 1e-4). The boots: cold (vision, exporter), partial
+//! after a clean close (policy), and after a simulated crash, which takes a mode-1 reset (dmonitoring).
+//!
+//! Firmware: `PILOT_AMD_FIRMWARE`, else `target/amd-firmware/...` (`scripts/setup.sh`); skipped when absent and
+//! `PILOT_AMD_FIRMWARE_OPTIONAL=1`. Each test prints the USB transactions, bytes and host time per step and the
+//! simulator's modelled step and load times (the numbers in BENCHMARKS.md).
 
-use std::path::Path;
-use std::process::Command;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
-use pilot_core::device::{ProgramFormat, StepOp};
-use pilot_core::null::NullDevice;
 use pilot_core::target::Modes;
 use pilot_core::{Artifact, Session, Target};
-use pilot_tests::models::test_models;
-use pilot_usbgpu::codeobj::CodeObject;
+use pilot_tests::models::{compare_with_onnxruntime, root, seeded_inputs, test_models};
+use pilot_usbgpu::amd::boot::{BootKind, BootOptions};
+use pilot_usbgpu::amd::device::AmdDevice;
+use pilot_usbgpu::sim::{SimConfig, Simulator};
+use pilot_usbgpu::Bridge;
 
-fn llvm(tool: &str, args: &[&str], file: &Path) -> String {
-    let out = Command::new(tool)
-        .args(args)
-        .arg(file)
-        .output()
-        .unwrap_or_else(|e| panic!("{tool}: {e} (apt-get install llvm-19)"));
-    assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
+fn firmware_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("PILOT_AMD_FIRMWARE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/amd-firmware/root/usr/lib/firmware/amdgpu"));
+    if dir.join("psp_13_0_0_sos.bin").is_file() {
+        return Some(dir);
+    }
+    if std::env::var("PILOT_AMD_FIRMWARE_OPTIONAL").as_deref() == Ok("1") {
+        eprintln!("skipped: no AMD firmware in {} (PILOT_AMD_FIRMWARE_OPTIONAL=1)", dir.display());
+        return None;
+    }
+    panic!("no AMD firmware in {}: run scripts/setup.sh (or set PILOT_AMD_FIRMWARE)", dir.display());
 }
 
-fn check(model: &str, arch: &str, dir: &Path) {
-    let target = Target::parse("usb+amd", Some(arch), Modes::default()).unwrap();
-    let opts = pilot_compiler::CompileOptions::new(target.clone());
-    let art = dir.join(format!("{model}-{arch}.pkl"));
-    let report = pilot_compiler::compile(&test_models().join(format!("{model}.onnx")), &art, &opts, &|_| {})
-        .unwrap_or_else(|e| panic!("{model} {arch}: {e}"));
-    let a = Artifact::open(&art).unwrap();
-    let m = &a.manifest;
-    assert_eq!(m.target, target);
-    assert_eq!(m.programs.len(), report.kernels, "{model}");
+fn compile(name: &str, shapes: &[(&str, &[usize])], dir: &Path) -> PathBuf {
+    let target = Target::parse("usb+amd", Some("gfx1100"), Modes::default()).unwrap();
+    let shapes: HashMap<String, Vec<usize>> = shapes.iter().map(|(n, s)| (n.to_string(), s.to_vec())).collect();
+    let opts = pilot_compiler::CompileOptions { shapes, ..pilot_compiler::CompileOptions::new(target) };
+    let art = dir.join(format!("{name}.pkl"));
+    pilot_compiler::compile(&test_models().join(format!("{name}.onnx")), &art, &opts, &|_| {})
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    art
+}
 
-    // One code object for every program, and every kernel in it accounted for.
-    let blob = m.programs[0].blob;
-    assert!(m.programs.iter().all(|p| p.format == ProgramFormat::AmdCodeObject && p.blob == blob), "{model}");
-    let code = a.blob(blob);
-    let obj = CodeObject::parse(code).unwrap_or_else(|e| panic!("{model} {arch}: {e}"));
-    assert_eq!(obj.arch.name(), arch);
-    assert_eq!(obj.kernels.len(), m.programs.len(), "{model} {arch}");
-    for p in &m.programs {
-        let k = obj.kernel(&p.name).unwrap_or_else(|| panic!("{model}: no kernel {}", p.name));
-        let d = p.amdgpu.as_ref().unwrap();
-        assert_eq!((d.descriptor, d.code), (k.descriptor_offset, k.code_offset), "{}", p.name);
-        let r = &k.descriptor;
-        assert_eq!(d.rsrc, [r.compute_pgm_rsrc1, r.compute_pgm_rsrc2, r.compute_pgm_rsrc3], "{}", p.name);
-        assert_eq!((d.kernarg_size, &d.arg_offsets), (k.kernarg_size, &k.arg_offsets), "{}", p.name);
-        assert_eq!((d.vgprs, d.sgprs, d.user_sgprs), (k.vgprs, k.sgprs, k.user_sgprs), "{}", p.name);
-        assert_eq!((d.lds, d.scratch, d.wave32), (k.lds_bytes, k.scratch_bytes, true), "{}", p.name);
-        assert_eq!(d.arg_offsets.len(), p.args, "{}", p.name);
-    }
-    for op in &m.step {
-        let StepOp::Dispatch { program, global, local, .. } = op else { continue };
-        let p = &m.programs[program.0 as usize];
-        let k = obj.kernel(&p.name).unwrap();
-        assert_eq!(k.reqd_workgroup_size, Some(*local), "{}", p.name);
-        assert!(local.iter().product::<u32>() <= k.max_workgroup_size, "{}", p.name);
-        assert!((0..3).all(|i| global[i] % local[i] == 0), "{}: {global:?} / {local:?}", p.name);
-    }
+/// How the session before the measured one ended, which decides the measured one's boot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Before {
+    Nothing,
+    CleanClose,
+    Crash,
+}
 
-    // LLVM's tools read the same object: the metadata lists the same kernels, and the disassembly
-    // has each kernel at its code offset, ending its program.
-    let co = dir.join(format!("{model}-{arch}.co"));
-    std::fs::write(&co, code).unwrap();
-    let notes = llvm("llvm-readelf-19", &["--notes"], &co);
-    assert_eq!(notes.matches("    .symbol:").count(), m.programs.len(), "{model}");
-    assert!(notes.contains(&format!("amdhsa.target:   amdgcn-amd-amdhsa--{arch}")), "{notes}");
-    let dis = llvm("llvm-objdump-19", &["-d"], &co);
-    for k in &obj.kernels {
-        let at =
-            dis.find(&format!("{:016x} <{}>:", k.code_offset, k.name)).unwrap_or_else(|| panic!("objdump: {}", k.name));
-        let body = &dis[at..];
-        let body = &body[..body[1..].find("\n\n").map_or(body.len(), |e| e + 1)];
-        assert!(body.contains("s_endpgm"), "{}", k.name);
-        assert!(!body.contains("<unknown>"), "{}: undecodable instructions", k.name);
-    }
+fn open(sim: &Simulator, fw: &Path) -> AmdDevice {
+    let bridge = Bridge::open(sim.transport(), None).unwrap();
+    AmdDevice::open(bridge, fw, BootOptions::default())
+        .unwrap_or_else(|e| panic!("open: {e}; GPU faults: {:?}", sim.gpu_faults()))
+}
 
-    // Compile-only use: the NULL device loads and steps it.
-    let mut s = Session::new(a, Box::new(NullDevice::new(arch))).unwrap();
-    let inputs: Vec<Vec<u8>> = s.inputs().iter().map(|t| vec![0u8; t.nbytes()]).collect();
-    let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
-    s.step(&refs).unwrap();
+fn counter(c: &[(&str, u64)], name: &str) -> u64 {
+    c.iter().find(|(n, _)| *n == name).map_or(0, |x| x.1)
+}
+
+/// Compiles `name`, runs it on a simulated gfx1100 after `before`, checks the boot and the outputs.
+fn run_on_sim(name: &str, shapes: &[(&str, &[usize])], before: Before) {
+    let Some(fw) = firmware_dir() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let art = compile(name, shapes, dir.path());
+    let sim =
+        Simulator::new(SimConfig { vram_bytes: 512 << 20, firmware_dir: Some(fw.clone()), ..SimConfig::default() });
+    let expected = match before {
+        Before::Nothing => BootKind::Cold,
+        Before::CleanClose => {
+            open(&sim, &fw).close().unwrap();
+            BootKind::Partial
+        }
+        Before::Crash => {
+            open(&sim, &fw).abandon();
+            BootKind::AfterReset
+        }
+    };
+    let t0 = sim.now();
+    let dev = open(&sim, &fw);
+    assert_eq!(dev.boot_kind(), expected, "{name}");
+    let booted = sim.now();
+    let mut session = Session::new(Artifact::open(&art).unwrap(), Box::new(dev))
+        .unwrap_or_else(|e| panic!("{name}: {e}; GPU faults: {:?}", sim.gpu_faults()));
+    let loaded = sim.now();
+    let (arrays, feeds) = seeded_inputs(&session, dir.path());
+    let refs: Vec<&[u8]> = arrays.iter().map(|a| a.data.as_slice()).collect();
+    // A first step, then the measured ones (the outputs compared are the last step's).
+    session.step(&refs).unwrap_or_else(|e| panic!("{name}: {e}; GPU faults: {:?}", sim.gpu_faults()));
+    let steps = 2;
+    let (c0, m0, h0) = (session.device_counters(), sim.now(), Instant::now());
+    for _ in 0..steps {
+        session.step(&refs).unwrap_or_else(|e| panic!("{name}: {e}; GPU faults: {:?}", sim.gpu_faults()));
+    }
+    let (c1, m1, host) = (session.device_counters(), sim.now(), h0.elapsed());
+    let per = |k: &str| (counter(&c1, k) - counter(&c0, k)) as f64 / steps as f64;
+    let worst =
+        compare_with_onnxruntime(name, &test_models().join(format!("{name}.onnx")), &feeds, &session, 1e-4, dir.path());
+    assert!(sim.gpu_faults().is_empty(), "{name}: {:?}", sim.gpu_faults());
+    eprintln!(
+        "BENCH usb+amd sim {name}: boot {expected:?} {:.1} ms, load {:.1} ms modelled; per step: {:.0} USB transactions, \
+         {:.0} bytes, host {:.1} ms, modelled {:.3} ms; worst scaled error {worst:.2e}",
+        (booted - t0).as_secs_f64() * 1e3,
+        (loaded - booted).as_secs_f64() * 1e3,
+        per("usb_transactions"),
+        per("usb_bytes"),
+        host.as_secs_f64() * 1e3 / steps as f64,
+        (m1 - m0).as_secs_f64() * 1e3 / steps as f64,
+    );
 }
 
 #[test]
-fn model_tests_compile_for_gfx1100() {
-    let dir = tempfile::tempdir().unwrap();
-    for model in ["vision", "policy", "dmonitoring"] {
-        check(model, "gfx1100", dir.path());
-    }
+fn vision_on_the_simulated_gpu_after_a_cold_boot() {
+    run_on_sim("vision", &[], Before::Nothing);
 }
 
 #[test]
-fn model_tests_compile_for_gfx1201() {
-    let dir = tempfile::tempdir().unwrap();
-    for model in ["vision", "policy", "dmonitoring"] {
-        check(model, "gfx1201", dir.path());
-    }
+fn policy_on_the_simulated_gpu_after_a_partial_boot() {
+    run_on_sim("policy", &[], Before::CleanClose);
+}
+
+#[test]
+fn dmonitoring_on_the_simulated_gpu_after_a_crash() {
+    run_on_sim("dmonitoring", &[], Before::Crash);
+}
+
+#[test]
+fn exporter_on_the_simulated_gpu_after_a_cold_boot() {
+    run_on_sim("exporter", &[("x", &[2, 3, 8, 12])], Before::Nothing);
 }

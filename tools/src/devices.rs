@@ -17,6 +17,10 @@ pub const AVAILABLE: &[&str] = &[
     "fake-kgsl",
     #[cfg(feature = "amd-emu")]
     "amd-emu",
+    "usb+amd",
+    "usb:BUS-ADDR",
+    #[cfg(feature = "sim")]
+    "sim",
 ];
 
 /// The KGSL context priority (`--priority`/`QCOM_PRIORITY`, 0 highest .. 15 lowest), else tinygrad's default.
@@ -83,9 +87,54 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
         }
         #[cfg(not(feature = "amd-emu"))]
         "amd-emu" => bail!("this pilot was built without the AMD emulator (cargo feature `amd-emu`)"),
-        _ if Backend::parse(name) == Ok(Backend::UsbAmd) => {
-            bail!("device `{name}` is not available in this build yet (available: {})", AVAILABLE.join(", "))
+        // The AMD GPU behind the first USB bridge, or the one named usb:BUS-ADDR.
+        _ if Backend::parse(name) == Ok(Backend::UsbAmd) => Box::new(open_usb_amd(None)?),
+        _ if name.starts_with("usb:") => {
+            let Some(which) = parse_usb_name(name) else { bail!("device `{name}`: expected usb:BUS-ADDR") };
+            Box::new(open_usb_amd(Some(which))?)
         }
+        // The simulated bridge and GPU (the board the artifact was compiled for).
+        #[cfg(feature = "sim")]
+        "sim" => Box::new(open_sim_amd(target)?),
+        #[cfg(not(feature = "sim"))]
+        "sim" => bail!("this pilot was built without the simulated GPU (cargo feature `sim`)"),
         other => bail!("unknown device `{other}` (available: {})", AVAILABLE.join(", ")),
     })
+}
+
+/// `usb:BUS-ADDR` as (bus, address).
+pub fn parse_usb_name(s: &str) -> Option<(u8, u8)> {
+    let (bus, addr) = s.strip_prefix("usb:")?.split_once('-')?;
+    Some((bus.parse().ok()?, addr.parse().ok()?))
+}
+
+/// Whether to skip a partial boot (tinygrad's `AM_RESET=1`).
+fn amd_boot_options() -> pilot_usbgpu::amd::boot::BootOptions {
+    pilot_usbgpu::amd::boot::BootOptions { force_reset: std::env::var("AM_RESET").as_deref() == Ok("1") }
+}
+
+fn open_usb_amd(which: Option<(u8, u8)>) -> anyhow::Result<pilot_usbgpu::amd::device::AmdDevice> {
+    let (t, lock) = pilot_usbgpu::usb::open(which)?;
+    let bridge = pilot_usbgpu::Bridge::open(t, Some(lock))?;
+    let dir = pilot_usbgpu::firmware::firmware_dir();
+    Ok(pilot_usbgpu::amd::device::AmdDevice::open(bridge, &dir, amd_boot_options())?)
+}
+
+/// VRAM of the simulated board (`PILOT_SIM_VRAM_MB`, a power of two; default 512).
+#[cfg(feature = "sim")]
+fn open_sim_amd(target: &Target) -> anyhow::Result<pilot_usbgpu::amd::device::AmdDevice> {
+    use pilot_usbgpu::sim::{Board, SimConfig, Simulator};
+    let mb: u64 =
+        match std::env::var("PILOT_SIM_VRAM_MB") {
+            Ok(v) => v.parse().ok().filter(|m: &u64| m.is_power_of_two() && *m >= 256).ok_or_else(|| {
+                anyhow::anyhow!("PILOT_SIM_VRAM_MB must be a power of two of at least 256, got {v:?}")
+            })?,
+            Err(_) => 512,
+        };
+    let board = if target.arch == pilot_core::target::Arch::Gfx1201 { Board::Navi48 } else { Board::Navi31 };
+    let dir = pilot_usbgpu::firmware::firmware_dir();
+    let cfg = SimConfig { vram_bytes: mb << 20, board, firmware_dir: Some(dir.clone()), ..SimConfig::default() };
+    let sim = Simulator::new(cfg);
+    let bridge = pilot_usbgpu::Bridge::open(sim.transport(), None)?;
+    Ok(pilot_usbgpu::amd::device::AmdDevice::open(bridge, &dir, amd_boot_options())?)
 }

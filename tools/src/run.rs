@@ -243,12 +243,24 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// The device's counters per step over the run, for devices that keep them (QCOM).
+/// The device's counters per step over the run, for devices that keep them (QCOM, usb+amd).
 fn print_counters(before: &[(&str, u64)], after: &[(&str, u64)], steps: usize) {
     let delta = |name: &str| -> Option<u64> {
         let b = before.iter().find(|(n, _)| *n == name).map_or(0, |c| c.1);
         after.iter().find(|(n, _)| *n == name).map(|c| c.1.saturating_sub(b))
     };
+    if let (Some(usb), Some(bytes), Some(clock)) =
+        (delta("usb_transactions"), delta("usb_bytes"), delta("bridge_clock_ns"))
+    {
+        let per = |v: u64| v as f64 / steps.max(1) as f64;
+        println!(
+            "device  {:.1} USB transactions/step, {:.0} bytes/step, bridge clock {:.3} ms/step",
+            per(usb),
+            per(bytes),
+            per(clock) / 1e6
+        );
+        return;
+    }
     let (Some(ioctls), Some(host), Some(gpu)) = (delta("ioctls"), delta("host_submit_ns"), delta("gpu_command_ns"))
     else {
         return;
@@ -292,8 +304,14 @@ pub fn load(args: &LoadArgs) -> anyhow::Result<bool> {
         }
         let opts = devices::DeviceOptions { threads: args.threads, profile: false, priority: args.priority };
         let device = devices::open(args.device.as_deref(), &artifact.manifest.target, opts)?;
+        let clock = |c: &[(&str, u64)]| c.iter().find(|(n, _)| *n == "bridge_clock_ns").map(|x| x.1);
+        let opened = clock(&device.counters());
         let session = Session::new(artifact, device)?;
         let total = st.elapsed().as_secs_f64();
+        if let (Some(a), Some(b)) = (opened, clock(&session.device_counters())) {
+            // The bridge's clock: modelled time on the simulator, the transport's time on hardware.
+            println!("load {i}: bridge clock: boot {:.1} ms, load {:.1} ms", a as f64 / 1e6, (b - a) as f64 / 1e6);
+        }
         best = best.min(total);
         let t = session.load_times();
         println!(

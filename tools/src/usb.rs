@@ -62,18 +62,13 @@ fn open(arg: &DeviceArg, vram_hint: usize) -> Result<Opened> {
     match arg.device.as_deref() {
         Some("sim") => open_sim(vram_hint),
         Some(name) => {
-            let Some(which) = parse_usb_name(name) else {
+            let Some(which) = crate::devices::parse_usb_name(name) else {
                 bail!("unknown USB device `{name}` (expected sim or usb:BUS-ADDR)")
             };
             open_usb(Some(which))
         }
         None => open_usb(None),
     }
-}
-
-fn parse_usb_name(s: &str) -> Option<(u8, u8)> {
-    let (bus, addr) = s.strip_prefix("usb:")?.split_once('-')?;
-    Some((bus.parse().ok()?, addr.parse().ok()?))
 }
 
 #[cfg(feature = "sim")]
@@ -230,12 +225,7 @@ fn copy_speed(a: &CopySpeedArgs) -> Result<bool> {
         bail!("--iters must be at least 1");
     }
     let mut o = open(&a.device, a.size)?;
-    let Some(mut dma) = o.dma.take() else {
-        bail!(
-            "{}: copy-speed needs the GPU side of the copies (the AMD SDMA queue), which is not built yet; use --device sim",
-            o.bridge.name()
-        )
-    };
+    let Some(mut dma) = o.dma.take() else { return copy_speed_on_gpu(o.bridge, a) };
     let b = &mut o.bridge;
     let topo = bring_up(b, &Layout::default())?;
     let vram = topo.bar(0).context("the GPU has no BAR0")?.size;
@@ -263,6 +253,48 @@ fn copy_speed(a: &CopySpeedArgs) -> Result<bool> {
     Ok(true)
 }
 
+/// copy-speed on a real GPU: booted (firmware from `PILOT_AMD_FIRMWARE` or /lib/firmware/amdgpu), its SDMA queue
+/// on the GPU side of the copies, into and out of one VRAM buffer.
+fn copy_speed_on_gpu(bridge: Bridge, a: &CopySpeedArgs) -> Result<bool> {
+    use pilot_core::device::{BufferUse, Device};
+    use pilot_usbgpu::amd::{boot::BootOptions, device::AmdDevice};
+    let dir = pilot_usbgpu::firmware::firmware_dir();
+    let mut dev = AmdDevice::open(bridge, &dir, BootOptions::default())?;
+    let buffer = dev.alloc(a.size, BufferUse::Scratch)?;
+    let data = pattern(a.size, 0x5EED);
+    let mut back = vec![0u8; a.size];
+    let timed = |dev: &mut AmdDevice, f: &mut dyn FnMut(&mut AmdDevice) -> Result<()>| -> Result<Measured> {
+        let (t0, c0, s0) = (dev.bridge().now(), cpu_time(), dev.bridge().stats());
+        f(dev)?;
+        let (b, s) = (dev.bridge(), dev.bridge().stats());
+        let stats = Stats {
+            control_out: s.control_out - s0.control_out,
+            control_in: s.control_in - s0.control_in,
+            bulk_out: s.bulk_out - s0.bulk_out,
+            bulk_in: s.bulk_in - s0.bulk_in,
+            bytes_out: s.bytes_out - s0.bytes_out,
+            bytes_in: s.bytes_in - s0.bytes_in,
+        };
+        Ok(Measured { time: b.now() - t0, cpu: cpu_time() - c0, stats })
+    };
+    for _ in 0..a.iters {
+        let m = timed(&mut dev, &mut |d| Ok(d.copy_in(buffer, 0, &data)?))?;
+        report("copyin", a.size, &m, false);
+    }
+    for _ in 0..a.iters {
+        back.fill(0);
+        let m = timed(&mut dev, &mut |d| Ok(d.copy_out(buffer, 0, &mut back)?))?;
+        report("copyout", a.size, &m, false);
+    }
+    if back != data {
+        let at = back.iter().zip(&data).position(|(x, y)| x != y).unwrap_or(0);
+        eprintln!("pilot: copy round trip differs at byte {at}");
+        return Ok(false);
+    }
+    println!("round trip of {} bytes verified", a.size);
+    Ok(true)
+}
+
 fn reset(arg: &DeviceArg) -> Result<bool> {
     let mut o = open(arg, 0)?;
     let b = &mut o.bridge;
@@ -276,6 +308,7 @@ fn reset(arg: &DeviceArg) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::devices::parse_usb_name;
 
     #[test]
     fn names_and_sizes() {

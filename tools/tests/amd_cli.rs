@@ -1,6 +1,6 @@
 //! `pilot` with `--target usb+amd` end to end: compile (the `amd` alias too), inspect shows the AMD
-//! programs, run says in one line that the USB GPU runtime does not exist yet (exit 2), and bad
-//! requests (no --arch, an unknown GPU, no clang) are one line with exit 2 and write nothing.
+//! programs, run on the default device (the first USB bridge) says in one line that there is none (exit 2),
+//! and bad requests (no --arch, an unknown GPU, no clang) are one line with exit 2 and write nothing.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -61,7 +61,7 @@ fn compile_inspect_and_run_an_amd_artifact() {
 
         let o = pilot(&["run", art]);
         one_line_exit_2(&o, "run");
-        assert!(stderr(&o).contains("`usb+amd` is not available in this build yet"), "{}", stderr(&o));
+        assert!(stderr(&o).contains("no USB GPU bridge found"), "{}", stderr(&o));
         let o = pilot(&["load", "--device", "null", art]);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
     }

@@ -57,6 +57,25 @@ pub trait DeviceDma {
     fn queue_copy_out(&mut self, src: u64, len: usize) -> Result<()>;
 }
 
+/// The GPU side as the copies call it: with the bridge at hand, for a DMA engine programmed through it (the SDMA
+/// queue's ring writes and doorbells are bridge transactions). Every [`DeviceDma`] is one that needs no bridge.
+pub trait BridgeDma {
+    /// As [`DeviceDma::queue_copy_in`].
+    fn queue_copy_in(&mut self, b: &mut Bridge, job: &CopyInJob) -> Result<()>;
+    /// As [`DeviceDma::queue_copy_out`].
+    fn queue_copy_out(&mut self, b: &mut Bridge, src: u64, len: usize) -> Result<()>;
+}
+
+impl<T: DeviceDma + ?Sized> BridgeDma for T {
+    fn queue_copy_in(&mut self, _b: &mut Bridge, job: &CopyInJob) -> Result<()> {
+        DeviceDma::queue_copy_in(self, job)
+    }
+
+    fn queue_copy_out(&mut self, _b: &mut Bridge, src: u64, len: usize) -> Result<()> {
+        DeviceDma::queue_copy_out(self, src, len)
+    }
+}
+
 /// Host-side copy state of one bridge: the chunk sequence and what each SRAM window holds.
 #[derive(Debug, Default)]
 pub struct Copier {
@@ -74,14 +93,20 @@ impl Copier {
     }
 
     /// Copies `data` to GPU memory at `dest`; returns when the GPU has drained every chunk.
-    pub fn copy_in(&mut self, b: &mut Bridge, dma: &mut dyn DeviceDma, dest: u64, data: &[u8]) -> Result<()> {
+    pub fn copy_in<D: BridgeDma + ?Sized>(
+        &mut self,
+        b: &mut Bridge,
+        dma: &mut D,
+        dest: u64,
+        data: &[u8],
+    ) -> Result<()> {
         if data.is_empty() {
             return Ok(());
         }
         self.prepare(b)?;
         let mut job = CopyInJob { dest, len: data.len(), first_seq: self.next_seq, pad_last: false };
         job.pad_last = self.last_needs_padding(&job, data);
-        dma.queue_copy_in(&job)?;
+        dma.queue_copy_in(b, &job)?;
         let mut in_flight: [Option<Ticket>; 2] = [None, None];
         let result = self.stream(b, &job, data, &mut in_flight);
         // Whatever happened, no transfer may outlive this call with a buffer we lost track of.
@@ -202,14 +227,75 @@ impl Copier {
     }
 
     /// Copies `buf.len()` bytes from GPU memory at `src` into `buf`, one armed SRAM read per 512 KB.
-    pub fn copy_out(&mut self, b: &mut Bridge, dma: &mut dyn DeviceDma, src: u64, buf: &mut [u8]) -> Result<()> {
-        // The GPU's copies overwrite both copy-in windows.
-        self.windows = [None, None];
+    pub fn copy_out<D: BridgeDma + ?Sized>(
+        &mut self,
+        b: &mut Bridge,
+        dma: &mut D,
+        src: u64,
+        buf: &mut [u8],
+    ) -> Result<()> {
         for (i, piece) in buf.chunks_mut(copy::OUT_PIECE).enumerate() {
+            // The GPU's copy overwrites the copy-in windows from the SRAM's start; on a failure they stay unknown.
+            let old = [self.windows[0].take(), self.windows[1].take()];
             b.sram_read_arm(piece.len())?;
-            dma.queue_copy_out(src + (i * copy::OUT_PIECE) as u64, piece.len())?;
+            dma.queue_copy_out(b, src + (i * copy::OUT_PIECE) as u64, piece.len())?;
             b.sram_read_finish(piece)?;
+            self.windows = old;
+            self.note_sram(piece);
         }
         Ok(())
+    }
+
+    /// Records that the SRAM now starts with `data` (a copy-out's piece): each window it reaches holds it over its
+    /// previous image. A window whose last dword it overwrites with a value that could pass for a chunk's sentinel
+    /// (tag 0x51) becomes unknown, so it is zeroed before the next copy-in: that dword must only ever hold another
+    /// chunk's sentinel or zero (see [`Copier::last_needs_padding`]). A window left unknown stays unknown unless
+    /// the piece covers it whole.
+    fn note_sram(&mut self, data: &[u8]) {
+        for w in 0..2 {
+            let start = w * copy::WINDOW;
+            if data.len() <= start {
+                continue;
+            }
+            let part = &data[start..data.len().min(start + copy::WINDOW)];
+            let whole = part.len() == copy::WINDOW;
+            let Some(mut img) = self.windows[w].take().or_else(|| whole.then(Vec::new)) else {
+                continue;
+            };
+            if part.len() >= img.len() {
+                img.clear();
+                img.extend_from_slice(part);
+            } else {
+                img[..part.len()].copy_from_slice(part);
+            }
+            let last = whole.then(|| u32::from_le_bytes(part[copy::WINDOW - 4..].try_into().expect("4 bytes")));
+            let sentinel_like = last.is_some_and(|v| v & 0xFF00_0000 == copy::SENTINEL_TAG);
+            self.windows[w] = (!sentinel_like).then_some(img);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_copy_out_piece_becomes_the_windows_images_unless_it_ends_in_a_sentinel_lookalike() {
+        let mut c = Copier::new();
+        // Unknown windows stay unknown under a partial piece; a whole window becomes known.
+        c.note_sram(&[1u8; 100]);
+        assert_eq!((c.windows[0].is_some(), c.windows[1].is_some()), (false, false));
+        let mut whole = vec![2u8; copy::WINDOW + 8];
+        c.note_sram(&whole);
+        assert_eq!(c.windows[0].as_deref(), Some(&whole[..copy::WINDOW]));
+        assert!(c.windows[1].is_none(), "8 bytes of window 1 do not make it known");
+        // A shorter piece overwrites the start of a known image and keeps the rest.
+        c.note_sram(&[3u8; 16]);
+        let img = c.windows[0].as_deref().unwrap();
+        assert_eq!((img.len(), img[15], img[16]), (copy::WINDOW, 3, 2));
+        // A last dword that could pass for a sentinel makes the window unknown (it is zeroed before the next copy-in).
+        whole[copy::WINDOW - 4..copy::WINDOW].copy_from_slice(&proto::sentinel(7).to_le_bytes());
+        c.note_sram(&whole[..copy::WINDOW]);
+        assert!(c.windows[0].is_none());
     }
 }

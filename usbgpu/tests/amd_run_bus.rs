@@ -36,13 +36,25 @@ fn register_writes_are_one_transaction_and_reads_two() {
 }
 
 #[test]
+fn bus_master_is_the_gpus_command_bit() {
+    let (_sim, mut b, map) = up();
+    let gpu = map.gpu;
+    let mut bus = BridgeBus::new(&mut b, map);
+    bus.set_bus_master(false).unwrap();
+    assert_eq!(bus.bridge().config_read(gpu, 4, 2).unwrap() & 0x7, 0b011);
+    bus.set_bus_master(true).unwrap();
+    assert_eq!(bus.bridge().config_read(gpu, 4, 2).unwrap() & 0x7, 0b111);
+}
+
+#[test]
 fn registers_past_bar5_need_the_indirect_pair() {
-    let (_sim, mut b, mut map) = up();
+    let (_sim, mut b, map) = up();
     let past = map.mmio_regs() as u32 + 5;
     let err = BridgeBus::new(&mut b, map).read_reg(past).unwrap_err().to_string();
     assert!(err.contains(&format!("register 0x{past:x} lies past BAR5")), "{err}");
-    map.indirect = Some(Indirect { index: 0x14, data: 0x15 });
     let mut bus = BridgeBus::new(&mut b, map);
+    bus.set_indirect_pair(0x14, 0x15);
+    assert_eq!(bus.map().indirect, Some(Indirect { index: 0x14, data: 0x15 }));
     let t0 = bus.bridge().stats().transactions();
     bus.write_reg(past, 7).unwrap();
     assert_eq!(bus.bridge().stats().transactions() - t0, 2, "index write, data write");

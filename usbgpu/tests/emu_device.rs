@@ -37,7 +37,7 @@ fn bytes(f: &[f32]) -> Vec<u8> {
 }
 
 fn spec<'a>(name: &'a str, code: &'a [u8], arg_count: usize) -> ProgramSpec<'a> {
-    ProgramSpec { name, format: ProgramFormat::AmdCodeObject, code, arg_count }
+    ProgramSpec { name, format: ProgramFormat::AmdCodeObject, code, arg_count, amdgpu: None }
 }
 
 #[test]

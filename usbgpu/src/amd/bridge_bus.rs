@@ -8,12 +8,13 @@
 //! - Doorbells: one 64-bit streaming write into BAR2 (tinygrad's `doorbell64` view).
 //! - Staging: the bridge SRAM at bus 0x200000 through the 0xF2 engine (tinygrad `USBPCIDevice.alloc_sysmem`).
 //! - Sleep: the bridge transport's clock (a real sleep on hardware, modelled time on the simulator).
+//! - Bus master: a config read-modify-write of the GPU's COMMAND register.
 
 use super::bus::GpuBus;
 use crate::bridge::Bridge;
 use crate::error::{Error, Result};
-use crate::pcie::Topology;
-use crate::proto;
+use crate::pcie::{cfg, Topology};
+use crate::proto::{self, Bdf};
 use std::time::Duration;
 
 /// The register pair that reaches registers past the BAR5 window (dword indices).
@@ -34,6 +35,8 @@ pub struct BusMap {
     pub mmio: (u64, u64),
     /// Set once discovery has named the RSMU pair; until then registers past BAR5 are an error.
     pub indirect: Option<Indirect>,
+    /// The GPU's function (its config space holds the bus-master bit).
+    pub gpu: Bdf,
 }
 
 impl BusMap {
@@ -45,7 +48,7 @@ impl BusMap {
                 msg: format!("{}: BAR{i} is not assigned (the AMD driver needs BAR0, BAR2 and BAR5)", topo.gpu.bdf),
             })
         };
-        Ok(BusMap { vram: bar(0)?, doorbell: bar(2)?, mmio: bar(5)?, indirect: None })
+        Ok(BusMap { vram: bar(0)?, doorbell: bar(2)?, mmio: bar(5)?, indirect: None, gpu: topo.gpu.bdf })
     }
 
     /// Registers BAR5 holds directly (dwords).
@@ -179,5 +182,15 @@ impl GpuBus for BridgeBus<'_> {
 
     fn sleep(&mut self, d: Duration) {
         self.b.sleep(d)
+    }
+
+    fn set_indirect_pair(&mut self, index: u32, data: u32) {
+        self.map.indirect = Some(Indirect { index, data });
+    }
+
+    fn set_bus_master(&mut self, enable: bool) -> Result<()> {
+        let command = self.b.config_read(self.map.gpu, cfg::COMMAND, 2)?;
+        let v = if enable { command | cfg::CMD_MASTER } else { command & !cfg::CMD_MASTER };
+        self.b.config_write(self.map.gpu, cfg::COMMAND, 2, v)
     }
 }

@@ -1,0 +1,85 @@
+//! `pilot run|load --device sim`: a `usb+amd` artifact booted, loaded and stepped on the simulated bridge and GPU
+//! (the exporter test model, the quickest to emulate), with the USB transactions per step and the bridge clock's
+//! boot and load times reported; a bridge that is not there is one line with exit 2.
+//!
+//! Firmware: `PILOT_AMD_FIRMWARE`, else `target/amd-firmware/...` (`scripts/setup.sh`); skipped when absent and
+//! `PILOT_AMD_FIRMWARE_OPTIONAL=1`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+}
+
+fn firmware() -> Option<PathBuf> {
+    let dir = std::env::var_os("PILOT_AMD_FIRMWARE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/amd-firmware/root/usr/lib/firmware/amdgpu"));
+    if dir.join("psp_13_0_0_sos.bin").is_file() {
+        return Some(dir);
+    }
+    if std::env::var("PILOT_AMD_FIRMWARE_OPTIONAL").as_deref() == Ok("1") {
+        eprintln!("skipped: no AMD firmware in {}", dir.display());
+        return None;
+    }
+    panic!("no AMD firmware in {}: run scripts/setup.sh (or set PILOT_AMD_FIRMWARE)", dir.display());
+}
+
+fn pilot(args: &[&str], fw: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pilot")).args(args).env("PILOT_AMD_FIRMWARE", fw).output().expect("pilot runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn exporter() -> PathBuf {
+    let dir = root().join("target/test-models");
+    if !dir.join("exporter.onnx").exists() {
+        let st = Command::new(root().join(".venv/bin/python"))
+            .arg(root().join("scripts/make_models.py"))
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(st.status.success(), "make_models.py: {}", text(&st.stderr));
+    }
+    dir.join("exporter.onnx")
+}
+
+#[test]
+fn run_and_load_on_the_simulated_gpu() {
+    let Some(fw) = firmware() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let art = dir.path().join("exporter.pkl");
+    let (model, art) = (exporter(), art.to_str().unwrap().to_string());
+    let o = pilot(
+        &[
+            "compile",
+            model.to_str().unwrap(),
+            "--target",
+            "usb+amd",
+            "--arch",
+            "gfx1100",
+            "--shape",
+            "x=2x3x8x12",
+            "-o",
+            &art,
+        ],
+        &fw,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = pilot(&["run", &art, "--device", "sim", "--steps", "2"], &fw);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains(" USB transactions/step, ") && out.contains("bridge clock"), "{out}");
+    let o = pilot(&["load", &art, "--device", "sim", "--times", "1"], &fw);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("load 0: bridge clock: boot "), "{}", text(&o.stdout));
+    // A bridge that is not there, and a bad usb: name: one line, exit 2.
+    for device in ["usb:250-250", "usb:nine"] {
+        let o = pilot(&["run", &art, "--device", device], &fw);
+        assert_eq!(o.status.code(), Some(2), "{device}: {}", text(&o.stderr));
+        assert_eq!(text(&o.stderr).trim_end().lines().count(), 1, "{device}: {}", text(&o.stderr));
+    }
+}
