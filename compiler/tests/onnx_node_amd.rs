@@ -1,5 +1,8 @@
-//! Conformance on `--target usb+amd` (gfx1100): the manifest's ONNX node cases compiled into gfx1100
-//! code objects by clang-19 and executed on pilot's RDNA3 emulator, compared with the cases' outputs.
+//! Conformance on `--target usb+amd --device sim` (gfx1100): the manifest's ONNX node cases compiled into
+//! gfx1100 code objects by clang-19 and run by the `usb+amd` device on the simulated bridge and GPU (booted
+//! from the real firmware; weights and inputs through the SDMA copies; each DISPATCH_DIRECT runs the code
+//! object on pilot's RDNA3 emulator), compared with the cases' outputs. One simulated GPU serves every case:
+//! the first case cold-boots it, each later one opens it again (a partial boot) after the previous closed it.
 //!
 //! - `onnx_node_amd_skipped.txt`: manifest cases the AMD target cannot run, each with its reason; they
 //!   run too and must still fail, so the list stays honest.
@@ -8,27 +11,54 @@
 //!   case and writes `target/onnx-node-amd-survey.txt` (pass/fail, error and time per case), to
 //!   refresh the skip list.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[allow(dead_code)] // the helpers this file does not use (`close`)
 mod common;
 
 use common::node::{check_reasons, listed, node_dir, run_case_on};
 use pilot_core::{Arch, Backend, Target};
+use pilot_usbgpu::amd::boot::BootOptions;
+use pilot_usbgpu::amd::device::AmdDevice;
+use pilot_usbgpu::sim::{SimConfig, Simulator};
 
-/// The device the cases run on: the RDNA3 emulator, its workgroups across the host's cores.
-fn amd_device() -> Result<Box<dyn pilot_core::Device>, String> {
-    Ok(Box::new(pilot_usbgpu::emu_device::EmuDevice::new(threads())))
+/// The real firmware the simulated PSP checks: `PILOT_AMD_FIRMWARE`, else what `scripts/setup.sh` fetched.
+fn firmware_dir() -> PathBuf {
+    std::env::var_os("PILOT_AMD_FIRMWARE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| common::root().join("target/amd-firmware/root/usr/lib/firmware/amdgpu"))
 }
 
-fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+thread_local! {
+    static SIM: Simulator = Simulator::new(SimConfig {
+        vram_bytes: 512 << 20,
+        firmware_dir: Some(firmware_dir()),
+        ..SimConfig::default()
+    });
+}
+
+/// The device the cases run on: `usb+amd` on the simulated bridge and GPU (`--device sim`).
+fn amd_device() -> Result<Box<dyn pilot_core::Device>, String> {
+    SIM.with(|sim| {
+        let bridge = pilot_usbgpu::Bridge::open(sim.transport(), None).map_err(|e| e.to_string())?;
+        let device = AmdDevice::open(bridge, &firmware_dir(), BootOptions::default())
+            .map_err(|e| format!("open: {e}; GPU faults: {:?}", sim.gpu_faults()))?;
+        Ok(Box::new(device) as Box<dyn pilot_core::Device>)
+    })
 }
 
 /// Compiles `dir`'s model for usb+amd gfx1100 and steps it on [`amd_device`].
 fn run_case_amd(dir: &Path) -> Result<(), String> {
     let target = Target::new(Backend::UsbAmd, Arch::Gfx1100, Default::default()).map_err(|e| e.to_string())?;
-    run_case_on(dir, &pilot_compiler::CompileOptions::new(target), amd_device, None)
+    let faults_before = SIM.with(|sim| sim.gpu_faults().len());
+    run_case_on(dir, &pilot_compiler::CompileOptions::new(target), amd_device, None).map_err(|e| {
+        // A hung queue shows on the host only as a wait timeout; the simulated GPU knows why.
+        let faults = SIM.with(|sim| sim.gpu_faults());
+        match faults.get(faults_before..) {
+            Some(new) if !new.is_empty() => format!("{e}; GPU faults: {new:?}"),
+            _ => e,
+        }
+    })
 }
 
 /// The whole manifest takes 6 to 11 minutes on two shared cores (about 0.4 to 0.7 s a case, mostly
@@ -37,7 +67,7 @@ fn run_case_amd(dir: &Path) -> Result<(), String> {
 const AMD_SAMPLE: usize = 10;
 
 #[test]
-fn manifest_cases_pass_on_the_amd_emulator() {
+fn manifest_cases_pass_on_the_simulated_amd_gpu() {
     let dir = node_dir();
     let manifest = listed("onnx_node_passing.txt");
     let skipped = listed("onnx_node_amd_skipped.txt");

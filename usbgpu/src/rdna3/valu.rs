@@ -32,6 +32,8 @@ semantics!(V {
     Max3F32 = "v_max3_f32",
     Min3F32 = "v_min3_f32",
     Med3F32 = "v_med3_f32",
+    MaxminF32 = "v_maxmin_f32",
+    MinmaxF32 = "v_minmax_f32",
     LdexpF32 = "v_ldexp_f32",
     FractF32 = "v_fract_f32",
     FloorF32 = "v_floor_f32",
@@ -133,6 +135,10 @@ semantics!(V {
     MaxU32 = "v_max_u32",
     MinU32 = "v_min_u32",
     Max3I32 = "v_max3_i32",
+    MaxminI32 = "v_maxmin_i32",
+    MinmaxI32 = "v_minmax_i32",
+    MaxminU32 = "v_maxmin_u32",
+    MinmaxU32 = "v_minmax_u32",
     Min3I32 = "v_min3_i32",
     Max3U32 = "v_max3_u32",
     Min3U32 = "v_min3_u32",
@@ -450,6 +456,8 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
         Max3F32 => lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).max(m.get(b)).max(m.get(c)))),
         Min3F32 => lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).min(m.get(b)).min(m.get(c)))),
         Med3F32 => lanes(w, inst, false, |a, b, c, _| m.put(med3(m.get(a), m.get(b), m.get(c)))),
+        MaxminF32 => lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).max(m.get(b)).min(m.get(c)))),
+        MinmaxF32 => lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).min(m.get(b)).max(m.get(c)))),
         LdexpF32 => lanes(w, inst, false, |a, b, _, _| {
             let e = (b as u32 as i32).clamp(-400, 400);
             m.put((m.get(a) as f64 * 2f64.powi(e)) as f32)
