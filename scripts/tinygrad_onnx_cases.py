@@ -9,6 +9,7 @@ one a line) and OUT_DIR/TINYGRAD_ONLY.txt (those not in compiler/tests/onnx_node
 the counts: tinygrad passes, pilot's manifest, both, only tinygrad, only pilot.
 
 Usage: .venv/bin/python -W ignore scripts/tinygrad_onnx_cases.py OUT_DIR [--jobs 2] [--timeout 120]
+       .venv/bin/python -W ignore scripts/tinygrad_onnx_cases.py OUT_DIR --relist OLD_DIR/tinygrad_results.txt
 """
 import argparse
 import multiprocessing
@@ -31,11 +32,14 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def case_op(case) -> str:
-    """The operator a case tests: its graph's only node, else the op whose snake_case name prefixes the
-    case name (expanded function cases), else the first node's."""
+    """The operator a case tests: its graph's only node; for an expanded function case, the op of the
+    case it expands; else the op whose snake_case name prefixes the case name, else the first node's."""
     nodes = case.model.graph.node
     if len(nodes) == 1:
         return nodes[0].op_type
+    base = case.name.split("_expanded")[0]
+    if base != case.name and base in SINGLE_NODE_OPS:
+        return SINGLE_NODE_OPS[base]
     name = case.name[len("test_"):]
     best = ""
     for schema in onnx.defs.get_all_schemas():
@@ -108,6 +112,7 @@ def run_case(args):
 
 
 CASES = node_test.collect_testcases()
+SINGLE_NODE_OPS = {c.name: c.model.graph.node[0].op_type for c in CASES if len(c.model.graph.node) == 1}
 
 
 def main() -> None:
@@ -116,15 +121,24 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--only", help="run the cases whose name contains this string")
+    ap.add_argument("--relist", metavar="RESULTS", help="run nothing: rebuild the lists from a results file "
+                    "(after the manifest changed)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    todo = [i for i, c in enumerate(CASES) if not a.only or a.only in c.name]
-    results = []
-    with multiprocessing.Pool(a.jobs, maxtasksperchild=40) as pool:
-        for n, r in enumerate(pool.imap_unordered(run_case, [(i, a.timeout) for i in todo], chunksize=4)):
-            results.append(r)
-            if (n + 1) % 100 == 0:
-                print(f"{n + 1}/{len(todo)}", file=sys.stderr, flush=True)
+    if a.relist:
+        ops = {c.name: case_op(c) for c in CASES}
+        results = []
+        for line in open(a.relist):
+            verdict, name = line.split()[:2]
+            results.append((name, ops[name], verdict == "PASS", line.split(" # ", 1)[-1].strip()))
+    else:
+        todo = [i for i, c in enumerate(CASES) if not a.only or a.only in c.name]
+        results = []
+        with multiprocessing.Pool(a.jobs, maxtasksperchild=40) as pool:
+            for n, r in enumerate(pool.imap_unordered(run_case, [(i, a.timeout) for i in todo], chunksize=4)):
+                results.append(r)
+                if (n + 1) % 100 == 0:
+                    print(f"{n + 1}/{len(todo)}", file=sys.stderr, flush=True)
     results.sort()
     manifest_path = os.path.join(REPO, "compiler/tests/onnx_node_passing.txt")
     manifest = {l.split("#")[0].strip() for l in open(manifest_path) if not l.startswith("//")} - {""}
