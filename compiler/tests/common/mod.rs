@@ -1,5 +1,7 @@
 //! Helpers shared by the compiler's integration tests that read ONNX backend test data.
 
+pub mod pins;
+
 use std::path::{Path, PathBuf};
 
 use pilot_compiler::onnx;
