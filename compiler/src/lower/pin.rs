@@ -92,3 +92,40 @@ impl Sources {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use pilot_core::DType;
+
+    use super::*;
+
+    fn declared(dims: Vec<Dim>) -> ValueInfo {
+        ValueInfo { name: "shape".into(), dtype: Some(DType::I64), dims: Some(dims) }
+    }
+
+    #[test]
+    fn values_are_checked_against_the_declaration() {
+        let t = Tensor::from_i64(vec![2], &[4, 6]);
+        assert!(check_value(&declared(vec![Dim::Fixed(2)]), &t, None).is_ok());
+        assert!(check_value(&declared(vec![Dim::Named("n".into())]), &t, None).is_ok());
+        let e = |vi: &ValueInfo, t: &Tensor, s: Option<&Vec<usize>>| check_value(vi, t, s).unwrap_err().to_string();
+        assert!(e(&declared(vec![Dim::Fixed(3)]), &t, None).contains("fixes dimension 0 to 3"));
+        assert!(e(&declared(vec![Dim::Fixed(1), Dim::Fixed(2)]), &t, None).contains("rank 2"));
+        let f = Tensor::from_f32(vec![2], &[4.0, 6.0]);
+        assert!(e(&declared(vec![Dim::Fixed(2)]), &f, None).contains("float32, the model declares int64"));
+        assert!(e(&declared(vec![Dim::Unknown]), &t, Some(&vec![3])).contains("--shape gives [3]"));
+    }
+
+    #[test]
+    fn sources_name_the_inputs_to_pin() {
+        let mut s = Sources::default();
+        s.input("a");
+        s.input("b");
+        s.derive("sum", &["a".to_string(), "b".to_string(), "w".to_string()]);
+        s.derive("folded", &["w".to_string()]);
+        assert!(s.explain("a").unwrap().contains("is the model input `a`, given at run time: pin it with --const a="));
+        let sum = s.explain("sum").unwrap();
+        assert!(sum.contains("`a`, `b`") && sum.contains("--const a=FILE.npy --const b=FILE.npy"), "{sum}");
+        assert_eq!(s.explain("folded"), None, "a value from constants only has no run-time sources");
+    }
+}
