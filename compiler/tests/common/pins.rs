@@ -14,8 +14,9 @@ use super::read_pb;
 
 /// The inputs ONNX defines as shapes, axes, counts, bounds or mode switches, by op and position. These
 /// decide output shapes or the computation's structure, so an ahead-of-time compiler needs them at
-/// compile time. Data inputs (Clip bounds, RNN `sequence_lens`, optimizer step counts, Gather indices)
-/// are not listed: they stay run-time inputs.
+/// compile time. Inputs pilot computes with at run time are not listed, so they stay run-time inputs:
+/// data (Clip bounds, RNN `sequence_lens`, optimizer step counts, Gather indices) and scalars that
+/// shape nothing (Trilu `k`, Dropout `ratio`).
 pub const SHAPE_INPUTS: &[(&str, &[usize])] = &[
     ("AffineGrid", &[1]),            // size
     ("BlackmanWindow", &[0]),        // size
@@ -25,7 +26,7 @@ pub const SHAPE_INPUTS: &[(&str, &[usize])] = &[
     ("ConstantOfShape", &[0]),       // shape
     ("CumSum", &[1]),                // axis
     ("DFT", &[1, 2]),                // dft_length, axis
-    ("Dropout", &[1, 2]),            // ratio, training_mode
+    ("Dropout", &[2]),               // training_mode
     ("Expand", &[1]),                // shape
     ("HammingWindow", &[0]),         // size
     ("HannWindow", &[0]),            // size
@@ -52,7 +53,6 @@ pub const SHAPE_INPUTS: &[(&str, &[usize])] = &[
     ("Squeeze", &[1]),        // axes
     ("Tile", &[1]),           // repeats
     ("TopK", &[1]),           // k
-    ("Trilu", &[1]),          // k
     ("Unsqueeze", &[1]),      // axes
     ("Upsample", &[1]),       // scales
 ];
