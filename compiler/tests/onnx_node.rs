@@ -372,8 +372,9 @@ fn survey_cl() {
 }
 
 /// The cases listed in the file `PILOT_ONNX_CASES` (one a line; default: the manifest) on the CPU
-/// and OpenCL back ends: writes `target/onnx-node-backend-survey.txt` (`case cpu:PASS|FAIL cl:...`
-/// with the errors), to check cases before they join the manifest.
+/// and OpenCL back ends (`PILOT_SURVEY_BACKENDS=cpu` or `cl`: one of them): writes
+/// `target/onnx-node-backend-survey.txt` (`case cpu:PASS|FAIL(error) cl:...`), to check cases
+/// before they join the manifest.
 #[test]
 #[ignore]
 fn survey_backends() {
@@ -391,11 +392,16 @@ fn survey_backends() {
         Ok(Err(e)) => format!("FAIL({})", e.replace('\n', " ")),
         Err(_) => "FAIL(panic)".to_string(),
     };
+    let only = std::env::var("PILOT_SURVEY_BACKENDS").unwrap_or_default();
+    let backends: [(&str, fn(&Path) -> Result<(), String>); 2] = [("cpu", run_case_cpu), ("cl", run_case_cl)];
     let mut report = String::new();
     for c in &cases {
-        let cpu = verdict(std::panic::catch_unwind(|| run_case_cpu(&dir.join(c))));
-        let cl = verdict(std::panic::catch_unwind(|| run_case_cl(&dir.join(c))));
-        report.push_str(&format!("{c} cpu:{cpu} cl:{cl}\n"));
+        report.push_str(c);
+        for (name, run) in backends.iter().filter(|(name, _)| only.is_empty() || only == *name) {
+            let v = verdict(std::panic::catch_unwind(|| run(&dir.join(c))));
+            report.push_str(&format!(" {name}:{v}"));
+        }
+        report.push('\n');
     }
     std::fs::write(root().join("target/onnx-node-backend-survey.txt"), &report).unwrap();
     eprintln!("{} cases surveyed on cpu and cl", cases.len());
