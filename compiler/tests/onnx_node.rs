@@ -393,7 +393,8 @@ fn survey_backends() {
         Err(_) => "FAIL(panic)".to_string(),
     };
     let only = std::env::var("PILOT_SURVEY_BACKENDS").unwrap_or_default();
-    let backends: [(&str, fn(&Path) -> Result<(), String>); 2] = [("cpu", run_case_cpu), ("cl", run_case_cl)];
+    type CaseFn = fn(&Path) -> Result<(), String>;
+    let backends: [(&str, CaseFn); 2] = [("cpu", run_case_cpu), ("cl", run_case_cl)];
     let mut report = String::new();
     for c in &cases {
         report.push_str(c);
