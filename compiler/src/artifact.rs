@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use pilot_core::artifact::{
-    checksum, ArtifactWriter, BufferSpec, Manifest, Metadata, ParamKind, ParamSpec, Placement, ProgramEntry, TensorSpec,
+    checksum, ArtifactWriter, BufferSpec, Manifest, Metadata, ParamKind, ParamSpec, PinnedInput, Placement,
+    ProgramEntry, TensorSpec,
 };
 use pilot_core::device::{Arg, BufferId, BufferUse, ProgramId, StepOp};
 use pilot_core::DType;
@@ -17,13 +18,15 @@ use crate::plan;
 use crate::program::{BufKind, Program};
 use crate::target::Built;
 
-/// What the artifact records about the model: its hash, its metadata and its ports.
+/// What the artifact records about the model: its hash, its metadata, its ports and the inputs
+/// pinned at compile time.
 #[derive(Clone, Debug)]
 pub struct ModelInfo {
     pub model_hash: String,
     pub props: Vec<(String, String)>,
     pub inputs: Vec<Port>,
     pub outputs: Vec<Port>,
+    pub pinned: Vec<PinnedInput>,
 }
 
 /// What [`write`] wrote.
@@ -164,6 +167,7 @@ pub fn write(p: &Program, opts: &ModelInfo, built: Built, path: &Path) -> Result
             compiler: format!("pilot-compiler {}", env!("CARGO_PKG_VERSION")),
             model_hash: opts.model_hash.clone(),
             props: opts.props.clone(),
+            pinned: opts.pinned.clone(),
         },
         blob_count: 0,
         pads: vec![],

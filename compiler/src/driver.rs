@@ -5,12 +5,13 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use pilot_core::artifact::PinnedInput;
 use pilot_core::Target;
 
 use crate::artifact::{self, ModelInfo};
 use crate::error::{CompileError, Result};
 use crate::lower::image::ImageMode;
-use crate::lower::{budget, lower_limited, Port};
+use crate::lower::{budget, lower_pinned, pin, Port};
 use crate::target::cl::ClOptions;
 use crate::target::{self, Gates};
 
@@ -24,6 +25,9 @@ pub struct CompileOptions {
     pub cl: ClOptions,
     /// Pinned shapes of dynamic inputs.
     pub shapes: HashMap<String, Vec<usize>>,
+    /// Inputs pinned to a value (`--const`): folded like initializers, recorded in the artifact and
+    /// removed from its inputs. Each must name a model input and match its declared type.
+    pub consts: pin::Pins,
     /// C compiler override.
     pub cc: Option<PathBuf>,
     /// The `ALLOWED_KERNEL_COUNT` gate (exact), checked before anything is written.
@@ -43,6 +47,7 @@ impl CompileOptions {
             target,
             cl: ClOptions::default(),
             shapes: HashMap::new(),
+            consts: pin::Pins::new(),
             cc: None,
             allowed_kernel_count: None,
             allowed_read_image: None,
@@ -56,6 +61,8 @@ impl CompileOptions {
 #[derive(Clone, Debug)]
 pub struct CompileReport {
     pub inputs: Vec<Port>,
+    /// The inputs pinned with `--const`, as the artifact records them.
+    pub pinned: Vec<PinnedInput>,
     pub outputs: Vec<Port>,
     pub kernels: usize,
     /// `read_image` occurrences in the kernel sources, and the gated ones (OpenCL targets).
@@ -80,6 +87,9 @@ impl fmt::Display for CompileReport {
             for p in ports {
                 writeln!(f, "{what}   {:<32} {:<8} {:?}", p.name, p.dtype.name(), p.shape)?;
             }
+        }
+        for p in &self.pinned {
+            writeln!(f, "pinned   {:<32} {:<8} {:?} {}", p.name, p.dtype.name(), p.shape, p.hash)?;
         }
         writeln!(f, "kernels  {}", self.kernels)?;
         if self.read_images > 0 {
@@ -112,7 +122,7 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
     let images =
         opts.target.image.then_some(ImageMode { float16: opts.target.float16, max_width: opts.cl.max_image_width });
     let limits = budget::Limits { max_memory: opts.max_memory };
-    let mut lowered = lower_limited(&m, &opts.shapes, images, limits)?;
+    let mut lowered = lower_pinned(&m, &opts.shapes, &opts.consts, images, limits)?;
     budget::check_planned(&lowered.program, limits).map_err(CompileError::Graph)?;
     let kernels = lowered.program.kernels.len();
     if let Some(expected) = opts.allowed_kernel_count {
@@ -126,6 +136,16 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
         props: m.metadata_props.clone(),
         inputs: lowered.inputs.clone(),
         outputs: lowered.outputs.clone(),
+        pinned: opts
+            .consts
+            .iter()
+            .map(|(name, t)| PinnedInput {
+                name: name.clone(),
+                shape: t.shape.clone(),
+                dtype: t.dtype,
+                hash: pin::hash(t),
+            })
+            .collect(),
     };
     let gates = Gates { read_image: opts.allowed_read_image, gated_read_image: opts.allowed_gated_read_image };
     let built = codegen.build(&mut lowered.program, &gates)?;
@@ -134,6 +154,7 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
     progress("done");
     Ok(CompileReport {
         inputs: lowered.inputs,
+        pinned: info.pinned,
         outputs: lowered.outputs,
         kernels: r.kernels,
         read_images,

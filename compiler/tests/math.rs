@@ -31,7 +31,13 @@ fn run(dtype: DType, xs: &[f64], ys: &[f64], fs: &[MathFn<'_>]) -> Vec<Vec<f64>>
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("math.pkl");
     let port = |n: &str| Port { name: n.into(), dtype, shape: vec![xs.len()] };
-    let info = ModelInfo { model_hash: "math".into(), props: vec![], inputs: vec![port("x"), port("y")], outputs };
+    let info = ModelInfo {
+        model_hash: "math".into(),
+        props: vec![],
+        inputs: vec![port("x"), port("y")],
+        outputs,
+        pinned: vec![],
+    };
     let cpu = Cpu { target: pilot_core::Target::default_for(pilot_core::Backend::Cpu).unwrap(), cc: None };
     let built = cpu.build(&mut p, &Gates::default()).unwrap();
     write(&p, &info, built, &path).unwrap();

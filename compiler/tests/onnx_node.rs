@@ -1,6 +1,9 @@
 //! Conformance: the ONNX backend node tests (generated from the `onnx` Python package by
 //! `scripts/gen_onnx_node_tests.py`) run through pilot, driven by a manifest of passing cases.
 //!
+//! Inputs the model uses as shapes, axes or counts are pinned at compile time from each data set
+//! (`pilot compile --const`, see `common::pins`); the others are fed at run time.
+//!
 //! - `onnx_node_passing.txt`: cases that must pass (CI fails on any regression);
 //! - `onnx_node_skipped.txt`: cases we skip, each with its reason;
 //! - `cargo test -p pilot-compiler --test onnx_node -- --ignored survey` runs every case and writes
@@ -13,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 mod common;
 
+use common::pins::split_inputs;
 use common::{close, close_within, data_sets, read_pb, root};
 use pilot_compiler::onnx;
 use pilot_compiler::tensor::Tensor;
@@ -54,13 +58,15 @@ fn target(backend: Backend) -> Target {
     Target::default_for(backend).expect("cpu and cl have default architectures here")
 }
 
-/// Runs one case through import, lowering and the reference executor.
+/// Runs one case through import, lowering and the reference executor, its shape-like inputs pinned
+/// to each data set's values (see [`common::pins`]; one lowering per data set).
 fn run_case(dir: &Path) -> Result<(), String> {
     let model = onnx::load(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
-    let lowered = pilot_compiler::lower::lower(&model, &Default::default()).map_err(|e| e.to_string())?;
     for set in data_sets(dir)? {
-        let inputs: Vec<Tensor> =
-            (0..lowered.inputs.len()).map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
+        let (pins, runtime) = split_inputs(&model, &set);
+        let lowered = pilot_compiler::lower::lower_pinned(&model, &Default::default(), &pins, None, Default::default())
+            .map_err(|e| e.to_string())?;
+        let inputs: Vec<Tensor> = runtime.iter().map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
         let outs = pilot_compiler::exec::run(&lowered.program, &inputs)?;
         for (k, got) in outs.iter().enumerate() {
             let path = set.join(format!("output_{k}.pb"));
@@ -86,8 +92,9 @@ fn cl_device() -> Result<Box<dyn pilot_core::Device>, String> {
         .map_err(|e| format!("the OpenCL conformance tests need PoCL (scripts/setup.sh): {e}"))
 }
 
-/// Runs one case through the real pipeline: compile with `opts`, load, and step on `device`; floats
-/// compare within `tol` (default: the dtype's tolerance).
+/// Runs one case through the real pipeline: compile with `opts` and the case's shape-like inputs
+/// pinned with `--const` (see [`common::pins`]; one artifact per data set), load, and step on
+/// `device` with the other inputs; floats compare within `tol` (default: the dtype's tolerance).
 fn run_case_on(
     dir: &Path,
     opts: &pilot_compiler::CompileOptions,
@@ -96,12 +103,18 @@ fn run_case_on(
 ) -> Result<(), String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let art = tmp.path().join("case.pkl");
-    pilot_compiler::compile(&dir.join("model.onnx"), &art, opts, &|_| {}).map_err(|e| e.to_string())?;
-    let artifact = pilot_core::Artifact::open(&art).map_err(|e| e.to_string())?;
-    let mut session = pilot_core::Session::new(artifact, device()?).map_err(|e| e.to_string())?;
+    let model = onnx::load(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
     for set in data_sets(dir)? {
+        let (pins, runtime) = split_inputs(&model, &set);
+        let opts = pilot_compiler::CompileOptions { consts: pins, ..opts.clone() };
+        pilot_compiler::compile(&dir.join("model.onnx"), &art, &opts, &|_| {}).map_err(|e| e.to_string())?;
+        let artifact = pilot_core::Artifact::open(&art).map_err(|e| e.to_string())?;
+        let mut session = pilot_core::Session::new(artifact, device()?).map_err(|e| e.to_string())?;
         let specs = session.inputs().to_vec();
-        let inputs: Vec<Tensor> = (0..specs.len()).map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
+        let inputs: Vec<Tensor> = runtime.iter().map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
+        if inputs.len() != specs.len() {
+            return Err(format!("{} run-time inputs given, the artifact has {}", inputs.len(), specs.len()));
+        }
         for (spec, t) in specs.iter().zip(&inputs) {
             if spec.dtype != t.dtype || spec.nbytes() != t.data.len() {
                 return Err(format!(
@@ -356,4 +369,41 @@ fn survey_cl() {
     }
     std::fs::write(root().join("target/onnx-node-cl-survey.txt"), &report).unwrap();
     eprintln!("{pass} of {} manifest cases pass on OpenCL in {:.1?}", cases.len(), start.elapsed());
+}
+
+/// The cases listed in the file `PILOT_ONNX_CASES` (one a line; default: the manifest) on the CPU
+/// and OpenCL back ends (`PILOT_SURVEY_BACKENDS=cpu` or `cl`: one of them): writes
+/// `target/onnx-node-backend-survey.txt` (`case cpu:PASS|FAIL(error) cl:...`), to check cases
+/// before they join the manifest.
+#[test]
+#[ignore]
+fn survey_backends() {
+    let dir = node_dir();
+    let cases: Vec<String> = match std::env::var("PILOT_ONNX_CASES") {
+        Ok(file) => std::fs::read_to_string(file)
+            .expect("PILOT_ONNX_CASES names a readable file")
+            .lines()
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect(),
+        Err(_) => listed("onnx_node_passing.txt"),
+    };
+    let verdict = |r: std::thread::Result<Result<(), String>>| match r {
+        Ok(Ok(())) => "PASS".to_string(),
+        Ok(Err(e)) => format!("FAIL({})", e.replace('\n', " ")),
+        Err(_) => "FAIL(panic)".to_string(),
+    };
+    let only = std::env::var("PILOT_SURVEY_BACKENDS").unwrap_or_default();
+    type CaseFn = fn(&Path) -> Result<(), String>;
+    let backends: [(&str, CaseFn); 2] = [("cpu", run_case_cpu), ("cl", run_case_cl)];
+    let mut report = String::new();
+    for c in &cases {
+        report.push_str(c);
+        for (name, run) in backends.iter().filter(|(name, _)| only.is_empty() || only == *name) {
+            let v = verdict(std::panic::catch_unwind(|| run(&dir.join(c))));
+            report.push_str(&format!(" {name}:{v}"));
+        }
+        report.push('\n');
+    }
+    std::fs::write(root().join("target/onnx-node-backend-survey.txt"), &report).unwrap();
+    eprintln!("{} cases surveyed on cpu and cl", cases.len());
 }

@@ -142,6 +142,7 @@ pub fn write(path: &Path, object: &[u8], backend: &str) -> Result<Manifest, Arti
             compiler: format!("pilot-tests demo {}", env!("CARGO_PKG_VERSION")),
             model_hash: "demo".into(),
             props: vec![("output_slices".into(), "hidden_state:0:8".into())],
+            pinned: vec![],
         },
         blob_count: 0,
         pads: vec![],

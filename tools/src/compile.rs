@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use pilot_compiler::lower::pin::Pins;
 use pilot_compiler::target::qcom::QcomCompiler;
+use pilot_compiler::tensor::Tensor;
 use pilot_core::target::{Backend, Modes, Target};
 
 #[derive(clap::Args)]
@@ -31,6 +33,11 @@ pub struct CompileArgs {
     /// Pin a dynamic input shape, e.g. --shape input_imgs=1x12x128x256.
     #[arg(long = "shape", value_name = "NAME=DIMS")]
     pub shapes: Vec<String>,
+    /// Pin an input to the value in a .npy file at compile time (its dtype and shape must match the
+    /// model's declaration): folded like a weight, recorded in the artifact (`pilot inspect` lists
+    /// it) and no longer an input at run time. Repeatable.
+    #[arg(long = "const", value_name = "NAME=FILE.npy")]
+    pub consts: Vec<String>,
     /// Store images as half; all math stays float32 (needs --image; FLOAT16=1 too).
     #[arg(long, env = "FLOAT16", value_parser = clap::builder::FalseyValueParser::new())]
     pub float16: bool,
@@ -78,6 +85,28 @@ pub fn parse_shape(arg: &str) -> anyhow::Result<(String, Vec<usize>)> {
     Ok((name.to_string(), dims))
 }
 
+/// Parses `NAME=FILE.npy` and reads the file.
+pub fn parse_const(arg: &str) -> anyhow::Result<(String, Tensor)> {
+    let (name, file) = arg
+        .split_once('=')
+        .filter(|(n, f)| !n.is_empty() && !f.is_empty())
+        .ok_or_else(|| anyhow::anyhow!("--const expects NAME=FILE.npy, got `{arg}`"))?;
+    let a = pilot_core::npy::read(file).map_err(|e| anyhow::anyhow!("--const {name}: {e}"))?;
+    Ok((name.to_string(), Tensor { dtype: a.dtype, shape: a.shape, data: a.data }))
+}
+
+/// The `--const` arguments read, refusing a name given twice.
+fn read_consts(args: &[String]) -> anyhow::Result<Pins> {
+    let mut pins = Pins::new();
+    for arg in args {
+        let (name, t) = parse_const(arg)?;
+        if pins.insert(name.clone(), t).is_some() {
+            bail!("--const {name} is given twice");
+        }
+    }
+    Ok(pins)
+}
+
 fn progress(on_terminal: bool) -> impl Fn(&str) {
     move |stage: &str| {
         if on_terminal {
@@ -102,6 +131,7 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
     }
     let shapes: HashMap<String, Vec<usize>> =
         args.shapes.iter().map(|s| parse_shape(s)).collect::<anyhow::Result<_>>()?;
+    let consts = read_consts(&args.consts)?;
     let output = args.output.clone().unwrap_or_else(|| args.model.with_extension("pkl"));
     // Checked before compiling (the writer checks again): a device node, FIFO or the model itself
     // as the output is refused at once, not after minutes of work.
@@ -112,6 +142,7 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
     let null = backend == Backend::Null;
     let mut opts = pilot_compiler::CompileOptions::new(target);
     opts.shapes = shapes;
+    opts.consts = consts;
     opts.cc = args.cc.clone();
     opts.cl.pitch_align = args.image_pitch_alignment;
     opts.cl.qcom_compiler = match args.qcom_compiler.as_str() {
@@ -141,7 +172,7 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
     println!("{report}");
     println!("wrote {} in {:.2} s", output.display(), st.elapsed().as_secs_f64());
     if args.selftest {
-        return crate::selftest::selftest(&args.model, &output, null);
+        return crate::selftest::selftest(&args.model, &output, null, &opts.consts);
     }
     Ok(true)
 }

@@ -68,6 +68,9 @@ pub fn describe(a: &Artifact) -> Value {
             "compiler": m.metadata.compiler,
             "model_hash": m.metadata.model_hash,
             "props": m.metadata.props.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            "pinned": m.metadata.pinned.iter().map(|p| {
+                json!({"name": p.name, "shape": p.shape, "dtype": p.dtype.name(), "hash": p.hash})
+            }).collect::<Vec<_>>(),
         },
     })
 }
@@ -144,6 +147,10 @@ pub fn inspect(path: &Path, as_json: bool) -> anyhow::Result<()> {
                 println!("            slice {} [{s}, {e})", printable(n));
             }
         }
+    }
+    for p in &m.metadata.pinned {
+        let (name, hash) = (printable(&p.name), printable(&p.hash));
+        println!("pinned    {name:<32} {:<8} {:?} {hash} (--const: fixed at compile time)", p.dtype.name(), p.shape);
     }
     for k in [BufferUse::Weight, BufferUse::Input, BufferUse::Output, BufferUse::State, BufferUse::Scratch] {
         let sizes: Vec<usize> = m.buffers.iter().filter(|b| b.kind == k).map(|b| b.size).collect();

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context};
+use pilot_compiler::lower::pin::Pins;
 use pilot_core::npy;
 use pilot_core::{Artifact, Session};
 
@@ -37,8 +38,9 @@ fn python() -> anyhow::Result<PathBuf> {
     bail!("--selftest needs Python with onnxruntime and numpy: run scripts/setup.sh or set PILOT_PYTHON")
 }
 
-/// Runs the selftest; Ok(false) when outputs differ.
-pub fn selftest(model: &Path, artifact: &Path, null_target: bool) -> anyhow::Result<bool> {
+/// Runs the selftest; Ok(false) when outputs differ. onnxruntime is given the inputs pinned at
+/// compile time (`pinned`) with their pinned values.
+pub fn selftest(model: &Path, artifact: &Path, null_target: bool, pinned: &Pins) -> anyhow::Result<bool> {
     if null_target {
         bail!("--selftest needs an artifact that runs: the null target runs nothing");
     }
@@ -56,6 +58,11 @@ pub fn selftest(model: &Path, artifact: &Path, null_target: bool) -> anyhow::Res
         npy::write(&path, &npy::Array { dtype: spec.dtype, shape: spec.shape.clone(), data: data.clone() })?;
         feeds.push(format!("{}={}", spec.name, path.display()));
         inputs.push(data);
+    }
+    for (i, (name, t)) in pinned.iter().enumerate() {
+        let path = dir.join(format!("pinned{i}.npy"));
+        npy::write(&path, &npy::Array { dtype: t.dtype, shape: t.shape.clone(), data: t.data.clone() })?;
+        feeds.push(format!("{name}={}", path.display()));
     }
     let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
     session.step(&refs)?;

@@ -242,11 +242,9 @@ fn top_k(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
 }
 
 fn non_zero(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
-    let x = c.input(0)?;
-    let t = c
-        .p()
-        .fold(&x)
-        .ok_or_else(|| c.err("the output shape depends on run-time data: only a compile-time input is supported"))?;
+    // The output shape is the number of nonzeros: known only when the input is (a run-time input
+    // is refused by `const_input`, naming the model input to pin with `--const`).
+    let t = c.const_input(0)?;
     let st = crate::lazy::strides(&t.shape);
     let hits: Vec<usize> = t.to_f64().iter().enumerate().filter(|(_, &v)| v != 0.0).map(|(i, _)| i).collect();
     let r = t.shape.len();
@@ -261,10 +259,8 @@ fn non_zero(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
 
 fn compress(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     let x = c.input(0)?;
-    let cond = c.input(1)?;
-    let cond = c.p().fold(&cond).ok_or_else(|| {
-        c.err("the output shape depends on run-time data: only a compile-time condition is supported")
-    })?;
+    // The output shape counts the true conditions: known only when the condition is.
+    let cond = c.const_input(1)?;
     let (x, axis) = match c.node.attr_int("axis") {
         Some(a) => {
             let a = c.axis(a, x.rank())?;

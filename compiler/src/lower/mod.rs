@@ -32,6 +32,7 @@ mod norm;
 mod optim;
 mod optional;
 mod quant;
+pub mod pin;
 mod reduce;
 mod resize;
 mod rnn;
@@ -122,6 +123,8 @@ struct Lowerer {
     /// Images already packed, by what they hold (see [`image::ImageKey`]): consumers share them.
     packed: HashMap<image::ImageKey, Lazy>,
     limits: budget::Limits,
+    /// The run-time inputs each value is computed from, for errors that suggest `--const`.
+    sources: pin::Sources,
 }
 
 /// What an op implementation sees: its node, its inputs, and the program being built.
@@ -203,7 +206,8 @@ impl NodeCtx<'_> {
         }
         let x = self.input(i)?;
         if !self.l.p.is_constant(&x) {
-            return Err(self.err(format!("input {i} (`{name}`) must be a compile-time constant")));
+            let why = self.l.sources.explain(&name).unwrap_or_else(|| "is not".into());
+            return Err(self.err(format!("input {i} (`{name}`) must be a compile-time constant: it {why}")));
         }
         self.check_value(&format!("input {i} (`{name}`)"), x.dtype, &x.shape)?;
         let t = self.l.p.fold(&x).ok_or_else(|| {
@@ -380,6 +384,18 @@ pub fn lower_limited(
     images: Option<image::ImageMode>,
     limits: budget::Limits,
 ) -> Result<Lowered> {
+    lower_pinned(model, shapes, &pin::Pins::new(), images, limits)
+}
+
+/// [`lower_limited`] with the inputs in `pins` pinned to their values (see [`pin`]): folded like
+/// initializers and left out of [`Lowered::inputs`].
+pub fn lower_pinned(
+    model: &Model,
+    shapes: &HashMap<String, Vec<usize>>,
+    pins: &pin::Pins,
+    images: Option<image::ImageMode>,
+    limits: budget::Limits,
+) -> Result<Lowered> {
     crate::onnx::check::check(model)?;
     let g = &model.graph;
     let opset = model.opsets.iter().find(|(d, _)| d.is_empty() || d == "ai.onnx").map(|(_, v)| *v).unwrap_or(1);
@@ -392,26 +408,37 @@ pub fn lower_limited(
         images,
         packed: HashMap::new(),
         limits,
+        sources: pin::Sources::default(),
     };
     for name in shapes.keys() {
         if !g.real_inputs().any(|i| &i.name == name) {
             return Err(CompileError::Graph(format!("--shape names `{name}`, which is not a model input")));
         }
     }
+    pin::check_names(g, pins)?;
     for (name, t) in &g.initializers {
         let x = l.p.constant(t.clone());
         l.values.insert(name.clone(), x);
         l.consts.insert(name.clone(), t.clone());
     }
     let mut inputs = Vec::new();
-    for (i, vi) in g.real_inputs().enumerate() {
+    for vi in g.real_inputs() {
+        if let Some(t) = pins.get(&vi.name) {
+            pin::check_value(vi, t, shapes.get(&vi.name))?;
+            limits.check_value(&format!("--const {}", vi.name), t.dtype, &t.shape).map_err(CompileError::Graph)?;
+            let x = l.p.constant(t.clone());
+            l.values.insert(vi.name.clone(), x);
+            l.consts.insert(vi.name.clone(), t.clone());
+            continue;
+        }
         let dtype = vi
             .dtype
             .ok_or_else(|| CompileError::Graph(format!("input `{}` has no supported element type", vi.name)))?;
         let shape = resolve_dims(&vi.name, &vi.dims, shapes.get(&vi.name))?;
         limits.check_value(&format!("input `{}`", vi.name), dtype, &shape).map_err(CompileError::Graph)?;
-        let x = l.p.input(i, dtype, &shape);
+        let x = l.p.input(inputs.len(), dtype, &shape);
         l.values.insert(vi.name.clone(), x);
+        l.sources.input(&vi.name);
         inputs.push(Port { name: vi.name.clone(), dtype, shape });
     }
     for n in &g.nodes {
@@ -454,6 +481,9 @@ pub fn lower_limited(
             }
             NodeCtx { l: &mut l, node }.check_value(&format!("output `{name}`"), x.dtype, &x.shape)?;
             let x = settle(&mut l, name, x);
+            if !l.p.is_constant(&x) {
+                l.sources.derive(name, &node.inputs);
+            }
             l.values.insert(name.clone(), x);
         }
     }

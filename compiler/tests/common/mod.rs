@@ -1,6 +1,7 @@
 //! Helpers shared by the compiler's integration tests that read ONNX backend test data.
 
 pub mod node;
+pub mod pins;
 
 use std::path::{Path, PathBuf};
 

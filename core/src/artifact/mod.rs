@@ -22,7 +22,8 @@ use std::sync::Arc;
 use crate::device::HostBytes;
 pub use amdgpu::AmdDispatch;
 pub use schema::{
-    BufferSpec, Manifest, Metadata, ParamKind, ParamSpec, Placement, ProgramEntry, SchemaError, Target, TensorSpec,
+    BufferSpec, Manifest, Metadata, ParamKind, ParamSpec, PinnedInput, Placement, ProgramEntry, SchemaError, Target,
+    TensorSpec,
 };
 pub use write::{checksum, ArtifactWriter};
 

@@ -14,7 +14,9 @@
 //!                "global": [x,y,z], "local": [x,y,z]}],                                       # the grid compiled for
 //!  "step":     [{"op": "dispatch", "program": p, "args": [(buffer, offset)..], "global": [x,y,z], "local": [x,y,z]}
 //!              | {"op": "copy", "src": (buffer, offset), "dst": (buffer, offset), "size": n}],
-//!  "metadata": {"compiler": str, "model_hash": str, "props": {str: str}},
+//!  "metadata": {"compiler": str, "model_hash": str, "props": {str: str},
+//!               "pinned": [{"name", "shape", "dtype", "hash": "xxh3:<16 hex>"}]},   # absent: none
+
 //!  "blobs":    [PickleBuffer, ...],   # record k of the container, in order
 //!  "_pad":     [record, ...],         # records that only align the next one to 64 bytes
 //!  "integrity": record}               # the last record: xxh3 of the pickle and of every other record
@@ -150,6 +152,19 @@ pub struct Metadata {
     pub model_hash: String,
     /// ONNX `metadata_props`, in order.
     pub props: Vec<(String, String)>,
+    /// Model inputs pinned to a value at compile time (`pilot compile --const`): no longer inputs of
+    /// the artifact; their values are folded into its code and weights.
+    pub pinned: Vec<PinnedInput>,
+}
+
+/// A model input pinned to a value at compile time: its declared name, the value's shape and dtype,
+/// and the xxh3 of the value's bytes (`"xxh3:<16 hex>"`), so the value used can be identified.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PinnedInput {
+    pub name: String,
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    pub hash: String,
 }
 
 pub(crate) fn kind_name(kind: BufferUse) -> &'static str {
@@ -301,6 +316,16 @@ fn arg_ref(path: &str, v: &Value) -> Result<crate::device::Arg, SchemaError> {
     };
     let buffer = u32::try_from(buffer).map_err(|_| err(path, "buffer index exceeds u32"))?;
     Ok(crate::device::Arg { buffer: crate::device::BufferId(buffer), offset: offset as u64 })
+}
+
+fn pinned_input(path: &str, v: &Value) -> Result<PinnedInput, SchemaError> {
+    let o = Obj::new(path, v)?;
+    Ok(PinnedInput {
+        name: o.str("name")?.to_string(),
+        shape: uints(&o.at("shape"), o.get("shape")?)?,
+        dtype: o.dtype("dtype")?,
+        hash: o.str("hash")?.to_string(),
+    })
 }
 
 fn tensor(path: &str, v: &Value) -> Result<TensorSpec, SchemaError> {
@@ -512,6 +537,14 @@ impl Manifest {
                 .collect::<Result<_, SchemaError>>()?,
             other => return Err(err(m.at("props"), format!("expected dict, found {}", other.type_name()))),
         };
+        let pinned = match m.opt("pinned") {
+            None => Vec::new(),
+            Some(v) => as_list(&m.at("pinned"), v)?
+                .iter()
+                .enumerate()
+                .map(|(i, v)| pinned_input(&format!("{}[{i}]", m.at("pinned")), v))
+                .collect::<Result<_, SchemaError>>()?,
+        };
         Ok(Manifest {
             target,
             inputs: list_of(&o, "inputs", tensor)?,
@@ -523,6 +556,7 @@ impl Manifest {
                 compiler: m.str("compiler")?.to_string(),
                 model_hash: m.str("model_hash")?.to_string(),
                 props,
+                pinned,
             },
             blob_count: blobs.len(),
             pads: list_of(&o, "_pad", as_uint)?,

@@ -93,7 +93,12 @@ pub(super) fn manifest() -> Manifest {
                 local: [0, 0, 0],
             },
         ],
-        metadata: Metadata { compiler: "test".into(), model_hash: "h".into(), props: vec![("k".into(), "v".into())] },
+        metadata: Metadata {
+            compiler: "test".into(),
+            model_hash: "h".into(),
+            props: vec![("k".into(), "v".into())],
+            pinned: vec![],
+        },
         blob_count: 0,
         pads: vec![],
     }
@@ -124,6 +129,21 @@ fn round_trip_keeps_the_manifest_and_aligns_blobs() {
     assert_eq!(a.blob(1), &weights[..]);
     assert_eq!(a.blob(3), b"\x7fELF...");
     assert_eq!(a.verify_checksums().unwrap(), 1);
+}
+
+#[test]
+fn pinned_inputs_round_trip_and_are_absent_when_none() {
+    let mut m = manifest();
+    let plain = write(&mut m, &[0; 64], b"code").unwrap();
+    assert!(!plain.windows(6).any(|w| w == b"pinned"), "no `pinned` key without pinned inputs");
+    m.metadata.pinned = vec![super::PinnedInput {
+        name: "shape".into(),
+        shape: vec![2],
+        dtype: crate::DType::I64,
+        hash: "xxh3:0123456789abcdef".into(),
+    }];
+    let a = open(write(&mut m, &[0; 64], b"code").unwrap()).unwrap();
+    assert_eq!(a.manifest.metadata.pinned, m.metadata.pinned);
 }
 
 #[test]

@@ -176,16 +176,31 @@ pub fn encode(m: &Manifest) -> Value {
         ("buffers", Value::List(buffers.collect())),
         ("programs", Value::List(programs.collect())),
         ("step", Value::List(step.collect())),
-        (
-            "metadata",
-            dict(vec![
-                ("compiler", s(&m.metadata.compiler)),
-                ("model_hash", s(&m.metadata.model_hash)),
-                ("props", Value::Dict(m.metadata.props.iter().map(|(k, v)| (s(k), s(v))).collect())),
-            ]),
-        ),
+        ("metadata", dict(metadata(&m.metadata))),
         ("blobs", Value::List((0..m.blob_count as u32).map(Value::Buffer).collect())),
         ("_pad", ints(m.pads.iter().copied())),
         ("integrity", int(m.blob_count.saturating_sub(1))),
     ])
+}
+
+/// The `metadata` entries; `pinned` only when some input was pinned, so artifacts without pinned
+/// inputs keep their earlier bytes.
+fn metadata(m: &super::Metadata) -> Vec<(&'static str, Value)> {
+    let mut entries = vec![
+        ("compiler", s(&m.compiler)),
+        ("model_hash", s(&m.model_hash)),
+        ("props", Value::Dict(m.props.iter().map(|(k, v)| (s(k), s(v))).collect())),
+    ];
+    if !m.pinned.is_empty() {
+        let pinned = m.pinned.iter().map(|p| {
+            dict(vec![
+                ("name", s(&p.name)),
+                ("shape", ints(p.shape.iter().copied())),
+                ("dtype", s(p.dtype.name())),
+                ("hash", s(&p.hash)),
+            ])
+        });
+        entries.push(("pinned", Value::List(pinned.collect())));
+    }
+    entries
 }
