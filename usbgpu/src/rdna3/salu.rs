@@ -13,6 +13,7 @@ semantics!(S {
     BrevB32 = "s_brev_b32",
     CtzB32 = "s_ctz_i32_b32",
     ClzU32 = "s_clz_i32_u32",
+    ClsI32 = "s_cls_i32",
     SextI8 = "s_sext_i32_i8",
     SextI16 = "s_sext_i32_i16",
     AbsI32 = "s_abs_i32",
@@ -185,6 +186,11 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
         BrevB32 => (a32.reverse_bits() as u64, 1, scc),
         CtzB32 => (if a32 == 0 { u32::MAX } else { a32.trailing_zeros() } as u64, 1, scc),
         ClzU32 => (if a32 == 0 { u32::MAX } else { a32.leading_zeros() } as u64, 1, scc),
+        // The count of leading bits equal to the sign bit, the sign bit included; -1 for 0 and -1.
+        ClsI32 => {
+            let x = a32 ^ ((a32 as i32) >> 31) as u32;
+            (if x == 0 { u32::MAX } else { x.leading_zeros() } as u64, 1, scc)
+        }
         SextI8 => (a32 as i8 as i32 as u32 as u64, 1, scc),
         SextI16 => (a32 as i16 as i32 as u32 as u64, 1, scc),
         AbsI32 => {

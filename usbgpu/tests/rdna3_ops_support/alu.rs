@@ -388,6 +388,10 @@ pub fn salu() -> Vec<Alu> {
     let cmp = "%1, %2\\n\\ts_cselect_b32 %0, 1, 0";
     vec![
         alu!("s_clz_i32_u32", PLAIN, B32, [S], |a, b, c| u(a).checked_ilog2().map_or(u32::MAX, |l| 31 - l) as u64),
+        alu!("s_cls_i32", PLAIN, B32, [S], |a, b, c| {
+            let x = u(a) ^ (i(a) >> 31) as u32;
+            x.checked_ilog2().map_or(u32::MAX, |l| 31 - l) as u64
+        }),
         alu!("s_sext_i32_i8", PLAIN, B32, [S], |a, b, c| a as i8 as i32 as u32 as u64),
         alu!("s_sext_i32_i16", PLAIN, B32, [S], |a, b, c| a as i16 as i32 as u32 as u64),
         alu!("s_abs_i32", PLAIN, B32, [S], |a, b, c| i(a).wrapping_abs() as u32 as u64),

@@ -41,7 +41,10 @@ pub fn build(clang: &Path, arch: Arch, source: &str) -> Result<Vec<u8>> {
     let (cl, co) = (dir.dir.join("model.cl"), dir.dir.join("model.co"));
     std::fs::write(&cl, source).map_err(|source| CompileError::Io { path: cl.display().to_string(), source })?;
     let mut cmd = Command::new(clang);
-    cmd.args(["-x", "cl", "-cl-std=CL1.2", "-O3", "-target", "amdgcn-amd-amdhsa", "-nogpulib"])
+    // OpenCL lets `/` and `sqrt` be off by 2.5 ULP; the CPU target and onnxruntime round them exactly, and a
+    // quantizer's round-half-to-even flips on that difference.
+    cmd.args(["-x", "cl", "-cl-std=CL1.2", "-O3", "-cl-fp32-correctly-rounded-divide-sqrt"])
+        .args(["-target", "amdgcn-amd-amdhsa", "-nogpulib"])
         .arg(format!("-mcpu={arch}"))
         .arg(&cl)
         .arg("-o")
