@@ -32,7 +32,7 @@ fn run(dtype: DType, xs: &[f64], ys: &[f64], fs: &[MathFn<'_>]) -> Vec<Vec<f64>>
     let path = dir.path().join("math.pkl");
     let port = |n: &str| Port { name: n.into(), dtype, shape: vec![xs.len()] };
     let info = ModelInfo { model_hash: "math".into(), props: vec![], inputs: vec![port("x"), port("y")], outputs };
-    let cpu = Cpu { target: pilot_core::Target::default_for(pilot_core::Backend::Cpu).unwrap(), cc: None };
+    let cpu = Cpu { target: pilot_core::Target::default_for(pilot_core::Backend::Cpu).unwrap(), cc: None, cpu: None };
     let built = cpu.build(&mut p, &Gates::default()).unwrap();
     write(&p, &info, built, &path).unwrap();
     let mut s = Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(2))).unwrap();

@@ -21,7 +21,9 @@
 use std::collections::HashSet;
 use std::fmt::Write;
 
+use super::isa::VecUnit;
 use super::render::{ctype, free_vars, header, CKernel, Renderer};
+use super::tile;
 use crate::ir::{Op, RedOp, N};
 use crate::program::{Kernel, Program};
 
@@ -39,7 +41,9 @@ pub const MAX_INNER: usize = 2048;
 /// Replicas of the blocked outer variable (accumulator arrays live at once).
 pub const BLOCK: usize = 4;
 
-pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
+/// Renders `k` in this loop order, with register tiles sized for `unit`, or `None` when the kernel
+/// is not a chain of reductions this order applies to.
+pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
     let ctx = &p.ctx;
     let order = ctx.toposort(&[k.expr]);
     // Every reduction reachable from the root outside of reduction bodies, each a perfect chain.
@@ -124,7 +128,20 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
         .zip(&k.shape)
         .find(|&(&v, &e)| v != vl && e >= BLOCK && e % BLOCK == 0 && shares(v))
         .map(|(&v, _)| v);
-    let reps: Vec<usize> = (0..if blocked_var.is_some() { BLOCK } else { 1 }).collect();
+    // Register tiles where every chain's body allows them, else one tile spanning the inner range.
+    let tiles: Option<Vec<tile::TileBody>> = blocked_var.and_then(|vb| {
+        chains.iter().map(|c| tile::classify(ctx, &free, c.op, ctx.dtype(c.top), c.body, vl, vb)).collect()
+    });
+    let mut lanes = unit.lanes;
+    while lanes > inner_extent && lanes > 4 {
+        lanes /= 2;
+    }
+    let blocked_extent =
+        blocked_var.map_or(0, |vb| k.shape[k.vars.iter().position(|&v| v == vb).expect("a kernel var")]);
+    let block = if tiles.is_some() && blocked_extent % 8 == 0 && unit.acc_budget() >= 16 { 8 } else { BLOCK };
+    let geometry = (tiles.is_some() && lanes <= inner_extent)
+        .then(|| tile::Geometry { lanes, vectors: (unit.acc_budget() / block).clamp(1, inner_extent / lanes) });
+    let reps: Vec<usize> = (0..if blocked_var.is_some() { block } else { 1 }).collect();
 
     let args = {
         let mut a = vec![k.out];
@@ -167,7 +184,7 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
             continue;
         }
         let pad = "  ".repeat(indent);
-        let step = if Some(v) == blocked_var { BLOCK } else { 1 };
+        let step = if Some(v) == blocked_var { block } else { 1 };
         let groups = extent / step;
         if extent == 1 {
             let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
@@ -192,6 +209,16 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
     } else {
         ("0".to_string(), format!("{inner_extent}"))
     };
+    let width = geometry.map_or(inner_extent, tile::Geometry::width);
+    let pad = "  ".repeat(indent);
+    // Outputs [xs, xe) per tile; the tile computed is [x0, xt): a last partial tile is shifted back
+    // to end at `hi` (recomputing some outputs, which are not stored twice) so it stays full.
+    let _ = writeln!(r.out, "{pad}const i64 x_lo = {lo}, x_hi = {hi};");
+    let _ = writeln!(r.out, "{pad}for (i64 xs = x_lo; xs < x_hi; xs += {width}) {{");
+    let _ = writeln!(r.out, "{pad}  const i64 xe = xs + {width} < x_hi ? xs + {width} : x_hi;");
+    let _ = writeln!(r.out, "{pad}  const i64 x0 = xe - xs == {width} || x_hi - x_lo < {width} ? xs : x_hi - {width};");
+    let _ = writeln!(r.out, "{pad}  const i64 xt = x0 + {width} < x_hi ? x0 + {width} : x_hi;");
+    indent += 1;
     for (ci, chain) in chains.iter().enumerate() {
         let dtype = ctx.dtype(chain.top);
         let t = ctype(dtype);
@@ -199,12 +226,12 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
         let acc = if blocked_chain { format!("acc{ci}@") } else { format!("acc{ci}") };
         let pad = "  ".repeat(indent);
         let init = super::render::literal(ctx.reduce_identity_const(chain.op, dtype)?, dtype);
-        let chain_reps: &[usize] = if blocked_chain { &reps } else { &[0] };
-        for &u in chain_reps {
+        let chain_reps: Vec<usize> = if blocked_chain { reps.clone() } else { vec![0] };
+        for &u in &chain_reps {
             set_rep(&mut r, u);
             let a = acc.replace('@', &r.suffix);
-            let _ = writeln!(r.out, "{pad}{t} {a}[{inner_extent}];");
-            let _ = writeln!(r.out, "{pad}for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {a}[v{vl}] = {init};");
+            let _ = writeln!(r.out, "{pad}{t} {a}[{width}] __attribute__((aligned(64)));");
+            let _ = writeln!(r.out, "{pad}for (i64 v{vl} = x0; v{vl} < xt; v{vl}++) {a}[v{vl} - x0] = {init};");
         }
         // Phase 1: the reduction loops, the inner loop innermost.
         let p1: HashSet<N> = ctx.toposort(&[chain.body]).into_iter().collect();
@@ -216,25 +243,55 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
                 _ => unreachable!("chains hold reductions"),
             })
             .collect();
-        let mut ind = indent;
-        for (j, &(rv, extent)) in rvars.iter().enumerate() {
-            let pad = "  ".repeat(ind);
-            let _ = writeln!(r.out, "{pad}for (i64 v{rv} = 0; v{rv} < {extent}; v{rv}++) {{");
-            ind += 1;
-            let deeper: Vec<u32> = rvars[j + 1..].iter().map(|x| x.0).collect();
-            emit_where(
+        let mut open_loops = |r: &mut Renderer<'_>, indent: usize| -> usize {
+            let mut ind = indent;
+            for (j, &(rv, extent)) in rvars.iter().enumerate() {
+                let pad = "  ".repeat(ind);
+                let _ = writeln!(r.out, "{pad}for (i64 v{rv} = 0; v{rv} < {extent}; v{rv}++) {{");
+                ind += 1;
+                let deeper: Vec<u32> = rvars[j + 1..].iter().map(|x| x.0).collect();
+                emit_where(
+                    r,
+                    &|n| p1.contains(&n) && uses(n, rv) && !uses(n, vl) && !deeper.iter().any(|&d| uses(n, d)),
+                    ind,
+                );
+            }
+            ind
+        };
+        let mut close_loops = |r: &mut Renderer<'_>, ind: usize| {
+            for i in (ind - rvars.len()..ind).rev() {
+                let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
+            }
+        };
+        let tiled = tiles.as_ref().map(|t| &t[ci]).zip(geometry);
+        let mut scalar_indent = indent;
+        if let Some((tb, g)) = tiled {
+            let _ = writeln!(r.out, "{pad}if (xt - x0 == {width}) {{");
+            let acc_name = |u: usize| acc.replace('@', &if blocked_chain { format!("_u{u}") } else { String::new() });
+            tile::emit_chain(
                 &mut r,
-                &|n| p1.contains(&n) && uses(n, rv) && !uses(n, vl) && !deeper.iter().any(|&d| uses(n, d)),
-                ind,
+                tb,
+                chain.body,
+                vl,
+                g,
+                indent + 1,
+                &chain_reps,
+                &acc_name,
+                &set_rep,
+                &mut open_loops,
+                &mut close_loops,
             );
+            let _ = writeln!(r.out, "{pad}}} else {{");
+            scalar_indent += 1;
         }
-        let pad = "  ".repeat(ind);
-        let _ = writeln!(r.out, "{pad}PL_SIMD for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {{");
+        let ind = open_loops(&mut r, scalar_indent);
+        let pad_in = "  ".repeat(ind);
+        let _ = writeln!(r.out, "{pad_in}PL_SIMD for (i64 v{vl} = x0; v{vl} < xt; v{vl}++) {{");
         emit_where(&mut r, &|n| p1.contains(&n) && uses(n, vl), ind + 1);
-        for &u in chain_reps {
+        for &u in &chain_reps {
             set_rep(&mut r, u);
             let b = r.value(chain.body);
-            let a = format!("{}[v{vl}]", acc.replace('@', &r.suffix));
+            let a = format!("{}[v{vl} - x0]", acc.replace('@', &r.suffix));
             let step = match (chain.op, dtype.is_float()) {
                 (RedOp::Sum, _) => format!("{a} += {b};"),
                 (RedOp::Prod, _) => format!("{a} *= {b};"),
@@ -243,17 +300,18 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
                 (RedOp::Max, false) => format!("{a} = {b} > {a} ? {b} : {a};"),
                 (RedOp::Min, false) => format!("{a} = {b} < {a} ? {b} : {a};"),
             };
-            let _ = writeln!(r.out, "{pad}  {step}");
+            let _ = writeln!(r.out, "{pad_in}  {step}");
         }
-        let _ = writeln!(r.out, "{pad}}}");
-        for i in (indent..ind).rev() {
-            let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
+        let _ = writeln!(r.out, "{pad_in}}}");
+        close_loops(&mut r, ind);
+        if tiled.is_some() {
+            let _ = writeln!(r.out, "{pad}}}");
         }
-        r.names.insert(chain.top, format!("{acc}[v{vl}]"));
+        r.names.insert(chain.top, format!("{acc}[v{vl} - x0]"));
     }
     // Phase 2: the epilogue over the inner dimension, one store per replica.
     let pad = "  ".repeat(indent);
-    let _ = writeln!(r.out, "{pad}PL_SIMD for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {{");
+    let _ = writeln!(r.out, "{pad}PL_SIMD for (i64 v{vl} = xs; v{vl} < xe; v{vl}++) {{");
     emit_where(&mut r, &|n| p2.contains(&n) && uses(n, vl), indent + 1);
     let st = crate::lazy::strides(&k.shape);
     for &u in &reps {
@@ -282,6 +340,6 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
         let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
     }
     r.out.push_str("}\n");
-    let parts = (k.shape[split] / if Some(k.vars[split]) == blocked_var { BLOCK } else { 1 }) as u32;
+    let parts = (k.shape[split] / if Some(k.vars[split]) == blocked_var { block } else { 1 }) as u32;
     Some(CKernel { name: k.name.clone(), source: r.out, args, parts })
 }
