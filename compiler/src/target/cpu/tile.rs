@@ -11,13 +11,13 @@
 //!   store accv into the accumulator arrays the epilogue reads
 //! ```
 //!
-//! The body's nodes split in two: *operands* depend on the inner variable but not on the blocked one
-//! (an input row a convolution's output channels share), *per-replica* nodes depend on both (the
-//! products). Operands feeding a per-replica node are loaded as vectors: straight from the buffer
-//! when the node is an unguarded load whose index steps by 1 along the inner variable (1×1
-//! convolutions, matrix products), else computed by a vectorized scalar loop into an aligned tile
-//! array (padded or strided convolutions). Per-replica nodes must be float adds, subtractions,
-//! products or negations of operands and loop-invariant values; anything else keeps the scalar path.
+//! The body's nodes that depend on the inner variable split in two: float arithmetic (adds,
+//! subtractions, products, negations: the products of a convolution) is computed on vectors, once
+//! per replica; the nodes below it are *operands* (an input row that a convolution's output
+//! channels share), which must not depend on the blocked variable. Operands are loaded as vectors:
+//! straight from the buffer when the node is an unguarded load whose index steps by 1 along the
+//! inner variable (1×1 and depthwise convolutions on padded input, matrix products), else computed
+//! by a vectorized scalar loop into an aligned tile array (guarded or gathered reads).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -69,6 +69,11 @@ fn coefficient(ctx: &Ctx, free: &HashMap<N, Vec<u32>>, n: N, var: u32) -> Option
 }
 
 /// The tile plan of a chain whose body is `body`, or `None` when it keeps the scalar path.
+///
+/// From the body down, float adds, subtractions, products and negations that depend on the inner
+/// variable are computed on vectors (once per replica); the first node below them that is anything
+/// else is an operand, loaded as a vector. Operands must not depend on the blocked variable: one
+/// vector of an operand serves every replica.
 pub(super) fn classify(
     ctx: &Ctx,
     free: &HashMap<N, Vec<u32>>,
@@ -76,45 +81,50 @@ pub(super) fn classify(
     dtype: DType,
     body: N,
     inner: u32,
-    blocked: u32,
+    blocked: Option<u32>,
 ) -> Option<TileBody> {
     if op != RedOp::Sum || dtype != DType::F32 {
         return None;
     }
-    let order = ctx.toposort(&[body]);
     let uses = |n: N, v: u32| free[&n].contains(&v);
-    let replica: Vec<N> = order.iter().copied().filter(|&n| uses(n, inner) && uses(n, blocked)).collect();
-    let replica_set: HashSet<N> = replica.iter().copied().collect();
+    let arithmetic = |n: N| {
+        ctx.dtype(n) == DType::F32
+            && matches!(ctx.op(n), Op::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, _, _) | Op::Unary(UnOp::Neg, _))
+    };
+    let mut vector_set: HashSet<N> = HashSet::new();
     let mut operand_set: HashSet<N> = HashSet::new();
-    for &n in &replica {
-        let ok = ctx.dtype(n) == DType::F32
-            && matches!(ctx.op(n), Op::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, _, _) | Op::Unary(UnOp::Neg, _));
-        if !ok {
-            return None;
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        if !uses(n, inner) || vector_set.contains(&n) || operand_set.contains(&n) {
+            continue;
         }
-        for c in ctx.children(n) {
-            if uses(c, inner) && !replica_set.contains(&c) {
-                operand_set.insert(c);
+        if arithmetic(n) {
+            vector_set.insert(n);
+            stack.extend(ctx.children(n));
+        } else {
+            if ctx.dtype(n) != DType::F32 || blocked.is_some_and(|b| uses(n, b)) {
+                return None;
             }
+            operand_set.insert(n);
         }
     }
-    if !replica_set.contains(&body) && uses(body, inner) {
-        operand_set.insert(body);
-    }
-    let mut operands = Vec::new();
-    for &n in order.iter().filter(|n| operand_set.contains(n)) {
-        if ctx.dtype(n) != DType::F32 {
-            return None;
-        }
-        let kind = match *ctx.op(n) {
-            Op::Load { buf, index, valid: None } if coefficient(ctx, free, index, inner) == Some(1) => {
-                Operand::Contiguous { buf, index }
-            }
-            _ => Operand::Staged,
-        };
-        operands.push((n, kind));
-    }
-    let shared = order.iter().copied().filter(|&n| uses(n, inner) && !uses(n, blocked)).collect();
+    let order = ctx.toposort(&[body]);
+    let replica: Vec<N> = order.iter().copied().filter(|n| vector_set.contains(n)).collect();
+    let operands = order
+        .iter()
+        .copied()
+        .filter(|n| operand_set.contains(n))
+        .map(|n| {
+            let kind = match *ctx.op(n) {
+                Op::Load { buf, index, valid: None } if coefficient(ctx, free, index, inner) == Some(1) => {
+                    Operand::Contiguous { buf, index }
+                }
+                _ => Operand::Staged,
+            };
+            (n, kind)
+        })
+        .collect();
+    let shared = order.iter().copied().filter(|&n| uses(n, inner) && blocked.is_none_or(|b| !uses(n, b))).collect();
     Some(TileBody { replica, operands, shared })
 }
 

@@ -38,8 +38,15 @@ struct Chain {
 /// Largest inner extent kept in an accumulator array on the stack.
 pub const MAX_INNER: usize = 2048;
 
-/// Replicas of the blocked outer variable (accumulator arrays live at once).
+/// Replicas of the blocked outer variable (accumulator arrays live at once); register tiles on a
+/// unit with 32 registers use 8.
 pub const BLOCK: usize = 4;
+
+/// Vectors of one replica in a register tile.
+const MAX_VECTORS: usize = 4;
+
+/// The longest reduction that takes a register tile without a blocked variable.
+const MAX_UNBLOCKED_REDUCTION: u64 = 64;
 
 /// Renders `k` in this loop order, with register tiles sized for `unit`, or `None` when the kernel
 /// is not a chain of reductions this order applies to.
@@ -129,9 +136,18 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
         .find(|&(&v, &e)| v != vl && e >= BLOCK && e % BLOCK == 0 && shares(v))
         .map(|(&v, _)| v);
     // Register tiles where every chain's body allows them, else one tile spanning the inner range.
-    let tiles: Option<Vec<tile::TileBody>> = blocked_var.and_then(|vb| {
-        chains.iter().map(|c| tile::classify(ctx, &free, c.op, ctx.dtype(c.top), c.body, vl, vb)).collect()
-    });
+    // Without a blocked variable a tile pays only for short reductions (windows: depthwise
+    // convolutions, pooling), whose accumulators would otherwise go through memory every few steps;
+    // a long one (a matrix-vector product) streams its rows best through the whole-row arrays.
+    let reduction_len = |c: &Chain| -> u64 {
+        c.links.iter().map(|&l| if let Op::Reduce { extent, .. } = *ctx.op(l) { extent } else { 1 }).product()
+    };
+    let short = chains.iter().all(|c| reduction_len(c) <= MAX_UNBLOCKED_REDUCTION);
+    let tiles: Option<Vec<tile::TileBody>> = if blocked_var.is_some() || short {
+        chains.iter().map(|c| tile::classify(ctx, &free, c.op, ctx.dtype(c.top), c.body, vl, blocked_var)).collect()
+    } else {
+        None
+    };
     let mut lanes = unit.lanes;
     while lanes > inner_extent && lanes > 4 {
         lanes /= 2;
@@ -139,8 +155,11 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
     let blocked_extent =
         blocked_var.map_or(0, |vb| k.shape[k.vars.iter().position(|&v| v == vb).expect("a kernel var")]);
     let block = if tiles.is_some() && blocked_extent % 8 == 0 && unit.acc_budget() >= 16 { 8 } else { BLOCK };
-    let geometry = (tiles.is_some() && lanes <= inner_extent)
-        .then(|| tile::Geometry { lanes, vectors: (unit.acc_budget() / block).clamp(1, inner_extent / lanes) });
+    let replicas = if blocked_var.is_some() { block } else { 1 };
+    let geometry = (tiles.is_some() && lanes <= inner_extent).then(|| tile::Geometry {
+        lanes,
+        vectors: (unit.acc_budget() / replicas).min(MAX_VECTORS).clamp(1, inner_extent / lanes),
+    });
     let reps: Vec<usize> = (0..if blocked_var.is_some() { block } else { 1 }).collect();
 
     let args = {
