@@ -11,7 +11,8 @@
 //! fixed stride) and values that do not depend on it — a convolution's weight, a matrix's row — are
 //! loaded once per reduction step: the loop clang vectorizes. Applies when every top-level reduction
 //! of the kernel is a perfectly nested chain of one operator (Σ_ci Σ_ky Σ_kx ...), each with its own
-//! accumulator array, and the last output dimension with extent > 1 has at most [`MAX_INNER`] points.
+//! accumulator array, and the last output dimension with extent > 1 has at most [`MAX_INNER`] points
+//! (any number where register tiles apply: see [`super::tile`]).
 //!
 //! Register blocking: when [`BLOCK`] consecutive values of an outer variable share the inner loop's
 //! loads (a convolution's output channels all read the same input row), that variable steps by
@@ -92,9 +93,6 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
     }
     let inner_pos = k.shape.iter().rposition(|&d| d > 1)?;
     let inner_extent = k.shape[inner_pos];
-    if inner_extent > MAX_INNER {
-        return None;
-    }
     let vl = k.vars[inner_pos];
     let all_links: HashSet<N> = chains.iter().flat_map(|c| c.links.iter().copied()).collect();
     let rset: HashSet<u32> = chains
@@ -160,6 +158,10 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
         lanes,
         vectors: (unit.acc_budget() / replicas).min(MAX_VECTORS).clamp(1, inner_extent / lanes),
     });
+    if inner_extent > MAX_INNER && geometry.is_none() {
+        // Whole-row accumulator arrays would not fit the stack; register tiles have no such limit.
+        return None;
+    }
     let reps: Vec<usize> = (0..if blocked_var.is_some() { block } else { 1 }).collect();
 
     let args = {
