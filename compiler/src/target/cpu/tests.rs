@@ -106,10 +106,25 @@ fn matmul_keeps_a_register_tile_of_accumulators() {
     // element of `a` is one scalar per row, broadcast.
     assert!(src.contains("xs += 32)") && src.contains("if (xt - x0 == 32) {"), "{src}");
     assert!(src.contains("__builtin_memcpy(&v_, &b1["), "{src}");
-    let red = line_of(src, "v22 < 32; v22++) {");
+    let red = line_of(src, "v22 < 32; v22 += 1) {");
     let vload = line_of(src, "__builtin_memcpy(&v_, &b1[");
     assert!(red < vload, "{src}");
     // The last 8 columns (40 = 32 + 8) are a full tile shifted back to end at column 40, of which
     // only the 8 new columns are stored; the scalar path remains for ranges narrower than a tile.
     assert!(src.contains("x_hi - 32;") && src.contains("for (i64 v21 = xs; v21 < xe; v21++)"), "{src}");
+}
+
+#[test]
+fn a_matrix_vector_product_adds_four_rows_per_pass_in_order() {
+    let p = matmul(1, 256, 3000);
+    let src = render(&p, &p.kernels[0], SCALAR4).source;
+    // No blocked variable, no tile (the reduction is long): whole-row accumulator arrays (at most
+    // MAX_INNER wide), the reduction stepping by 4, the four rows added one after another.
+    assert!(src.contains("float acc0[2048]"), "{src}");
+    assert!(src.contains("v19 < 256; v19 += 4) {"), "{src}");
+    assert!(src.contains("b0[(v19 + 3)]"), "{src}");
+    assert_eq!(src.matches("acc0[v18 - x0] += t").count(), 4, "{src}");
+    let simd = line_of(&src, "PL_SIMD for");
+    let first_add = line_of(&src, "acc0[v18 - x0] += t");
+    assert!(simd < first_add, "{src}");
 }

@@ -48,7 +48,7 @@ pub(super) enum Operand {
 
 /// The coefficient of `var` in `n` when `n` is affine in it (integer adds, subtractions and
 /// products by constants); `None` when it is not.
-fn coefficient(ctx: &Ctx, free: &HashMap<N, Vec<u32>>, n: N, var: u32) -> Option<i64> {
+pub(super) fn coefficient(ctx: &Ctx, free: &HashMap<N, Vec<u32>>, n: N, var: u32) -> Option<i64> {
     if !free[&n].contains(&var) {
         return Some(0);
     }

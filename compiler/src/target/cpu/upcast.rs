@@ -11,8 +11,9 @@
 //! fixed stride) and values that do not depend on it — a convolution's weight, a matrix's row — are
 //! loaded once per reduction step: the loop clang vectorizes. Applies when every top-level reduction
 //! of the kernel is a perfectly nested chain of one operator (Σ_ci Σ_ky Σ_kx ...), each with its own
-//! accumulator array, and the last output dimension with extent > 1 has at most [`MAX_INNER`] points
-//! (any number where register tiles apply: see [`super::tile`]).
+//! accumulator array. The inner dimension is covered in tiles: register tiles ([`super::tile`]) where
+//! the body allows them, else accumulator arrays of at most [`MAX_INNER`] points (past that, only
+//! where the inner loop reads memory contiguously).
 //!
 //! Register blocking: when [`BLOCK`] consecutive values of an outer variable share the inner loop's
 //! loads (a convolution's output channels all read the same input row), that variable steps by
@@ -42,6 +43,10 @@ pub const MAX_INNER: usize = 2048;
 /// Replicas of the blocked outer variable (accumulator arrays live at once); register tiles on a
 /// unit with 32 registers use 8.
 pub const BLOCK: usize = 4;
+
+/// Steps of a long reduction's innermost variable per pass over the accumulator array, where no
+/// blocked variable or register tile applies.
+const K_UNROLL: usize = 4;
 
 /// Vectors of one replica in a register tile.
 const MAX_VECTORS: usize = 4;
@@ -158,8 +163,13 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
         lanes,
         vectors: (unit.acc_budget() / replicas).min(MAX_VECTORS).clamp(1, inner_extent / lanes),
     });
-    if inner_extent > MAX_INNER && geometry.is_none() {
-        // Whole-row accumulator arrays would not fit the stack; register tiles have no such limit.
+    // Past MAX_INNER outputs the accumulator arrays cover the row in chunks: worth it where the
+    // inner loop reads memory contiguously (a wide matrix-vector product), not where it would gather
+    // (a row reduction along another axis, which the generic loop nest reads contiguously).
+    let contiguous = bodies
+        .iter()
+        .any(|&n| matches!(*ctx.op(n), Op::Load { index, .. } if tile::coefficient(ctx, &free, index, vl) == Some(1)));
+    if inner_extent > MAX_INNER && geometry.is_none() && !contiguous {
         return None;
     }
     let reps: Vec<usize> = (0..if blocked_var.is_some() { block } else { 1 }).collect();
@@ -230,7 +240,7 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
     } else {
         ("0".to_string(), format!("{inner_extent}"))
     };
-    let width = geometry.map_or(inner_extent, tile::Geometry::width);
+    let width = geometry.map_or(inner_extent.min(MAX_INNER), tile::Geometry::width);
     let pad = "  ".repeat(indent);
     // Outputs [xs, xe) per tile; the tile computed is [x0, xt): a last partial tile is shifted back
     // to end at `hi` (recomputing some outputs, which are not stored twice) so it stays full.
@@ -264,18 +274,55 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
                 _ => unreachable!("chains hold reductions"),
             })
             .collect();
+        let tiled = tiles.as_ref().map(|t| &t[ci]).zip(geometry);
+        // A long reduction without a blocked variable or a tile (a matrix-vector product) steps its
+        // innermost variable by K_UNROLL: each pass over the accumulator array adds K_UNROLL rows,
+        // in the same order as one at a time.
+        let unroll = rvars
+            .last()
+            .filter(|&&(_, e)| {
+                blocked_var.is_none() && tiled.is_none() && e % K_UNROLL as u64 == 0 && e >= 4 * K_UNROLL as u64
+            })
+            .map(|&(rv, _)| rv);
+        if let Some(ru) = unroll {
+            r.blocked = p1.iter().copied().filter(|&n| uses(n, ru)).collect();
+        }
+        let unrolled = |r: &mut Renderer<'_>, ru: u32, u: usize| {
+            r.suffix = format!("_k{u}");
+            r.var_override = Some((ru, format!("(v{ru} + {u})")));
+        };
+        // Emits the nodes `pred` selects, each once per unrolled step where it depends on the
+        // unrolled variable.
+        let emit_unrolled = |r: &mut Renderer<'_>, ru: u32, pred: &dyn Fn(N) -> bool, ind: usize| {
+            for &n in &order {
+                if skip(n) || !pred(n) {
+                    continue;
+                }
+                if r.blocked.contains(&n) {
+                    for u in 0..K_UNROLL {
+                        unrolled(r, ru, u);
+                        r.emit(n, ind);
+                    }
+                    r.suffix.clear();
+                    r.var_override = None;
+                } else {
+                    r.emit(n, ind);
+                }
+            }
+        };
         let mut open_loops = |r: &mut Renderer<'_>, indent: usize| -> usize {
             let mut ind = indent;
             for (j, &(rv, extent)) in rvars.iter().enumerate() {
                 let pad = "  ".repeat(ind);
-                let _ = writeln!(r.out, "{pad}for (i64 v{rv} = 0; v{rv} < {extent}; v{rv}++) {{");
+                let step = if Some(rv) == unroll { K_UNROLL } else { 1 };
+                let _ = writeln!(r.out, "{pad}for (i64 v{rv} = 0; v{rv} < {extent}; v{rv} += {step}) {{");
                 ind += 1;
                 let deeper: Vec<u32> = rvars[j + 1..].iter().map(|x| x.0).collect();
-                emit_where(
-                    r,
-                    &|n| p1.contains(&n) && uses(n, rv) && !uses(n, vl) && !deeper.iter().any(|&d| uses(n, d)),
-                    ind,
-                );
+                let pred = |n: N| p1.contains(&n) && uses(n, rv) && !uses(n, vl) && !deeper.iter().any(|&d| uses(n, d));
+                match unroll {
+                    Some(ru) => emit_unrolled(r, ru, &pred, ind),
+                    None => emit_where(r, &pred, ind),
+                }
             }
             ind
         };
@@ -284,7 +331,6 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
                 let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
             }
         };
-        let tiled = tiles.as_ref().map(|t| &t[ci]).zip(geometry);
         let mut scalar_indent = indent;
         if let Some((tb, g)) = tiled {
             let _ = writeln!(r.out, "{pad}if (xt - x0 == {width}) {{");
@@ -308,9 +354,21 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
         let ind = open_loops(&mut r, scalar_indent);
         let pad_in = "  ".repeat(ind);
         let _ = writeln!(r.out, "{pad_in}PL_SIMD for (i64 v{vl} = x0; v{vl} < xt; v{vl}++) {{");
-        emit_where(&mut r, &|n| p1.contains(&n) && uses(n, vl), ind + 1);
-        for &u in &chain_reps {
-            set_rep(&mut r, u);
+        let steps: Vec<(usize, usize)> = match unroll {
+            Some(ru) => {
+                emit_unrolled(&mut r, ru, &|n| p1.contains(&n) && uses(n, vl), ind + 1);
+                (0..K_UNROLL).map(|k| (0, k)).collect()
+            }
+            None => {
+                emit_where(&mut r, &|n| p1.contains(&n) && uses(n, vl), ind + 1);
+                chain_reps.iter().map(|&u| (u, 0)).collect()
+            }
+        };
+        for (u, k) in steps {
+            match unroll {
+                Some(ru) => unrolled(&mut r, ru, k),
+                None => set_rep(&mut r, u),
+            }
             let b = r.value(chain.body);
             let a = format!("{}[v{vl} - x0]", acc.replace('@', &r.suffix));
             let step = match (chain.op, dtype.is_float()) {
@@ -324,6 +382,11 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
             let _ = writeln!(r.out, "{pad_in}  {step}");
         }
         let _ = writeln!(r.out, "{pad_in}}}");
+        if unroll.is_some() {
+            r.suffix.clear();
+            r.var_override = None;
+            r.blocked.clear();
+        }
         close_loops(&mut r, ind);
         if tiled.is_some() {
             let _ = writeln!(r.out, "{pad}}}");
