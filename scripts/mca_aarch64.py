@@ -3,7 +3,7 @@
 The Kryo 385 cannot be timed here, so the three heaviest kernels of each model (by `pilot run
 --profile` on this machine) are compiled as pilot compiles them, for `--arch aarch64` (cortex-a75)
 and for x86 (`--cpu znver4`, AVX-512), and the innermost loop of each (the self-looping block with
-the most multiply-adds; where clang unrolled the loop fully, its largest straight-line block) goes
+the most multiply-add lanes, or the straight-line block where clang unrolled that loop fully) goes
 through `llvm-mca-19`. Reported per kernel and ISA: cycles per loop iteration,
 multiply-add lanes per iteration, cycles per multiply-add, and cycles per output element (cycles per
 multiply-add times the reduction length of the kernel's register tile: the product of the reduction
@@ -51,7 +51,7 @@ def fma_lanes(line):
 
 
 def hottest_loop(asm, func):
-    """The self-looping basic block of `func` with the most multiply-add lanes: (lines, lanes)."""
+    """The basic block of `func` with the most multiply-add lanes: (lines, lanes, "loop" or "block")."""
     body = asm.split(f"\n{func}:", 1)[1].split(".Lfunc_end", 1)[0]
     blocks, label, cur = [], None, []
     for line in body.splitlines():
@@ -64,18 +64,17 @@ def hottest_loop(asm, func):
         if s and not s.startswith((".", "#", "//", ";")):
             cur.append(line)
     blocks.append((label, cur))
-    best, straight = None, None
+    best = None
     for label, lines in blocks:
         lanes = sum(fma_lanes(x) for x in lines)
         if not lanes:
             continue
-        if label is not None and label in re.split(r"[\s,]+", lines[-1].strip()):
-            if best is None or lanes > best[1]:
-                best = (lines, lanes, "loop")
-        elif straight is None or lanes > straight[1]:
-            # A fully unrolled loop: its straight-line block, without the branch.
-            straight = (lines, lanes, "block")
-    return best or straight
+        looping = label is not None and label in re.split(r"[\s,]+", lines[-1].strip())
+        # The most multiply-add lanes wins: the register tile's body, whether clang kept it a loop or
+        # unrolled it into one straight-line block.
+        if best is None or (lanes, looping) > (best[1], best[2] == "loop"):
+            best = (lines, lanes, "loop" if looping else "block")
+    return best
 
 
 def mca_cycles(lines, mcpu, triple):
@@ -96,7 +95,7 @@ def reduction_length(c_src, func):
         return None
     tile = body.split("_v0 = {0};", 1)[1].split("*(pl_v", 1)[0]
     r = 1
-    for m in re.finditer(r"for \(i64 v\d+ = 0; v\d+ < (\d+); v\d+\+\+\) \{", tile):
+    for m in re.finditer(r"for \(i64 v\d+ = 0; v\d+ < (\d+); v\d+ \+= 1\) \{", tile):
         r *= int(m.group(1))
     return r
 
