@@ -64,17 +64,24 @@ def hottest_loop(asm, func):
         if s and not s.startswith((".", "#", "//", ";")):
             cur.append(line)
     blocks.append((label, cur))
+    def broadcast_lanes(lines):
+        # A register tile's multiply-adds take one operand broadcast from a scalar weight: x86
+        # `{1toN}` memory operands, aarch64's by-element form `v1.s[0]`. Polynomial math in an
+        # epilogue (exp) multiplies whole vectors.
+        return sum(fma_lanes(x) for x in lines if "{1to" in x or re.search(r"\.s\[\d\]", x))
+
     best = None
     for label, lines in blocks:
         lanes = sum(fma_lanes(x) for x in lines)
         if not lanes:
             continue
         looping = label is not None and label in re.split(r"[\s,]+", lines[-1].strip())
-        # The most multiply-add lanes wins: the register tile's body, whether clang kept it a loop or
-        # unrolled it into one straight-line block.
-        if best is None or (lanes, looping) > (best[1], best[2] == "loop"):
-            best = (lines, lanes, "loop" if looping else "block")
-    return best
+        # The register tile's body first (whether clang kept it a loop or unrolled it into one
+        # straight-line block), then loops, then the most multiply-add lanes.
+        key = (broadcast_lanes(lines), looping, lanes)
+        if best is None or key > best[3]:
+            best = (lines, lanes, "loop" if looping else "block", key)
+    return best[:3] if best else None
 
 
 def mca_cycles(lines, mcpu, triple):
