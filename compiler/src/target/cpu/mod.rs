@@ -30,9 +30,25 @@ pub struct Cpu {
     pub cpu: Option<String>,
 }
 
+/// Work (floating-point operations plus output elements) below which a kernel runs as one part:
+/// handing a part to another thread costs microseconds on an idle core and a scheduler time slice
+/// on a busy one, more than such a kernel takes.
+pub const MIN_PARALLEL_WORK: u64 = 1 << 18;
+
 /// Renders every kernel (without the prelude), register tiles sized for `unit`.
 pub fn render_all(p: &Program, unit: isa::VecUnit) -> Vec<render::CKernel> {
-    p.kernels.iter().map(|k| render::render(p, k, unit)).collect()
+    p.kernels
+        .iter()
+        .map(|k| {
+            let mut ck = render::render(p, k, unit);
+            let outputs: u64 = k.shape.iter().map(|&d| d as u64).product();
+            if p.kernel_flops(k) + outputs < MIN_PARALLEL_WORK {
+                // The kernel splits its range by `part / nparts`: one part is the whole range.
+                ck.parts = 1;
+            }
+            ck
+        })
+        .collect()
 }
 
 /// Kernels grouped into translation units, one per core: each unit is the prelude plus its kernels,

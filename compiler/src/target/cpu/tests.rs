@@ -128,3 +128,11 @@ fn a_matrix_vector_product_adds_four_rows_per_pass_in_order() {
     let first_add = line_of(&src, "acc0[v18 - x0] += t");
     assert!(simd < first_add, "{src}");
 }
+
+#[test]
+fn small_kernels_run_as_one_part_and_large_ones_split() {
+    let small = matmul(8, 32, 16);
+    assert_eq!(super::render_all(&small, SCALAR4)[0].parts, 1, "8·32·16·2 FLOPs: not worth a second thread");
+    let large = matmul(64, 256, 64);
+    assert_eq!(super::render_all(&large, SCALAR4)[0].parts, 16, "64 rows in blocks of 4");
+}
