@@ -66,9 +66,11 @@ def hottest_loop(asm, func):
     blocks.append((label, cur))
     def broadcast_lanes(lines):
         # A register tile's multiply-adds take one operand broadcast from a scalar weight: x86
-        # `{1toN}` memory operands, aarch64's by-element form `v1.s[0]`. Polynomial math in an
-        # epilogue (exp) multiplies whole vectors.
-        return sum(fma_lanes(x) for x in lines if "{1to" in x or re.search(r"\.s\[\d\]", x))
+        # `{1toN}` memory operands or `vbroadcastss`, aarch64's by-element form `v1.s[0]` or `ld1r`.
+        # Polynomial math in an epilogue (exp) multiplies whole vectors.
+        if any("{1to" in x or "vbroadcastss" in x or "ld1r" in x or re.search(r"\.s\[\d\]", x) for x in lines):
+            return sum(fma_lanes(x) for x in lines)
+        return 0
 
     best = None
     for label, lines in blocks:
