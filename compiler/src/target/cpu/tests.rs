@@ -136,3 +136,20 @@ fn small_kernels_run_as_one_part_and_large_ones_split() {
     let large = matmul(64, 256, 64);
     assert_eq!(super::render_all(&large, SCALAR4)[0].parts, 16, "64 rows in blocks of 4");
 }
+
+#[test]
+fn a_reduction_read_twice_counts_its_flops_once() {
+    // (a·b)² : the product's 8 multiply-adds per output are computed once, then one multiply.
+    let mut p = Program::new();
+    let a = p.input(0, DType::F32, &[2, 8]);
+    let b = p.input(1, DType::F32, &[8, 4]);
+    let a3 = p.reshape(&a, &[2, 8, 1]);
+    let b3 = p.reshape(&b, &[1, 8, 4]);
+    let ab = p.broadcast(&[&a3, &b3]).unwrap();
+    let prod = p.binary(BinOp::Mul, &ab[0], &ab[1]);
+    let sum = p.reduce(RedOp::Sum, &prod, &[1]);
+    let sq = p.binary(BinOp::Mul, &sum, &sum);
+    let out = p.reshape(&sq, &[2, 4]);
+    p.realize(&out, BufKind::Output(0), "sq");
+    assert_eq!(p.kernel_flops(&p.kernels[0]), 8 * (8 * 2 + 1));
+}
