@@ -166,7 +166,7 @@ pub fn write(p: &Program, opts: &ModelInfo, built: Built, path: &Path) -> Result
         metadata: Metadata {
             compiler: format!("pilot-compiler {}", env!("CARGO_PKG_VERSION")),
             model_hash: opts.model_hash.clone(),
-            props: opts.props.clone(),
+            props: props_with_flops(p, &opts.props, &built.kernels),
             pinned: opts.pinned.clone(),
         },
         blob_count: 0,
@@ -182,6 +182,21 @@ pub fn write(p: &Program, opts: &ModelInfo, built: Built, path: &Path) -> Result
         weight_bytes,
         artifact_bytes,
     })
+}
+
+/// The model's metadata plus each program's FLOPs per dispatch (`pilot:kernel_flops`, one count per
+/// program in order, for `pilot run --profile`) when the back end kept one program per kernel.
+fn props_with_flops(
+    p: &Program,
+    props: &[(String, String)],
+    built: &[crate::target::BuiltKernel],
+) -> Vec<(String, String)> {
+    let mut props = props.to_vec();
+    if built.len() == p.kernels.len() && built.iter().zip(&p.kernels).all(|(b, k)| b.name == k.name) {
+        let flops: Vec<String> = p.kernels.iter().map(|k| p.kernel_flops(k).to_string()).collect();
+        props.push(("pilot:kernel_flops".into(), flops.join(" ")));
+    }
+    props
 }
 
 /// What a kernel generated for buffer `b` reaches through its argument: the image it addresses by

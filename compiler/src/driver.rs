@@ -30,6 +30,9 @@ pub struct CompileOptions {
     pub consts: pin::Pins,
     /// C compiler override.
     pub cc: Option<PathBuf>,
+    /// The CPU the `cpu` target compiles for (`--cpu`, e.g. `x86-64-v3`, `cortex-a75`); `None` is
+    /// the host (`-march=native`) or, cross, the arch's default core.
+    pub cpu: Option<String>,
     /// The `ALLOWED_KERNEL_COUNT` gate (exact), checked before anything is written.
     pub allowed_kernel_count: Option<usize>,
     /// The `ALLOWED_READ_IMAGE` and `ALLOWED_GATED_READ_IMAGE` gates (exact, OpenCL targets).
@@ -49,6 +52,7 @@ impl CompileOptions {
             shapes: HashMap::new(),
             consts: pin::Pins::new(),
             cc: None,
+            cpu: None,
             allowed_kernel_count: None,
             allowed_read_image: None,
             allowed_gated_read_image: None,

@@ -38,7 +38,7 @@ fn run(dtype: DType, xs: &[f64], ys: &[f64], fs: &[MathFn<'_>]) -> Vec<Vec<f64>>
         outputs,
         pinned: vec![],
     };
-    let cpu = Cpu { target: pilot_core::Target::default_for(pilot_core::Backend::Cpu).unwrap(), cc: None };
+    let cpu = Cpu { target: pilot_core::Target::default_for(pilot_core::Backend::Cpu).unwrap(), cc: None, cpu: None };
     let built = cpu.build(&mut p, &Gates::default()).unwrap();
     write(&p, &info, built, &path).unwrap();
     let mut s = Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(2))).unwrap();

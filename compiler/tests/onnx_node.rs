@@ -12,46 +12,16 @@
 //!   reason; `-- --ignored survey_cl` runs every manifest case on OpenCL and writes
 //!   `target/onnx-node-cl-survey.txt` (pass/fail, error and time per case), to refresh that list.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod common;
 
+use common::node::{check_reasons, listed, node_dir, run_case_on};
 use common::pins::split_inputs;
 use common::{close, close_within, data_sets, read_pb, root};
 use pilot_compiler::onnx;
 use pilot_compiler::tensor::Tensor;
 use pilot_core::{Backend, Target};
-
-/// The generated node tests, generating them with the project's venv on first use.
-fn node_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("PILOT_ONNX_NODE_DIR") {
-        return PathBuf::from(d);
-    }
-    // Generated once per process (the tests of this binary run in parallel), into a temporary
-    // directory renamed into place, so no test ever reads a half-written case.
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = root().join("target/onnx-node");
-        if !dir.join("test_abs").exists() {
-            let python = root().join(".venv/bin/python");
-            assert!(python.exists(), "the ONNX node tests need the venv: run scripts/setup.sh");
-            let tmp = root().join(format!("target/onnx-node.tmp-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&tmp);
-            let st = std::process::Command::new(python)
-                .arg(root().join("scripts/gen_onnx_node_tests.py"))
-                .arg(&tmp)
-                .status()
-                .expect("python runs");
-            assert!(st.success(), "generating the ONNX node tests failed");
-            // Another process may have won the race: then its complete copy stays.
-            if std::fs::rename(&tmp, &dir).is_err() {
-                let _ = std::fs::remove_dir_all(&tmp);
-            }
-        }
-        dir
-    })
-    .clone()
-}
 
 /// `backend` on its default architecture.
 fn target(backend: Backend) -> Target {
@@ -79,9 +49,6 @@ fn run_case(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// A fresh runtime device for one case.
-type DeviceFn = fn() -> Result<Box<dyn pilot_core::Device>, String>;
-
 fn cpu_device() -> Result<Box<dyn pilot_core::Device>, String> {
     Ok(Box::new(pilot_core::cpu::CpuDevice::new(1)))
 }
@@ -90,48 +57,6 @@ fn cl_device() -> Result<Box<dyn pilot_core::Device>, String> {
     pilot_cl::ClDevice::open(None)
         .map(|d| Box::new(d) as Box<dyn pilot_core::Device>)
         .map_err(|e| format!("the OpenCL conformance tests need PoCL (scripts/setup.sh): {e}"))
-}
-
-/// Runs one case through the real pipeline: compile with `opts` and the case's shape-like inputs
-/// pinned with `--const` (see [`common::pins`]; one artifact per data set), load, and step on
-/// `device` with the other inputs; floats compare within `tol` (default: the dtype's tolerance).
-fn run_case_on(
-    dir: &Path,
-    opts: &pilot_compiler::CompileOptions,
-    device: DeviceFn,
-    tol: Option<f64>,
-) -> Result<(), String> {
-    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let art = tmp.path().join("case.pkl");
-    let model = onnx::load(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
-    for set in data_sets(dir)? {
-        let (pins, runtime) = split_inputs(&model, &set);
-        let opts = pilot_compiler::CompileOptions { consts: pins, ..opts.clone() };
-        pilot_compiler::compile(&dir.join("model.onnx"), &art, &opts, &|_| {}).map_err(|e| e.to_string())?;
-        let artifact = pilot_core::Artifact::open(&art).map_err(|e| e.to_string())?;
-        let mut session = pilot_core::Session::new(artifact, device()?).map_err(|e| e.to_string())?;
-        let specs = session.inputs().to_vec();
-        let inputs: Vec<Tensor> = runtime.iter().map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
-        if inputs.len() != specs.len() {
-            return Err(format!("{} run-time inputs given, the artifact has {}", inputs.len(), specs.len()));
-        }
-        for (spec, t) in specs.iter().zip(&inputs) {
-            if spec.dtype != t.dtype || spec.nbytes() != t.data.len() {
-                return Err(format!(
-                    "input `{}`: {} {:?} given, {} {:?} compiled",
-                    spec.name, t.dtype, t.shape, spec.dtype, spec.shape
-                ));
-            }
-        }
-        let refs: Vec<&[u8]> = inputs.iter().map(|t| t.data.as_slice()).collect();
-        session.step(&refs).map_err(|e| e.to_string())?;
-        for (k, (spec, got)) in session.output_specs().iter().zip(session.outputs()).enumerate() {
-            let got = Tensor { dtype: spec.dtype, shape: spec.shape.clone(), data: got.clone() };
-            let want = read_pb(&set.join(format!("output_{k}.pb")));
-            close_within(&got, &want, tol).map_err(|e| format!("output {k}: {e}"))?;
-        }
-    }
-    Ok(())
 }
 
 /// The C code generator (clang) on the CPU runtime.
@@ -184,16 +109,6 @@ fn run_case_cl_half_images(dir: &Path) -> Result<usize, String> {
         }
     }
     Ok(reads)
-}
-
-fn listed(file: &str) -> Vec<String> {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(file))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.starts_with("//"))
-        .map(|l| l.split('#').next().unwrap().trim().to_string())
-        .filter(|l| !l.is_empty())
-        .collect()
 }
 
 #[test]
@@ -297,13 +212,8 @@ fn conv_and_matmul_cases_pass_with_half_images() {
 
 #[test]
 fn skipped_cases_have_reasons() {
-    for file in ["onnx_node_skipped.txt", "onnx_node_cl_skipped.txt"] {
-        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(file)).unwrap();
-        for line in text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("//")) {
-            let (case, reason) = line.split_once('#').unwrap_or((line, ""));
-            assert!(!reason.trim().is_empty(), "{file}: skipped case `{}` has no reason", case.trim());
-        }
-    }
+    check_reasons("onnx_node_skipped.txt");
+    check_reasons("onnx_node_cl_skipped.txt");
 }
 
 /// `PILOT_ONNX_CASE=test_x cargo test -p pilot-compiler --test onnx_node -- --ignored one --nocapture`

@@ -54,6 +54,10 @@ pub struct CompileArgs {
     /// C compiler to use (default: clang-19, clang, then cc; or $PILOT_CC). usb+amd needs clang.
     #[arg(long)]
     pub cc: Option<PathBuf>,
+    /// CPU baseline for --target cpu instead of the host's -march=native: e.g. x86-64-v3, znver4,
+    /// cortex-a75 (the default for --arch aarch64).
+    #[arg(long, value_name = "NAME")]
+    pub cpu: Option<String>,
     /// Run the artifact and onnxruntime on the same seeded inputs and compare (SELFTEST=1 too).
     #[arg(long, env = "SELFTEST", value_parser = clap::builder::FalseyValueParser::new())]
     pub selftest: bool,
@@ -140,10 +144,14 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
         .with_context(|| format!("output {}", output.display()))?;
     let gate = |n: Option<i64>| n.filter(|&n| n >= 0).map(|n| n as usize);
     let null = backend == Backend::Null;
+    if args.cpu.is_some() && !matches!(backend, Backend::Cpu | Backend::Null) {
+        bail!("--cpu applies to --target cpu, not {}", backend.name());
+    }
     let mut opts = pilot_compiler::CompileOptions::new(target);
     opts.shapes = shapes;
     opts.consts = consts;
     opts.cc = args.cc.clone();
+    opts.cpu = args.cpu.clone();
     opts.cl.pitch_align = args.image_pitch_alignment;
     opts.cl.qcom_compiler = match args.qcom_compiler.as_str() {
         "device" => QcomCompiler::Device,

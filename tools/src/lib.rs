@@ -7,6 +7,7 @@ pub mod gate;
 pub mod inspect;
 pub mod keys;
 pub use pilot_core::npy;
+pub mod profile;
 pub mod run;
 #[cfg(feature = "compiler")]
 pub mod selftest;

@@ -43,9 +43,12 @@ pub struct RunArgs {
     /// Fail (exit 1) unless the fastest step takes less than MS milliseconds.
     #[arg(long, env = "ASSERT_MIN_STEP_TIME", value_name = "MS", value_parser = crate::gate::parse_time_limit)]
     pub assert_min_step_time: Option<f64>,
-    /// Print the time spent in each kernel over all steps.
+    /// Print each kernel's time per step, share, GFLOP/s and bytes, heaviest first.
     #[arg(long)]
     pub profile: bool,
+    /// With --profile: also write the profile as a Chrome trace (JSON, opens in Perfetto).
+    #[arg(long, value_name = "FILE", requires = "profile")]
+    pub profile_trace: Option<PathBuf>,
     /// Run only an artifact signed by the holder of this public key (from `pilot keygen`).
     #[arg(long, env = "PILOT_TRUSTED_KEY", value_name = "FILE")]
     pub trusted_key: Option<PathBuf>,
@@ -223,7 +226,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
     }
     print_counters(&before, &session.device_counters(), args.steps);
     if args.profile {
-        print_profile(&session, args.steps)?;
+        crate::profile::report(&session, args.steps, args.profile_trace.as_deref())?;
     }
     if let Some(dir) = &args.save_outputs {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -273,18 +276,6 @@ fn print_counters(before: &[(&str, u64)], after: &[(&str, u64)], steps: usize) {
         per(host) / 1e3,
         per(gpu) / 1e6
     );
-}
-
-fn print_profile(session: &Session, steps: usize) -> anyhow::Result<()> {
-    let Some(mut ops) = session.profile() else { bail!("--profile: this device does not profile") };
-    let total: f64 = ops.iter().map(|(_, t)| t.as_secs_f64()).sum();
-    ops.sort_by_key(|op| std::cmp::Reverse(op.1));
-    println!("{:>10} {:>7}  kernel", "ms/step", "share");
-    for (name, t) in ops {
-        let ms = t.as_secs_f64() * 1e3 / steps as f64;
-        println!("{ms:>10.4} {:>6.1}%  {name}", 100.0 * t.as_secs_f64() / total.max(f64::MIN_POSITIVE));
-    }
-    Ok(())
 }
 
 /// `pilot load`. Returns false when a gate failed.

@@ -540,23 +540,39 @@ pub fn max_value(dtype: DType) -> f64 {
     }
 }
 
-/// Arithmetic operations executed per evaluation of `root`, counting reduction bodies once per
-/// iteration (index arithmetic excluded).
+/// Floating-point operations executed per evaluation of `root`, counting reduction bodies once per
+/// iteration (index arithmetic, padding guards and other integer or boolean work excluded). A value
+/// used several times (an activation reads its input twice) is computed once: the expression is a
+/// DAG, evaluated as the code generator emits it.
 pub fn flops_per_point(ctx: &Ctx, root: N) -> u64 {
-    fn go(ctx: &Ctx, n: N, memo: &mut HashMap<N, u64>) -> u64 {
-        if let Some(&f) = memo.get(&n) {
-            return f;
+    fn go(ctx: &Ctx, root: N, memo: &mut HashMap<N, u64>) -> u64 {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![root];
+        let mut total = 0;
+        while let Some(n) = stack.pop() {
+            if !seen.insert(n) {
+                continue;
+            }
+            match *ctx.op(n) {
+                Op::Reduce { extent, body, .. } => {
+                    let per = match memo.get(&n) {
+                        Some(&f) => f,
+                        None => {
+                            let f = extent * (go(ctx, body, memo) + 1);
+                            memo.insert(n, f);
+                            f
+                        }
+                    };
+                    total += per;
+                }
+                Op::Unary(..) | Op::Binary(..) | Op::Where(..) => {
+                    total += u64::from(ctx.dtype(n).is_float());
+                    stack.extend(ctx.children(n));
+                }
+                _ => stack.extend(ctx.children(n)),
+            }
         }
-        let own = match ctx.op(n) {
-            Op::Unary(..) | Op::Binary(..) | Op::Where(..) if ctx.dtype(n) != INDEX => 1,
-            _ => 0,
-        };
-        let f = match ctx.op(n) {
-            Op::Reduce { extent, body, .. } => extent * (go(ctx, *body, memo) + 1),
-            _ => own + ctx.children(n).into_iter().map(|c| go(ctx, c, memo)).sum::<u64>(),
-        };
-        memo.insert(n, f);
-        f
+        total
     }
     go(ctx, root, &mut HashMap::new())
 }

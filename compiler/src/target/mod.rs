@@ -42,7 +42,7 @@ fn unknown_target(name: &str) -> CompileError {
 pub fn codegen(opts: &CompileOptions) -> Result<Box<dyn Codegen>> {
     let target = opts.target.clone();
     Ok(match target.backend {
-        Backend::Cpu | Backend::Null => Box::new(cpu::Cpu { target, cc: opts.cc.clone() }),
+        Backend::Cpu | Backend::Null => Box::new(cpu::Cpu { target, cc: opts.cc.clone(), cpu: opts.cpu.clone() }),
         Backend::Cl => Box::new(cl::Cl { target, opts: opts.cl.clone() }),
         Backend::Qcom => Box::new(qcom::Qcom { cl: cl::Cl { target, opts: opts.cl.clone() } }),
         Backend::UsbAmd => Box::new(amd::Amd { target, cc: opts.cc.clone() }),

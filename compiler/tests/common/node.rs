@@ -5,8 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
+use pilot_compiler::onnx;
 use pilot_compiler::tensor::Tensor;
 
+use super::pins::split_inputs;
 use super::{close_within, data_sets, read_pb, root};
 
 /// The generated node tests, generating them with the project's venv on first use.
@@ -54,8 +56,9 @@ pub fn listed(file: &str) -> Vec<String> {
 /// A fresh runtime device for one case.
 pub type DeviceFn = fn() -> Result<Box<dyn pilot_core::Device>, String>;
 
-/// Runs one case through the real pipeline: compile with `opts`, load, and step on `device`; floats
-/// compare within `tol` (default: the dtype's tolerance).
+/// Runs one case through the real pipeline: compile with `opts` and the case's shape-like inputs
+/// pinned with `--const` (see [`super::pins`]; one artifact per data set), load, and step on
+/// `device` with the other inputs; floats compare within `tol` (default: the dtype's tolerance).
 pub fn run_case_on(
     dir: &Path,
     opts: &pilot_compiler::CompileOptions,
@@ -64,12 +67,18 @@ pub fn run_case_on(
 ) -> Result<(), String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let art = tmp.path().join("case.pkl");
-    pilot_compiler::compile(&dir.join("model.onnx"), &art, opts, &|_| {}).map_err(|e| e.to_string())?;
-    let artifact = pilot_core::Artifact::open(&art).map_err(|e| e.to_string())?;
-    let mut session = pilot_core::Session::new(artifact, device()?).map_err(|e| e.to_string())?;
+    let model = onnx::load(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
     for set in data_sets(dir)? {
+        let (pins, runtime) = split_inputs(&model, &set);
+        let opts = pilot_compiler::CompileOptions { consts: pins, ..opts.clone() };
+        pilot_compiler::compile(&dir.join("model.onnx"), &art, &opts, &|_| {}).map_err(|e| e.to_string())?;
+        let artifact = pilot_core::Artifact::open(&art).map_err(|e| e.to_string())?;
+        let mut session = pilot_core::Session::new(artifact, device()?).map_err(|e| e.to_string())?;
         let specs = session.inputs().to_vec();
-        let inputs: Vec<Tensor> = (0..specs.len()).map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
+        let inputs: Vec<Tensor> = runtime.iter().map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
+        if inputs.len() != specs.len() {
+            return Err(format!("{} run-time inputs given, the artifact has {}", inputs.len(), specs.len()));
+        }
         for (spec, t) in specs.iter().zip(&inputs) {
             if spec.dtype != t.dtype || spec.nbytes() != t.data.len() {
                 return Err(format!(

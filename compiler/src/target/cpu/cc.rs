@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::isa::CpuTarget;
 use crate::error::{CompileError, Result};
 use crate::target::scratch::Scratch;
 
@@ -32,9 +33,11 @@ pub fn find_cc(explicit: Option<&Path>, arch: &str) -> Result<PathBuf> {
     )))
 }
 
-/// Flags for `arch`. Host builds use `-march=native`: the artifact is for the machine that compiled
-/// it (as tinygrad's CPU backend does); aarch64 cross builds target the comma device's Kryo 385.
-fn flags(cc: &Path, arch: &str) -> Vec<String> {
+/// Flags for `cpu`. Host builds use `-march=native` unless `--cpu` names a baseline: the artifact is
+/// for the machine that compiled it (as tinygrad's CPU backend does); aarch64 cross builds target
+/// the comma device's Kryo 385 ([`CpuTarget::flags`]).
+fn flags(cc: &Path, cpu: &CpuTarget) -> Vec<String> {
+    let arch = cpu.arch.as_str();
     let mut f: Vec<String> = [
         "-c",
         "-O3",
@@ -52,22 +55,18 @@ fn flags(cc: &Path, arch: &str) -> Vec<String> {
     .map(String::from)
     .to_vec();
     let is_clang = cc.file_name().is_some_and(|n| n.to_string_lossy().contains("clang"));
-    if arch == std::env::consts::ARCH {
-        f.push(if arch == "aarch64" { "-mcpu=native".into() } else { "-march=native".into() });
-    } else if is_clang {
+    if arch != std::env::consts::ARCH && is_clang {
         f.push(format!("--target={arch}-linux-gnu"));
-        if arch == "aarch64" {
-            f.push("-mcpu=cortex-a75".into());
-        }
     }
+    f.extend(cpu.flags());
     f
 }
 
 /// Compiles each `(name, source)` into an object; returns the objects in order.
-pub fn compile_all(sources: &[(String, String)], cc: &Path, arch: &str) -> Result<Vec<Vec<u8>>> {
+pub fn compile_all(sources: &[(String, String)], cc: &Path, cpu: &CpuTarget) -> Result<Vec<Vec<u8>>> {
     let scratch = Scratch::new("cc")?;
     let dir = &scratch.dir;
-    let flags = flags(cc, arch);
+    let flags = flags(cc, cpu);
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(sources.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<std::sync::Mutex<Option<Result<Vec<u8>>>>> = sources.iter().map(|_| Default::default()).collect();

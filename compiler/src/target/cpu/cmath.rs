@@ -170,6 +170,11 @@ pub const PRELUDE: &str = concat!(
 typedef signed char i8; typedef unsigned char u8; typedef short i16; typedef unsigned short u16;
 typedef int i32; typedef unsigned int u32; typedef long long i64; typedef unsigned long long u64;
 typedef _Float16 f16;
+/* Register tiles (target/cpu/tile.rs): vectors of 4, 8 and 16 floats (GCC vector extensions, which
+   clang shares; a scalar operand is broadcast). */
+typedef float pl_v4 __attribute__((vector_size(16)));
+typedef float pl_v8 __attribute__((vector_size(32)));
+typedef float pl_v16 __attribute__((vector_size(64)));
 #define PL_INF __builtin_inf()
 /* Iterations of the loop that follows are independent (no runtime alias checks needed), and it
    must stay a loop: fully unrolled short loops do not get vectorized. */

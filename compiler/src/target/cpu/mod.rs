@@ -4,7 +4,9 @@
 
 pub mod cc;
 pub mod cmath;
+pub mod isa;
 pub mod render;
+mod tile;
 pub mod upcast;
 
 use std::path::PathBuf;
@@ -23,11 +25,30 @@ pub const ARENA_ALIGN: usize = 64;
 pub struct Cpu {
     pub target: Target,
     pub cc: Option<PathBuf>,
+    /// The CPU to compile for (`--cpu`): `None` is the host (`-march=native`) or, cross, the
+    /// default core of the arch.
+    pub cpu: Option<String>,
 }
 
-/// Renders every kernel (without the prelude).
-pub fn render_all(p: &Program) -> Vec<render::CKernel> {
-    p.kernels.iter().map(|k| render::render(p, k)).collect()
+/// Work (floating-point operations plus output elements) below which a kernel runs as one part:
+/// handing a part to another thread costs microseconds on an idle core and a scheduler time slice
+/// on a busy one, more than such a kernel takes.
+pub const MIN_PARALLEL_WORK: u64 = 1 << 18;
+
+/// Renders every kernel (without the prelude), register tiles sized for `unit`.
+pub fn render_all(p: &Program, unit: isa::VecUnit) -> Vec<render::CKernel> {
+    p.kernels
+        .iter()
+        .map(|k| {
+            let mut ck = render::render(p, k, unit);
+            let outputs: u64 = k.shape.iter().map(|&d| d as u64).product();
+            if p.kernel_flops(k) + outputs < MIN_PARALLEL_WORK {
+                // The kernel splits its range by `part / nparts`: one part is the whole range.
+                ck.parts = 1;
+            }
+            ck
+        })
+        .collect()
 }
 
 /// Kernels grouped into translation units, one per core: each unit is the prelude plus its kernels,
@@ -52,7 +73,8 @@ impl Codegen for Cpu {
     /// C rendered per kernel, one object per core, compiled in parallel. The CPU has no gates.
     fn build(&self, p: &mut Program, _gates: &Gates) -> Result<Built> {
         let arch = self.target.arch.name();
-        let rendered = render_all(p);
+        let cpu = isa::CpuTarget::new(arch, self.cpu.as_deref())?;
+        let rendered = render_all(p, cpu.vec_unit());
         let cc = cc::find_cc(self.cc.as_deref(), arch)?;
         let units = units(&rendered);
         if let Some(dir) = std::env::var_os("PILOT_DUMP_C") {
@@ -67,7 +89,7 @@ impl Codegen for Cpu {
             }
         }
         let sources: Vec<(String, String)> = units.iter().map(|(n, src, _)| (n.clone(), src.clone())).collect();
-        let codes = cc::compile_all(&sources, &cc, arch)?;
+        let codes = cc::compile_all(&sources, &cc, &cpu)?;
         let mut unit_of = vec![0usize; rendered.len()];
         for (u, (_, _, members)) in units.iter().enumerate() {
             for &i in members {

@@ -88,9 +88,10 @@ pub(super) fn header(p: &Program, name: &str, args: &[u32], out: &mut String) {
     }
 }
 
-/// Renders `k` (as [`super::upcast`] when it applies, else with the generic loop nest).
-pub fn render(p: &Program, k: &Kernel) -> CKernel {
-    if let Some(ck) = super::upcast::render(p, k) {
+/// Renders `k` (as [`super::upcast`] when it applies, else with the generic loop nest), with
+/// register tiles sized for `unit`.
+pub fn render(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel {
+    if let Some(ck) = super::upcast::render(p, k, unit) {
         return ck;
     }
     render_generic(p, k)

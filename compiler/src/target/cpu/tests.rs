@@ -2,7 +2,11 @@
 
 use pilot_core::DType;
 
+use super::isa::VecUnit;
 use super::render::render;
+
+/// A 4-lane vector unit with 16 registers (SSE): register tiles of 4 × 2 accumulators.
+const SCALAR4: VecUnit = VecUnit { lanes: 4, regs: 16 };
 use crate::ir::{BinOp, RedOp, UnOp};
 use crate::program::{BufKind, Program};
 
@@ -29,13 +33,13 @@ fn matmul(m: usize, kk: usize, n: usize) -> Program {
 #[test]
 fn matmul_accumulates_in_arrays_around_a_vectorized_inner_loop() {
     let p = matmul(8, 32, 16);
-    let ck = render(&p, &p.kernels[0]);
+    let ck = render(&p, &p.kernels[0], SCALAR4);
     let src = &ck.source;
     assert_eq!(ck.args, vec![2, 0, 1], "output first, then the inputs");
     assert!(src.starts_with("void k0_mm(void *const *args, unsigned part, unsigned nparts) {"), "{src}");
-    // Rows are blocked by 4: one accumulator array per replica, as wide as the output row.
+    // Rows are blocked by 4: one accumulator array per replica, as wide as a tile (2 vectors of 4).
     for u in 0..4 {
-        assert!(src.contains(&format!("float acc0_u{u}[16];")), "{src}");
+        assert!(src.contains(&format!("float acc0_u{u}[8] __attribute__((aligned(64)));")), "{src}");
     }
     assert_eq!(ck.parts, 2, "8 rows in blocks of 4 make two independent parts");
     assert!(src.contains("part / nparts"), "{src}");
@@ -55,7 +59,7 @@ fn elementwise_hoists_what_the_inner_loop_does_not_change() {
     let x = p.input(0, DType::F16, &[4, 5]);
     let y = p.unary(UnOp::Exp, &x);
     p.realize(&y, BufKind::Output(0), "e");
-    let ck = render(&p, &p.kernels[0]);
+    let ck = render(&p, &p.kernels[0], SCALAR4);
     let src = &ck.source;
     assert!(src.contains("const f16 *restrict b0") && src.contains("f16 *restrict b1"), "{src}");
     // The row offset depends only on the outer variable: computed before the inner loop opens.
@@ -75,11 +79,77 @@ fn a_row_reduction_keeps_one_accumulator_per_output() {
     let e = p.unary(UnOp::Exp, &x);
     let m = p.reduce(RedOp::Max, &e, &[1]);
     p.realize(&m, BufKind::Output(0), "rowmax");
-    let src = render(&p, &p.kernels[0]).source;
+    let src = render(&p, &p.kernels[0], SCALAR4).source;
     // Max starts from -inf and folds with the NaN-propagating pl_fmax.
-    assert!(src.contains("float acc0[4];") && src.contains("(-PL_INF)"), "{src}");
+    assert!(src.contains("float acc0[4] __attribute__((aligned(64)));") && src.contains("(-PL_INF)"), "{src}");
     assert!(src.contains("= pl_fmax(acc0["), "{src}");
     let red = line_of(&src, "< 8;");
     let simd = line_of(&src, "PL_SIMD for");
     assert!(red < simd, "the reduction runs outside the vectorized loop over outputs:\n{src}");
+}
+
+#[test]
+fn matmul_keeps_a_register_tile_of_accumulators() {
+    let p = matmul(16, 32, 40);
+    let unit = VecUnit { lanes: 16, regs: 32 };
+    let ck = render(&p, &p.kernels[0], unit);
+    let src = &ck.source;
+    // 32 registers: rows blocked by 8, two vectors of 16 columns each = 16 accumulator vectors.
+    assert_eq!(ck.parts, 2, "16 rows in blocks of 8");
+    for u in 0..8 {
+        for j in 0..2 {
+            assert!(src.contains(&format!("pl_v16 acc0_u{u}_v{j} = {{0}};")), "{src}");
+        }
+    }
+    assert!(!src.contains("acc0_u0_v2"), "{src}");
+    // Tiles of 32 columns; the row of `b` is loaded as vectors straight from the buffer, the
+    // element of `a` is one scalar per row, broadcast.
+    assert!(src.contains("xs += 32)") && src.contains("if (xt - x0 == 32) {"), "{src}");
+    assert!(src.contains("__builtin_memcpy(&v_, &b1["), "{src}");
+    let red = line_of(src, "v22 < 32; v22 += 1) {");
+    let vload = line_of(src, "__builtin_memcpy(&v_, &b1[");
+    assert!(red < vload, "{src}");
+    // The last 8 columns (40 = 32 + 8) are a full tile shifted back to end at column 40, of which
+    // only the 8 new columns are stored; the scalar path remains for ranges narrower than a tile.
+    assert!(src.contains("x_hi - 32;") && src.contains("for (i64 v21 = xs; v21 < xe; v21++)"), "{src}");
+}
+
+#[test]
+fn a_matrix_vector_product_adds_four_rows_per_pass_in_order() {
+    let p = matmul(1, 256, 3000);
+    let src = render(&p, &p.kernels[0], SCALAR4).source;
+    // No blocked variable, no tile (the reduction is long): whole-row accumulator arrays (at most
+    // MAX_INNER wide), the reduction stepping by 4, the four rows added one after another.
+    assert!(src.contains("float acc0[2048]"), "{src}");
+    assert!(src.contains("v19 < 256; v19 += 4) {"), "{src}");
+    assert!(src.contains("b0[(v19 + 3)]"), "{src}");
+    assert_eq!(src.matches("acc0[v18 - x0] += t").count(), 4, "{src}");
+    let simd = line_of(&src, "PL_SIMD for");
+    let first_add = line_of(&src, "acc0[v18 - x0] += t");
+    assert!(simd < first_add, "{src}");
+}
+
+#[test]
+fn small_kernels_run_as_one_part_and_large_ones_split() {
+    let small = matmul(8, 32, 16);
+    assert_eq!(super::render_all(&small, SCALAR4)[0].parts, 1, "8·32·16·2 FLOPs: not worth a second thread");
+    let large = matmul(64, 256, 64);
+    assert_eq!(super::render_all(&large, SCALAR4)[0].parts, 16, "64 rows in blocks of 4");
+}
+
+#[test]
+fn a_reduction_read_twice_counts_its_flops_once() {
+    // (a·b)² : the product's 8 multiply-adds per output are computed once, then one multiply.
+    let mut p = Program::new();
+    let a = p.input(0, DType::F32, &[2, 8]);
+    let b = p.input(1, DType::F32, &[8, 4]);
+    let a3 = p.reshape(&a, &[2, 8, 1]);
+    let b3 = p.reshape(&b, &[1, 8, 4]);
+    let ab = p.broadcast(&[&a3, &b3]).unwrap();
+    let prod = p.binary(BinOp::Mul, &ab[0], &ab[1]);
+    let sum = p.reduce(RedOp::Sum, &prod, &[1]);
+    let sq = p.binary(BinOp::Mul, &sum, &sum);
+    let out = p.reshape(&sq, &[2, 4]);
+    p.realize(&out, BufKind::Output(0), "sq");
+    assert_eq!(p.kernel_flops(&p.kernels[0]), 8 * (8 * 2 + 1));
 }

@@ -11,7 +11,9 @@
 //! fixed stride) and values that do not depend on it — a convolution's weight, a matrix's row — are
 //! loaded once per reduction step: the loop clang vectorizes. Applies when every top-level reduction
 //! of the kernel is a perfectly nested chain of one operator (Σ_ci Σ_ky Σ_kx ...), each with its own
-//! accumulator array, and the last output dimension with extent > 1 has at most [`MAX_INNER`] points.
+//! accumulator array. The inner dimension is covered in tiles: register tiles ([`super::tile`]) where
+//! the body allows them, else accumulator arrays of at most [`MAX_INNER`] points (past that, only
+//! where the inner loop reads memory contiguously).
 //!
 //! Register blocking: when [`BLOCK`] consecutive values of an outer variable share the inner loop's
 //! loads (a convolution's output channels all read the same input row), that variable steps by
@@ -21,7 +23,9 @@
 use std::collections::HashSet;
 use std::fmt::Write;
 
+use super::isa::VecUnit;
 use super::render::{ctype, free_vars, header, CKernel, Renderer};
+use super::tile;
 use crate::ir::{Op, RedOp, N};
 use crate::program::{Kernel, Program};
 
@@ -36,10 +40,23 @@ struct Chain {
 /// Largest inner extent kept in an accumulator array on the stack.
 pub const MAX_INNER: usize = 2048;
 
-/// Replicas of the blocked outer variable (accumulator arrays live at once).
+/// Replicas of the blocked outer variable (accumulator arrays live at once); register tiles on a
+/// unit with 32 registers use 8.
 pub const BLOCK: usize = 4;
 
-pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
+/// Steps of a long reduction's innermost variable per pass over the accumulator array, where no
+/// blocked variable or register tile applies.
+const K_UNROLL: usize = 4;
+
+/// Vectors of one replica in a register tile.
+const MAX_VECTORS: usize = 4;
+
+/// The longest reduction that takes a register tile without a blocked variable.
+const MAX_UNBLOCKED_REDUCTION: u64 = 64;
+
+/// Renders `k` in this loop order, with register tiles sized for `unit`, or `None` when the kernel
+/// is not a chain of reductions this order applies to.
+pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
     let ctx = &p.ctx;
     let order = ctx.toposort(&[k.expr]);
     // Every reduction reachable from the root outside of reduction bodies, each a perfect chain.
@@ -81,9 +98,6 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
     }
     let inner_pos = k.shape.iter().rposition(|&d| d > 1)?;
     let inner_extent = k.shape[inner_pos];
-    if inner_extent > MAX_INNER {
-        return None;
-    }
     let vl = k.vars[inner_pos];
     let all_links: HashSet<N> = chains.iter().flat_map(|c| c.links.iter().copied()).collect();
     let rset: HashSet<u32> = chains
@@ -124,7 +138,41 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
         .zip(&k.shape)
         .find(|&(&v, &e)| v != vl && e >= BLOCK && e % BLOCK == 0 && shares(v))
         .map(|(&v, _)| v);
-    let reps: Vec<usize> = (0..if blocked_var.is_some() { BLOCK } else { 1 }).collect();
+    // Register tiles where every chain's body allows them, else one tile spanning the inner range.
+    // Without a blocked variable a tile pays only for short reductions (windows: depthwise
+    // convolutions, pooling), whose accumulators would otherwise go through memory every few steps;
+    // a long one (a matrix-vector product) streams its rows best through the whole-row arrays.
+    let reduction_len = |c: &Chain| -> u64 {
+        c.links.iter().map(|&l| if let Op::Reduce { extent, .. } = *ctx.op(l) { extent } else { 1 }).product()
+    };
+    let short = chains.iter().all(|c| reduction_len(c) <= MAX_UNBLOCKED_REDUCTION);
+    let tiles: Option<Vec<tile::TileBody>> = if blocked_var.is_some() || short {
+        chains.iter().map(|c| tile::classify(ctx, &free, c.op, ctx.dtype(c.top), c.body, vl, blocked_var)).collect()
+    } else {
+        None
+    };
+    let mut lanes = unit.lanes;
+    while lanes > inner_extent && lanes > 4 {
+        lanes /= 2;
+    }
+    let blocked_extent =
+        blocked_var.map_or(0, |vb| k.shape[k.vars.iter().position(|&v| v == vb).expect("a kernel var")]);
+    let block = if tiles.is_some() && blocked_extent % 8 == 0 && unit.acc_budget() >= 16 { 8 } else { BLOCK };
+    let replicas = if blocked_var.is_some() { block } else { 1 };
+    let geometry = (tiles.is_some() && lanes <= inner_extent).then(|| tile::Geometry {
+        lanes,
+        vectors: (unit.acc_budget() / replicas).min(MAX_VECTORS).clamp(1, inner_extent / lanes),
+    });
+    // Past MAX_INNER outputs the accumulator arrays cover the row in chunks: worth it where the
+    // inner loop reads memory contiguously (a wide matrix-vector product), not where it would gather
+    // (a row reduction along another axis, which the generic loop nest reads contiguously).
+    let contiguous = bodies
+        .iter()
+        .any(|&n| matches!(*ctx.op(n), Op::Load { index, .. } if tile::coefficient(ctx, &free, index, vl) == Some(1)));
+    if inner_extent > MAX_INNER && geometry.is_none() && !contiguous {
+        return None;
+    }
+    let reps: Vec<usize> = (0..if blocked_var.is_some() { block } else { 1 }).collect();
 
     let args = {
         let mut a = vec![k.out];
@@ -167,7 +215,7 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
             continue;
         }
         let pad = "  ".repeat(indent);
-        let step = if Some(v) == blocked_var { BLOCK } else { 1 };
+        let step = if Some(v) == blocked_var { block } else { 1 };
         let groups = extent / step;
         if extent == 1 {
             let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
@@ -192,6 +240,16 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
     } else {
         ("0".to_string(), format!("{inner_extent}"))
     };
+    let width = geometry.map_or(inner_extent.min(MAX_INNER), tile::Geometry::width);
+    let pad = "  ".repeat(indent);
+    // Outputs [xs, xe) per tile; the tile computed is [x0, xt): a last partial tile is shifted back
+    // to end at `hi` (recomputing some outputs, which are not stored twice) so it stays full.
+    let _ = writeln!(r.out, "{pad}const i64 x_lo = {lo}, x_hi = {hi};");
+    let _ = writeln!(r.out, "{pad}for (i64 xs = x_lo; xs < x_hi; xs += {width}) {{");
+    let _ = writeln!(r.out, "{pad}  const i64 xe = xs + {width} < x_hi ? xs + {width} : x_hi;");
+    let _ = writeln!(r.out, "{pad}  const i64 x0 = xe - xs == {width} || x_hi - x_lo < {width} ? xs : x_hi - {width};");
+    let _ = writeln!(r.out, "{pad}  const i64 xt = x0 + {width} < x_hi ? x0 + {width} : x_hi;");
+    indent += 1;
     for (ci, chain) in chains.iter().enumerate() {
         let dtype = ctx.dtype(chain.top);
         let t = ctype(dtype);
@@ -199,12 +257,12 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
         let acc = if blocked_chain { format!("acc{ci}@") } else { format!("acc{ci}") };
         let pad = "  ".repeat(indent);
         let init = super::render::literal(ctx.reduce_identity_const(chain.op, dtype)?, dtype);
-        let chain_reps: &[usize] = if blocked_chain { &reps } else { &[0] };
-        for &u in chain_reps {
+        let chain_reps: Vec<usize> = if blocked_chain { reps.clone() } else { vec![0] };
+        for &u in &chain_reps {
             set_rep(&mut r, u);
             let a = acc.replace('@', &r.suffix);
-            let _ = writeln!(r.out, "{pad}{t} {a}[{inner_extent}];");
-            let _ = writeln!(r.out, "{pad}for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {a}[v{vl}] = {init};");
+            let _ = writeln!(r.out, "{pad}{t} {a}[{width}] __attribute__((aligned(64)));");
+            let _ = writeln!(r.out, "{pad}for (i64 v{vl} = x0; v{vl} < xt; v{vl}++) {a}[v{vl} - x0] = {init};");
         }
         // Phase 1: the reduction loops, the inner loop innermost.
         let p1: HashSet<N> = ctx.toposort(&[chain.body]).into_iter().collect();
@@ -216,25 +274,103 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
                 _ => unreachable!("chains hold reductions"),
             })
             .collect();
-        let mut ind = indent;
-        for (j, &(rv, extent)) in rvars.iter().enumerate() {
-            let pad = "  ".repeat(ind);
-            let _ = writeln!(r.out, "{pad}for (i64 v{rv} = 0; v{rv} < {extent}; v{rv}++) {{");
-            ind += 1;
-            let deeper: Vec<u32> = rvars[j + 1..].iter().map(|x| x.0).collect();
-            emit_where(
-                &mut r,
-                &|n| p1.contains(&n) && uses(n, rv) && !uses(n, vl) && !deeper.iter().any(|&d| uses(n, d)),
-                ind,
-            );
+        let tiled = tiles.as_ref().map(|t| &t[ci]).zip(geometry);
+        // A long reduction without a blocked variable or a tile (a matrix-vector product) steps its
+        // innermost variable by K_UNROLL: each pass over the accumulator array adds K_UNROLL rows,
+        // in the same order as one at a time.
+        let unroll = rvars
+            .last()
+            .filter(|&&(_, e)| {
+                blocked_var.is_none() && tiled.is_none() && e % K_UNROLL as u64 == 0 && e >= 4 * K_UNROLL as u64
+            })
+            .map(|&(rv, _)| rv);
+        if let Some(ru) = unroll {
+            r.blocked = p1.iter().copied().filter(|&n| uses(n, ru)).collect();
         }
-        let pad = "  ".repeat(ind);
-        let _ = writeln!(r.out, "{pad}PL_SIMD for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {{");
-        emit_where(&mut r, &|n| p1.contains(&n) && uses(n, vl), ind + 1);
-        for &u in chain_reps {
-            set_rep(&mut r, u);
+        let unrolled = |r: &mut Renderer<'_>, ru: u32, u: usize| {
+            r.suffix = format!("_k{u}");
+            r.var_override = Some((ru, format!("(v{ru} + {u})")));
+        };
+        // Emits the nodes `pred` selects, each once per unrolled step where it depends on the
+        // unrolled variable.
+        let emit_unrolled = |r: &mut Renderer<'_>, ru: u32, pred: &dyn Fn(N) -> bool, ind: usize| {
+            for &n in &order {
+                if skip(n) || !pred(n) {
+                    continue;
+                }
+                if r.blocked.contains(&n) {
+                    for u in 0..K_UNROLL {
+                        unrolled(r, ru, u);
+                        r.emit(n, ind);
+                    }
+                    r.suffix.clear();
+                    r.var_override = None;
+                } else {
+                    r.emit(n, ind);
+                }
+            }
+        };
+        let mut open_loops = |r: &mut Renderer<'_>, indent: usize| -> usize {
+            let mut ind = indent;
+            for (j, &(rv, extent)) in rvars.iter().enumerate() {
+                let pad = "  ".repeat(ind);
+                let step = if Some(rv) == unroll { K_UNROLL } else { 1 };
+                let _ = writeln!(r.out, "{pad}for (i64 v{rv} = 0; v{rv} < {extent}; v{rv} += {step}) {{");
+                ind += 1;
+                let deeper: Vec<u32> = rvars[j + 1..].iter().map(|x| x.0).collect();
+                let pred = |n: N| p1.contains(&n) && uses(n, rv) && !uses(n, vl) && !deeper.iter().any(|&d| uses(n, d));
+                match unroll {
+                    Some(ru) => emit_unrolled(r, ru, &pred, ind),
+                    None => emit_where(r, &pred, ind),
+                }
+            }
+            ind
+        };
+        let mut close_loops = |r: &mut Renderer<'_>, ind: usize| {
+            for i in (ind - rvars.len()..ind).rev() {
+                let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
+            }
+        };
+        let mut scalar_indent = indent;
+        if let Some((tb, g)) = tiled {
+            let _ = writeln!(r.out, "{pad}if (xt - x0 == {width}) {{");
+            let acc_name = |u: usize| acc.replace('@', &if blocked_chain { format!("_u{u}") } else { String::new() });
+            tile::emit_chain(
+                &mut r,
+                tb,
+                chain.body,
+                vl,
+                g,
+                indent + 1,
+                &chain_reps,
+                &acc_name,
+                &set_rep,
+                &mut open_loops,
+                &mut close_loops,
+            );
+            let _ = writeln!(r.out, "{pad}}} else {{");
+            scalar_indent += 1;
+        }
+        let ind = open_loops(&mut r, scalar_indent);
+        let pad_in = "  ".repeat(ind);
+        let _ = writeln!(r.out, "{pad_in}PL_SIMD for (i64 v{vl} = x0; v{vl} < xt; v{vl}++) {{");
+        let steps: Vec<(usize, usize)> = match unroll {
+            Some(ru) => {
+                emit_unrolled(&mut r, ru, &|n| p1.contains(&n) && uses(n, vl), ind + 1);
+                (0..K_UNROLL).map(|k| (0, k)).collect()
+            }
+            None => {
+                emit_where(&mut r, &|n| p1.contains(&n) && uses(n, vl), ind + 1);
+                chain_reps.iter().map(|&u| (u, 0)).collect()
+            }
+        };
+        for (u, k) in steps {
+            match unroll {
+                Some(ru) => unrolled(&mut r, ru, k),
+                None => set_rep(&mut r, u),
+            }
             let b = r.value(chain.body);
-            let a = format!("{}[v{vl}]", acc.replace('@', &r.suffix));
+            let a = format!("{}[v{vl} - x0]", acc.replace('@', &r.suffix));
             let step = match (chain.op, dtype.is_float()) {
                 (RedOp::Sum, _) => format!("{a} += {b};"),
                 (RedOp::Prod, _) => format!("{a} *= {b};"),
@@ -243,17 +379,23 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
                 (RedOp::Max, false) => format!("{a} = {b} > {a} ? {b} : {a};"),
                 (RedOp::Min, false) => format!("{a} = {b} < {a} ? {b} : {a};"),
             };
-            let _ = writeln!(r.out, "{pad}  {step}");
+            let _ = writeln!(r.out, "{pad_in}  {step}");
         }
-        let _ = writeln!(r.out, "{pad}}}");
-        for i in (indent..ind).rev() {
-            let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
+        let _ = writeln!(r.out, "{pad_in}}}");
+        if unroll.is_some() {
+            r.suffix.clear();
+            r.var_override = None;
+            r.blocked.clear();
         }
-        r.names.insert(chain.top, format!("{acc}[v{vl}]"));
+        close_loops(&mut r, ind);
+        if tiled.is_some() {
+            let _ = writeln!(r.out, "{pad}}}");
+        }
+        r.names.insert(chain.top, format!("{acc}[v{vl} - x0]"));
     }
     // Phase 2: the epilogue over the inner dimension, one store per replica.
     let pad = "  ".repeat(indent);
-    let _ = writeln!(r.out, "{pad}PL_SIMD for (i64 v{vl} = {lo}; v{vl} < {hi}; v{vl}++) {{");
+    let _ = writeln!(r.out, "{pad}PL_SIMD for (i64 v{vl} = xs; v{vl} < xe; v{vl}++) {{");
     emit_where(&mut r, &|n| p2.contains(&n) && uses(n, vl), indent + 1);
     let st = crate::lazy::strides(&k.shape);
     for &u in &reps {
@@ -282,6 +424,6 @@ pub fn render(p: &Program, k: &Kernel) -> Option<CKernel> {
         let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
     }
     r.out.push_str("}\n");
-    let parts = (k.shape[split] / if Some(k.vars[split]) == blocked_var { BLOCK } else { 1 }) as u32;
+    let parts = (k.shape[split] / if Some(k.vars[split]) == blocked_var { block } else { 1 }) as u32;
     Some(CKernel { name: k.name.clone(), source: r.out, args, parts })
 }

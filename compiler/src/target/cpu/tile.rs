@@ -1,0 +1,267 @@
+//! Register tiles for [`super::upcast`]'s kernels: the reduction of a full tile of the inner output
+//! dimension runs with its accumulators in vector registers (`pl_vN` variables, clang/GCC vector
+//! extensions), `blocks × vectors` of them live at once:
+//!
+//! ```text
+//! for x0 in tiles of T = vectors × lanes:          accv[u][j] = 0            (registers)
+//!   for r1 .. rk:                                   (weights: one scalar per replica u)
+//!     [a scalar loop fills a tile array with operands that need guards or gathers]
+//!     for j in 0..vectors:  f = vector load at x0 + j·lanes   (straight from the buffer when contiguous)
+//!       for u in replicas:  accv[u][j] += body_u(f, weights_u)
+//!   store accv into the accumulator arrays the epilogue reads
+//! ```
+//!
+//! The body's nodes that depend on the inner variable split in two: float arithmetic (adds,
+//! subtractions, products, negations: the products of a convolution) is computed on vectors, once
+//! per replica; the nodes below it are *operands* (an input row that a convolution's output
+//! channels share), which must not depend on the blocked variable. Operands are loaded as vectors:
+//! straight from the buffer when the node is an unguarded load whose index steps by 1 along the
+//! inner variable (1×1 and depthwise convolutions on padded input, matrix products), else computed
+//! by a vectorized scalar loop into an aligned tile array (guarded or gathered reads).
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+
+use pilot_core::DType;
+
+use super::render::Renderer;
+use crate::ir::{BinOp, Ctx, Op, RedOp, UnOp, N};
+
+/// How a chain's body is computed on register tiles.
+pub(super) struct TileBody {
+    /// Per-replica nodes in topological order.
+    pub replica: Vec<N>,
+    /// Operands loaded as vectors, each straight from its buffer or through a tile array.
+    pub operands: Vec<(N, Operand)>,
+    /// Every node that depends on the inner variable but not on the blocked one (computed in the
+    /// scalar loop when some operand needs a tile array).
+    pub shared: Vec<N>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Operand {
+    /// An unguarded load whose index steps by one along the inner variable.
+    Contiguous { buf: u32, index: N },
+    /// Computed by the scalar loop into a tile array.
+    Staged,
+}
+
+/// The coefficient of `var` in `n` when `n` is affine in it (integer adds, subtractions and
+/// products by constants); `None` when it is not.
+pub(super) fn coefficient(ctx: &Ctx, free: &HashMap<N, Vec<u32>>, n: N, var: u32) -> Option<i64> {
+    if !free[&n].contains(&var) {
+        return Some(0);
+    }
+    match *ctx.op(n) {
+        Op::Var(v) if v == var => Some(1),
+        Op::Binary(BinOp::Add, a, b) => Some(coefficient(ctx, free, a, var)? + coefficient(ctx, free, b, var)?),
+        Op::Binary(BinOp::Sub, a, b) => Some(coefficient(ctx, free, a, var)? - coefficient(ctx, free, b, var)?),
+        Op::Binary(BinOp::Mul, a, b) => match (ctx.const_value(a), ctx.const_value(b)) {
+            (Some(c), _) => Some(c.as_i64() * coefficient(ctx, free, b, var)?),
+            (_, Some(c)) => Some(c.as_i64() * coefficient(ctx, free, a, var)?),
+            _ => None,
+        },
+        Op::Cast(x) if !ctx.dtype(n).is_float() && !ctx.dtype(x).is_float() && ctx.dtype(n).size() >= 4 => {
+            coefficient(ctx, free, x, var)
+        }
+        _ => None,
+    }
+}
+
+/// The tile plan of a chain whose body is `body`, or `None` when it keeps the scalar path.
+///
+/// From the body down, float adds, subtractions, products and negations that depend on the inner
+/// variable are computed on vectors (once per replica); the first node below them that is anything
+/// else is an operand, loaded as a vector. Operands must not depend on the blocked variable: one
+/// vector of an operand serves every replica.
+pub(super) fn classify(
+    ctx: &Ctx,
+    free: &HashMap<N, Vec<u32>>,
+    op: RedOp,
+    dtype: DType,
+    body: N,
+    inner: u32,
+    blocked: Option<u32>,
+) -> Option<TileBody> {
+    if op != RedOp::Sum || dtype != DType::F32 {
+        return None;
+    }
+    let uses = |n: N, v: u32| free[&n].contains(&v);
+    let arithmetic = |n: N| {
+        ctx.dtype(n) == DType::F32
+            && matches!(ctx.op(n), Op::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, _, _) | Op::Unary(UnOp::Neg, _))
+    };
+    let mut vector_set: HashSet<N> = HashSet::new();
+    let mut operand_set: HashSet<N> = HashSet::new();
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        if !uses(n, inner) || vector_set.contains(&n) || operand_set.contains(&n) {
+            continue;
+        }
+        if arithmetic(n) {
+            vector_set.insert(n);
+            stack.extend(ctx.children(n));
+        } else {
+            if ctx.dtype(n) != DType::F32 || blocked.is_some_and(|b| uses(n, b)) {
+                return None;
+            }
+            operand_set.insert(n);
+        }
+    }
+    let order = ctx.toposort(&[body]);
+    let replica: Vec<N> = order.iter().copied().filter(|n| vector_set.contains(n)).collect();
+    let operands = order
+        .iter()
+        .copied()
+        .filter(|n| operand_set.contains(n))
+        .map(|n| {
+            let kind = match *ctx.op(n) {
+                Op::Load { buf, index, valid: None } if coefficient(ctx, free, index, inner) == Some(1) => {
+                    Operand::Contiguous { buf, index }
+                }
+                _ => Operand::Staged,
+            };
+            (n, kind)
+        })
+        .collect();
+    let shared = order.iter().copied().filter(|&n| uses(n, inner) && blocked.is_none_or(|b| !uses(n, b))).collect();
+    Some(TileBody { replica, operands, shared })
+}
+
+/// The vector type of `lanes` floats (declared in the prelude).
+pub(super) fn vtype(lanes: usize) -> String {
+    format!("pl_v{lanes}")
+}
+
+/// Geometry of a kernel's register tiles.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Geometry {
+    pub lanes: usize,
+    pub vectors: usize,
+}
+
+impl Geometry {
+    pub fn width(self) -> usize {
+        self.lanes * self.vectors
+    }
+}
+
+/// Emits the tiled reduction of one chain for the full tile at `x0`: accumulator vectors, the
+/// reduction loops (opened by `open_loops`, which emits the loop-invariant nodes too and returns
+/// the indent inside), the vector body, and the stores into the accumulator arrays `acc`.
+///
+/// `acc(u)` names replica `u`'s accumulator array; `reps` are the replicas of this chain;
+/// `set_rep` points the renderer at replica `u` (names and the blocked variable's value).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn emit_chain(
+    r: &mut Renderer<'_>,
+    tb: &TileBody,
+    body: N,
+    inner: u32,
+    g: Geometry,
+    indent: usize,
+    reps: &[usize],
+    acc: &dyn Fn(usize) -> String,
+    set_rep: &dyn Fn(&mut Renderer<'_>, usize),
+    open_loops: &mut dyn FnMut(&mut Renderer<'_>, usize) -> usize,
+    close_loops: &mut dyn FnMut(&mut Renderer<'_>, usize),
+) {
+    let pad = "  ".repeat(indent);
+    let vt = vtype(g.lanes);
+    let width = g.width();
+    for &u in reps {
+        for j in 0..g.vectors {
+            let _ = writeln!(r.out, "{pad}{vt} {}_v{j} = {{0}};", acc(u));
+        }
+    }
+    let staged: Vec<N> = tb.operands.iter().filter(|(_, k)| *k == Operand::Staged).map(|(n, _)| *n).collect();
+    for &n in &staged {
+        let _ = writeln!(r.out, "{pad}float s{}[{width}] __attribute__((aligned(64)));", n.0);
+    }
+    let ind = open_loops(r, indent);
+    let pad = "  ".repeat(ind);
+    if !staged.is_empty() {
+        // The operands that need guards or gathers, computed as the scalar path computes them.
+        let _ = writeln!(r.out, "{pad}PL_SIMD for (i64 v{inner} = x0; v{inner} < x0 + {width}; v{inner}++) {{");
+        for &n in &tb.shared {
+            r.emit(n, ind + 1);
+        }
+        for &n in &staged {
+            let _ = writeln!(r.out, "{pad}  s{}[v{inner} - x0] = {};", n.0, r.value(n));
+        }
+        let _ = writeln!(r.out, "{pad}}}");
+    }
+    let ctx = r.ctx;
+    for j in 0..g.vectors {
+        let off = j * g.lanes;
+        for &(n, kind) in &tb.operands {
+            let load = match kind {
+                Operand::Staged => format!("*(const {vt} *)&s{}[{off}]", n.0),
+                Operand::Contiguous { buf, index } => contiguous_load(r, &vt, buf, index, inner, off, ind),
+            };
+            let _ = writeln!(r.out, "{pad}const {vt} f{}_{j} = {load};", n.0);
+        }
+        for &u in reps {
+            set_rep(r, u);
+            let operand = |r: &Renderer<'_>, x: N| -> String {
+                if tb.operands.iter().any(|(o, _)| *o == x) {
+                    format!("f{}_{j}", x.0)
+                } else if tb.replica.contains(&x) {
+                    format!("p{}_u{u}_{j}", x.0)
+                } else {
+                    r.value(x)
+                }
+            };
+            for &n in &tb.replica {
+                let e = match *ctx.op(n) {
+                    Op::Binary(op, a, b) => {
+                        let o = match op {
+                            BinOp::Add => "+",
+                            BinOp::Sub => "-",
+                            _ => "*",
+                        };
+                        format!("{} {o} {}", operand(r, a), operand(r, b))
+                    }
+                    Op::Unary(_, a) => format!("-{}", operand(r, a)),
+                    _ => unreachable!("classify admits only these"),
+                };
+                let _ = writeln!(r.out, "{pad}const {vt} p{}_u{u}_{j} = {e};", n.0);
+            }
+            let _ = writeln!(r.out, "{pad}{}_v{j} += {};", acc(u), operand(r, body));
+        }
+    }
+    close_loops(r, ind);
+    let pad = "  ".repeat(indent);
+    for &u in reps {
+        for j in 0..g.vectors {
+            let a = acc(u);
+            let _ = writeln!(r.out, "{pad}*({vt} *)&{a}[{}] = {a}_v{j};", j * g.lanes);
+        }
+    }
+}
+
+/// A vector load of `lanes` consecutive elements from `b{buf}` starting where `index` points for the
+/// inner variable at `x0 + off`: the index nodes rendered inside a statement expression.
+fn contiguous_load(r: &mut Renderer<'_>, vt: &str, buf: u32, index: N, inner: u32, off: usize, ind: usize) -> String {
+    let saved_out = std::mem::take(&mut r.out);
+    let saved_override = r.var_override.take();
+    r.var_override = Some((inner, format!("(x0 + {off})")));
+    let ctx = r.ctx;
+    let deps: Vec<N> = ctx
+        .toposort(&[index])
+        .into_iter()
+        .filter(|&n| !matches!(ctx.op(n), Op::Var(_) | Op::Const(_)) && depends_on(ctx, n, inner))
+        .collect();
+    for &n in &deps {
+        r.emit(n, ind + 1);
+    }
+    let idx = r.value(index);
+    let body = std::mem::replace(&mut r.out, saved_out);
+    r.var_override = saved_override;
+    let lines: Vec<&str> = body.lines().map(str::trim).collect();
+    format!("({{ {} {vt} v_; __builtin_memcpy(&v_, &b{buf}[{idx}], sizeof v_); v_; }})", lines.join(" "))
+}
+
+fn depends_on(ctx: &Ctx, n: N, var: u32) -> bool {
+    ctx.toposort(&[n]).iter().any(|&m| matches!(ctx.op(m), Op::Var(v) if *v == var))
+}

@@ -1,0 +1,186 @@
+"""Builds the full-size benchmark models (seeded, reproducible) into DIR, and fetches the real ones.
+
+openpilot-sized nets at their real input sizes and channel counts (the scaled-down test models of
+`make_models.py` hide per-kernel costs that dominate at this size):
+  vision_full.onnx       two uint8 camera inputs (1,12,128,256) as supercombo's vision takes them
+                         (`input_imgs`, `big_input_imgs`), cast and normalized in the graph; an
+                         EfficientNet-style backbone per camera (3x3 stem, inverted-residual blocks:
+                         1x1 expand, 3x3 depthwise, 1x1 project, residual; 32..256 channels, stride 32),
+                         a 1x1 head to 512 features, global pooling, a dense layer over both
+  policy_full.onnx       the driving policy's inputs (features_buffer (1,25,512), desire (1,25,8),
+                         traffic_convention (1,2)), a GRU-like cell with 1024 hidden units unrolled over
+                         the last 4 entries, a 1024-wide MLP head
+  dmonitoring_full.onnx  the warped driver camera (1,1382400) uint8 = 1440x960, reshaped and normalized
+                         in the graph, a conv net (stride-2 stem, depthwise-separable blocks with
+                         BatchNormalization and Relu up to 256 channels), pooling, a 596-wide head, calib
+
+Real exported models, fetched with `pip download` (nothing is committed) from the rapidocr-onnxruntime
+wheel, which ships PaddleOCR's models as .onnx:
+  ppocr_det.onnx         PP-OCRv4 text detector (DBNet, MobileNetV3 + FPN, ConvTranspose, Resize)
+  ppocr_rec.onnx         PP-OCRv4 text recognizer (PP-LCNet + SVTR block: attention, LayerNorm by hand)
+  ppocr_cls.onnx         PP-OCR mobile v2.0 direction classifier
+
+Usage: .venv/bin/python scripts/make_full_models.py DIR [--no-fetch]
+Prints one line per model: NAME PATH [--shape NAME=DIMS ...] (the pins `pilot compile` needs).
+"""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+import numpy as np
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_models  # noqa: E402  (the graph builder and seeded weights)
+from make_models import G, w  # noqa: E402
+
+import onnx  # noqa: E402
+
+RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
+# Real models: (name, file in the wheel, pinned input shape as PaddleOCR feeds it).
+REAL = [
+    ("ppocr_det", "ch_PP-OCRv4_det_infer.onnx", "x=1x3x256x512"),
+    ("ppocr_rec", "ch_PP-OCRv4_rec_infer.onnx", "x=1x3x48x320"),
+    ("ppocr_cls", "ch_ppocr_mobile_v2.0_cls_infer.onnx", "x=1x3x48x192"),
+]
+
+
+def normalize_u8(g, x):
+    x = g.op("Cast", [x], to=TensorProto.FLOAT)
+    return g.op("Sub", [g.op("Div", [x, g.const(255.0)]), g.const(0.5)])
+
+
+def inverted_residual(g, x, cin, cout, stride, expand, act="Elu"):
+    mid = cin * expand
+    y = g.op(act, [g.conv(x, cin, mid, 1)]) if expand != 1 else x
+    y = g.op(act, [g.conv(y, mid, mid, 3, stride, group=mid)])
+    y = g.conv(y, mid, cout, 1)
+    return g.op("Add", [x, y]) if stride == 1 and cin == cout else y
+
+
+def backbone(g, x):
+    """EfficientNet-B0-like widths at supercombo's 128x256 input: 6.5x fewer FLOPs than B2, same shapes."""
+    x = g.op("Elu", [g.conv(x, 12, 32, 3, 2)])  # 64x128
+    x = inverted_residual(g, x, 32, 16, 1, 1)
+    for cin, cout, stride, n in [(16, 24, 2, 2), (24, 40, 2, 2), (40, 80, 2, 3), (80, 112, 1, 3), (112, 192, 2, 4)]:
+        for i in range(n):
+            x = inverted_residual(g, x, cin if i == 0 else cout, cout, stride if i == 0 else 1, 6)
+    x = g.op("Elu", [g.conv(x, 192, 512, 1)])  # 4x8
+    return g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
+
+
+def vision_full():
+    g = G()
+    a = backbone(g, normalize_u8(g, "input_imgs"))
+    b = backbone(g, normalize_u8(g, "big_input_imgs"))
+    x = g.op("Concat", [a, b], axis=1)
+    x = g.op("Relu", [g.op("Gemm", [x, g.init(w("fc1", 1024, 1024)), g.init(w("fc1b", 1024, scale=0.1))], transB=1)])
+    g.nodes.append(helper.make_node("Gemm", [x, g.init(w("fc2", 512, 1024)), g.init(w("fc2b", 512, scale=0.1))],
+                                    ["outputs"], transB=1, name="out"))
+    img = [1, 12, 128, 256]
+    return g.model(
+        [helper.make_tensor_value_info("input_imgs", TensorProto.UINT8, img),
+         helper.make_tensor_value_info("big_input_imgs", TensorProto.UINT8, img)],
+        [helper.make_tensor_value_info("outputs", TensorProto.FLOAT, [1, 512])],
+        name="vision_full",
+    )
+
+
+def policy_full():
+    g = G()
+    hidden, feat, hist = 1024, 512, 25
+    feats = "features_buffer"
+    mean = g.op("ReduceMean", [feats], axes=[1], keepdims=0)
+    desire = g.op("Reshape", ["desire", g.const([1, hist * 8], np.int64)])
+    x = g.op("Concat", [mean, desire, "traffic_convention"], axis=1)
+    inp = feat + hist * 8 + 2
+    h = g.op("Tanh", [g.op("Gemm", [x, g.init(w("in_w", hidden, inp)), g.init(w("in_b", hidden, scale=0.1))], transB=1)])
+    wx, wh = g.init(w("wx", feat, 3 * hidden)), g.init(w("wh", hidden, 3 * hidden))
+    for t in range(hist - 4, hist):
+        xt = g.op("MatMul", [g.op("Gather", [feats, g.const(t, np.int64)], axis=1), wx])
+        hh = g.op("MatMul", [h, wh])
+        xz, xr, xn = g.op("Split", [xt, g.const([hidden] * 3, np.int64)], n_out=3, axis=1)
+        hz, hr, hn = g.op("Split", [hh, g.const([hidden] * 3, np.int64)], n_out=3, axis=1)
+        z = g.op("Sigmoid", [g.op("Add", [xz, hz])])
+        r = g.op("Sigmoid", [g.op("Add", [xr, hr])])
+        n = g.op("Tanh", [g.op("Add", [xn, g.op("Mul", [r, hn])])])
+        h = g.op("Add", [g.op("Mul", [g.op("Sub", [g.const(1.0), z]), n]), g.op("Mul", [z, h])])
+    y = g.op("Relu", [g.op("MatMul", [h, g.init(w("mlp1", hidden, hidden))])])
+    plan = g.op("MatMul", [y, g.init(w("plan_w", hidden, 990))])
+    g.nodes.append(helper.make_node("Concat", [plan, g.op("MatMul", [h, g.init(w("hs_w", hidden, feat))])],
+                                    ["outputs"], axis=1, name="out"))
+    return g.model(
+        [helper.make_tensor_value_info("desire", TensorProto.FLOAT, [1, hist, 8]),
+         helper.make_tensor_value_info("traffic_convention", TensorProto.FLOAT, [1, 2]),
+         helper.make_tensor_value_info(feats, TensorProto.FLOAT, [1, hist, feat])],
+        [helper.make_tensor_value_info("outputs", TensorProto.FLOAT, [1, 990 + feat])],
+        name="policy_full",
+    )
+
+
+def dmonitoring_full():
+    g = G()
+    rng = make_models.rng
+
+    def bn(x, ch):
+        return g.op("BatchNormalization", [
+            x, g.const(1.0 + 0.1 * rng.standard_normal(ch)), g.const(0.1 * rng.standard_normal(ch)),
+            g.const(0.1 * rng.standard_normal(ch)), g.const(0.5 + rng.random(ch))], epsilon=1e-3)
+
+    x = g.op("Reshape", ["input_img", g.const([1, 1, 960, 1440], np.int64)])
+    x = normalize_u8(g, x)
+    x = g.op("Relu", [bn(g.conv(x, 1, 16, 3, 2, bias=False), 16)])  # 480x720
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])  # 240x360
+    for cin, cout in [(16, 32), (32, 64), (64, 128), (128, 256)]:
+        x = g.op("Relu", [bn(g.conv(x, cin, cin, 3, 2, group=cin, bias=False), cin)])
+        x = g.op("Relu", [bn(g.conv(x, cin, cout, 1, bias=False), cout)])
+        y = g.op("Relu", [bn(g.conv(x, cout, cout, 3, 1, bias=False), cout)])
+        x = g.op("Add", [x, y])
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])])
+    x = g.op("Gemm", [x, g.init(w("fc", 256, 596)), g.const(np.zeros(596))])
+    x = g.op("Add", [x, g.op("MatMul", ["calib", g.init(w("cw", 3, 596))])])
+    g.nodes.append(helper.make_node("Sigmoid", [x], ["outputs"], name="out"))
+    return g.model(
+        [helper.make_tensor_value_info("input_img", TensorProto.UINT8, [1, 1382400]),
+         helper.make_tensor_value_info("calib", TensorProto.FLOAT, [1, 3])],
+        [helper.make_tensor_value_info("outputs", TensorProto.FLOAT, [1, 596])],
+        name="dmonitoring_full",
+    )
+
+
+def fetch_real(out):
+    """Unpacks the real models from the rapidocr wheel (downloaded once into DIR/wheels)."""
+    wheels = os.path.join(out, "wheels")
+    os.makedirs(wheels, exist_ok=True)
+    found = glob.glob(os.path.join(wheels, "rapidocr_onnxruntime-*.whl"))
+    if not found:
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", wheels, RAPIDOCR], check=True)
+        found = glob.glob(os.path.join(wheels, "rapidocr_onnxruntime-*.whl"))
+    with zipfile.ZipFile(found[0]) as z:
+        for name, member, _ in REAL:
+            data = z.read(f"rapidocr_onnxruntime/models/{member}")
+            with tempfile.NamedTemporaryFile(dir=out, delete=False) as f:
+                f.write(data)
+            os.chmod(f.name, 0o644)
+            os.replace(f.name, os.path.join(out, f"{name}.onnx"))
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for name, f in [("vision_full", vision_full), ("policy_full", policy_full), ("dmonitoring_full", dmonitoring_full)]:
+        onnx.save(f(), os.path.join(out, f"{name}.onnx"))
+        print(name, os.path.join(out, f"{name}.onnx"))
+    if "--no-fetch" not in sys.argv:
+        fetch_real(out)
+        for name, _, pin in REAL:
+            print(name, os.path.join(out, f"{name}.onnx"), f"--shape {pin}")
+
+
+if __name__ == "__main__":
+    main()
