@@ -131,6 +131,13 @@ fn manifest_cases_pass() {
 /// (`PILOT_CONFORMANCE_CPU_ALL=1`: every case).
 const CPU_SAMPLE: usize = 5;
 
+/// A kernel whose value, read from a reduction, does not vary along the inner loop (ScatterND's
+/// `max` over the index rows) once crashed the CPU back end's register-tile path.
+#[test]
+fn scatternd_passes_on_the_cpu_backend() {
+    run_case_cpu(&node_dir().join("test_scatternd")).unwrap();
+}
+
 #[test]
 fn manifest_sample_passes_on_the_cpu_backend() {
     let dir = node_dir();

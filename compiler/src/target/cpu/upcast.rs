@@ -118,6 +118,17 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
         }
         stack.extend(ctx.children(n));
     }
+    // A value computed from a reduction but not along the inner variable would be hoisted out of the tile
+    // loop, ahead of the reduction it reads; such kernels take the generic loop nest.
+    let mut after_reduce: HashSet<N> = HashSet::new();
+    for &n in &order {
+        if tops.contains(&n) || ctx.children(n).iter().any(|c| after_reduce.contains(c)) {
+            after_reduce.insert(n);
+        }
+    }
+    if p2.iter().any(|&n| after_reduce.contains(&n) && !tops.contains(&n) && !free[&n].contains(&vl)) {
+        return None;
+    }
     let outer: Vec<u32> = k.vars.iter().copied().filter(|&v| v != vl).collect();
     let depth_outer = |v: u32| outer.iter().position(|&o| o == v);
     let uses = |n: N, v: u32| free[&n].contains(&v);
