@@ -16,7 +16,7 @@ use std::path::Path;
 
 mod common;
 
-use common::node::{check_reasons, listed, node_dir, run_case_on};
+use common::node::{check_manifest_on, check_reasons, listed, node_dir, run_case_on};
 use common::pins::split_inputs;
 use common::{close, close_within, data_sets, read_pb, root};
 use pilot_compiler::onnx;
@@ -164,31 +164,7 @@ const CL_SAMPLE: usize = 6;
 
 #[test]
 fn manifest_cases_pass_on_opencl() {
-    let dir = node_dir();
-    let manifest = listed("onnx_node_passing.txt");
-    let skipped = listed("onnx_node_cl_skipped.txt");
-    let mut failures: Vec<String> = skipped
-        .iter()
-        .filter(|c| !manifest.contains(c))
-        .map(|c| format!("{c}: in onnx_node_cl_skipped.txt but not in the manifest"))
-        .collect();
-    let every = if std::env::var_os("PILOT_CONFORMANCE_CL_ALL").is_some() { 1 } else { CL_SAMPLE };
-    let cases: Vec<&String> = manifest.iter().filter(|c| !skipped.contains(c)).step_by(every).collect();
-    failures.extend(cases.iter().filter_map(|c| run_case_cl(&dir.join(c)).err().map(|e| format!("{c}: {e}"))));
-    failures.extend(
-        skipped
-            .iter()
-            .filter(|c| run_case_cl(&dir.join(c)).is_ok())
-            .map(|c| format!("{c}: passes on OpenCL now: remove it from onnx_node_cl_skipped.txt")),
-    );
-    assert!(
-        failures.is_empty(),
-        "{} failures over {} sampled and {} skipped cases on OpenCL:\n{}",
-        failures.len(),
-        cases.len(),
-        skipped.len(),
-        failures.join("\n")
-    );
+    check_manifest_on("OpenCL", "onnx_node_cl_skipped.txt", CL_SAMPLE, "PILOT_CONFORMANCE_CL_ALL", run_case_cl);
 }
 
 /// Every manifest case with a convolution or a matrix product (the ops `--image` reroutes through

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 #[allow(dead_code)] // the helpers this file does not use (`close`)
 mod common;
 
-use common::node::{check_reasons, listed, node_dir, run_case_on};
+use common::node::{check_manifest_on, check_reasons, listed, node_dir, run_case_on};
 use pilot_core::{Arch, Backend, Target};
 use pilot_usbgpu::amd::boot::BootOptions;
 use pilot_usbgpu::amd::device::AmdDevice;
@@ -67,31 +67,7 @@ const AMD_SAMPLE: usize = 10;
 
 #[test]
 fn manifest_cases_pass_on_the_simulated_amd_gpu() {
-    let dir = node_dir();
-    let manifest = listed("onnx_node_passing.txt");
-    let skipped = listed("onnx_node_amd_skipped.txt");
-    let mut failures: Vec<String> = skipped
-        .iter()
-        .filter(|c| !manifest.contains(c))
-        .map(|c| format!("{c}: in onnx_node_amd_skipped.txt but not in the manifest"))
-        .collect();
-    let every = if std::env::var_os("PILOT_CONFORMANCE_AMD_ALL").is_some() { 1 } else { AMD_SAMPLE };
-    let cases: Vec<&String> = manifest.iter().filter(|c| !skipped.contains(c)).step_by(every).collect();
-    failures.extend(cases.iter().filter_map(|c| run_case_amd(&dir.join(c)).err().map(|e| format!("{c}: {e}"))));
-    failures.extend(
-        skipped
-            .iter()
-            .filter(|c| run_case_amd(&dir.join(c)).is_ok())
-            .map(|c| format!("{c}: passes on usb+amd now: remove it from onnx_node_amd_skipped.txt")),
-    );
-    assert!(
-        failures.is_empty(),
-        "{} failures over {} sampled and {} skipped cases on usb+amd:\n{}",
-        failures.len(),
-        cases.len(),
-        skipped.len(),
-        failures.join("\n")
-    );
+    check_manifest_on("usb+amd", "onnx_node_amd_skipped.txt", AMD_SAMPLE, "PILOT_CONFORMANCE_AMD_ALL", run_case_amd);
 }
 
 #[test]

@@ -122,3 +122,20 @@ pub fn paused<R>(f: impl FnOnce() -> R) -> R {
     let _restore = Restore(PAUSED.with(|p| p.replace(true)));
     f()
 }
+
+/// The AMD firmware folder the tests boot the simulated GPU from: `PILOT_AMD_FIRMWARE`, else the one
+/// `scripts/setup.sh` fetches (`target/amd-firmware/root/usr/lib/firmware/amdgpu`). When it is absent the test
+/// panics saying what to run, or, with `PILOT_AMD_FIRMWARE_OPTIONAL=1`, gets `None` and skips, saying so.
+pub fn amd_firmware_dir() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("PILOT_AMD_FIRMWARE").map(std::path::PathBuf::from).unwrap_or_else(|| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/amd-firmware/root/usr/lib/firmware/amdgpu")
+    });
+    if dir.join("psp_13_0_0_sos.bin").is_file() {
+        return Some(dir);
+    }
+    if std::env::var("PILOT_AMD_FIRMWARE_OPTIONAL").as_deref() == Ok("1") {
+        eprintln!("skipped: no AMD firmware in {} (PILOT_AMD_FIRMWARE_OPTIONAL=1)", dir.display());
+        return None;
+    }
+    panic!("no AMD firmware in {}: run scripts/setup.sh (or set PILOT_AMD_FIRMWARE)", dir.display());
+}

@@ -15,25 +15,13 @@ use std::time::Instant;
 
 use pilot_core::target::Modes;
 use pilot_core::{Artifact, Session, Target};
-use pilot_tests::models::{compare_with_onnxruntime, root, seeded_inputs, test_models};
+use pilot_tests::models::{compare_with_onnxruntime, seeded_inputs, test_models};
 use pilot_usbgpu::amd::boot::{BootKind, BootOptions};
 use pilot_usbgpu::amd::device::AmdDevice;
 use pilot_usbgpu::sim::{SimConfig, Simulator};
 use pilot_usbgpu::Bridge;
 
-fn firmware_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("PILOT_AMD_FIRMWARE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/amd-firmware/root/usr/lib/firmware/amdgpu"));
-    if dir.join("psp_13_0_0_sos.bin").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("PILOT_AMD_FIRMWARE_OPTIONAL").as_deref() == Ok("1") {
-        eprintln!("skipped: no AMD firmware in {} (PILOT_AMD_FIRMWARE_OPTIONAL=1)", dir.display());
-        return None;
-    }
-    panic!("no AMD firmware in {}: run scripts/setup.sh (or set PILOT_AMD_FIRMWARE)", dir.display());
-}
+use pilot_test_support::amd_firmware_dir as firmware_dir;
 
 fn compile(name: &str, shapes: &[(&str, &[usize])], dir: &Path) -> PathBuf {
     let target = Target::parse("usb+amd", Some("gfx1100"), Modes::default()).unwrap();

@@ -12,19 +12,7 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
 }
 
-fn firmware() -> Option<PathBuf> {
-    let dir = std::env::var_os("PILOT_AMD_FIRMWARE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/amd-firmware/root/usr/lib/firmware/amdgpu"));
-    if dir.join("psp_13_0_0_sos.bin").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("PILOT_AMD_FIRMWARE_OPTIONAL").as_deref() == Ok("1") {
-        eprintln!("skipped: no AMD firmware in {}", dir.display());
-        return None;
-    }
-    panic!("no AMD firmware in {}: run scripts/setup.sh (or set PILOT_AMD_FIRMWARE)", dir.display());
-}
+use pilot_test_support::amd_firmware_dir as firmware;
 
 fn pilot(args: &[&str], fw: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pilot")).args(args).env("PILOT_AMD_FIRMWARE", fw).output().expect("pilot runs")

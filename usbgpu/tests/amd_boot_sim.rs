@@ -14,24 +14,12 @@ use pilot_usbgpu::pcie::{bring_up, Layout};
 use pilot_usbgpu::proto::Bdf;
 use pilot_usbgpu::sim::{Board, SimConfig, Simulator};
 use pilot_usbgpu::Bridge;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 const VRAM: u64 = 512 << 20;
 
-fn firmware_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("PILOT_AMD_FIRMWARE").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/amd-firmware/root/usr/lib/firmware/amdgpu")
-    });
-    if dir.join("psp_13_0_0_sos.bin").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("PILOT_AMD_FIRMWARE_OPTIONAL").as_deref() == Ok("1") {
-        eprintln!("skipped: no AMD firmware in {} (PILOT_AMD_FIRMWARE_OPTIONAL=1)", dir.display());
-        return None;
-    }
-    panic!("no AMD firmware in {}: run scripts/setup.sh (or set PILOT_AMD_FIRMWARE)", dir.display());
-}
+use pilot_test_support::amd_firmware_dir as firmware_dir;
 
 /// The bridge brought up, and `BridgeBus` over it with the two things the bus seam asks beyond BridgeBus
 /// today: the RSMU pair (set when boot names it) and the GPU's bus-master bit (PCI COMMAND of 4:0.0).

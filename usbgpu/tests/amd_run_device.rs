@@ -14,7 +14,7 @@ use pilot_usbgpu::amd::device::{record_of, AmdDevice};
 use pilot_usbgpu::codeobj::CodeObject;
 use pilot_usbgpu::sim::{SimConfig, Simulator};
 use pilot_usbgpu::Bridge;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const SOURCE: &str = r#"
 #define GID (__builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x())
@@ -26,19 +26,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void inc(global float *
 }
 "#;
 
-fn firmware_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("PILOT_AMD_FIRMWARE").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/amd-firmware/root/usr/lib/firmware/amdgpu")
-    });
-    if dir.join("psp_13_0_0_sos.bin").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("PILOT_AMD_FIRMWARE_OPTIONAL").as_deref() == Ok("1") {
-        eprintln!("skipped: no AMD firmware in {} (PILOT_AMD_FIRMWARE_OPTIONAL=1)", dir.display());
-        return None;
-    }
-    panic!("no AMD firmware in {}: run scripts/setup.sh (or set PILOT_AMD_FIRMWARE)", dir.display());
-}
+use pilot_test_support::amd_firmware_dir as firmware_dir;
 
 fn sim(dir: &Path) -> Simulator {
     Simulator::new(SimConfig { vram_bytes: 256 << 20, firmware_dir: Some(dir.to_path_buf()), ..SimConfig::default() })

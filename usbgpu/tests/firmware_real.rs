@@ -5,22 +5,8 @@
 use pilot_usbgpu::firmware::{
     bootloader, Card, FirmwareError, FirmwareFile, FirmwareSet, FwType, Ip, PartId, PspStep, Rs64Engine, SosComponent,
 };
-use std::path::PathBuf;
 
-/// The firmware directory, or `None` (test skipped) when it is absent and `PILOT_AMD_FIRMWARE_OPTIONAL=1`.
-fn firmware_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("PILOT_AMD_FIRMWARE").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/amd-firmware/root/usr/lib/firmware/amdgpu")
-    });
-    if dir.join("psp_13_0_0_sos.bin").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("PILOT_AMD_FIRMWARE_OPTIONAL").as_deref() == Ok("1") {
-        eprintln!("skipped: no AMD firmware in {} (PILOT_AMD_FIRMWARE_OPTIONAL=1)", dir.display());
-        return None;
-    }
-    panic!("no AMD firmware in {}: run scripts/setup.sh (or set PILOT_AMD_FIRMWARE)", dir.display());
-}
+use pilot_test_support::amd_firmware_dir as firmware_dir;
 
 fn load(card: Card) -> Option<FirmwareSet> {
     let dir = firmware_dir()?;

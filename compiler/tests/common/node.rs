@@ -98,6 +98,42 @@ pub fn run_case_on(
     Ok(())
 }
 
+/// Runs every `every`-th manifest case that `skip_file` does not list on `run` (`all_env` set: every case),
+/// and every listed case, which must still fail (so the list stays honest); panics listing the failures.
+pub fn check_manifest_on(
+    target: &str,
+    skip_file: &str,
+    every: usize,
+    all_env: &str,
+    run: fn(&Path) -> Result<(), String>,
+) {
+    let dir = node_dir();
+    let manifest = listed("onnx_node_passing.txt");
+    let skipped = listed(skip_file);
+    let mut failures: Vec<String> = skipped
+        .iter()
+        .filter(|c| !manifest.contains(c))
+        .map(|c| format!("{c}: in {skip_file} but not in the manifest"))
+        .collect();
+    let every = if std::env::var_os(all_env).is_some() { 1 } else { every };
+    let cases: Vec<&String> = manifest.iter().filter(|c| !skipped.contains(c)).step_by(every).collect();
+    failures.extend(cases.iter().filter_map(|c| run(&dir.join(c)).err().map(|e| format!("{c}: {e}"))));
+    failures.extend(
+        skipped
+            .iter()
+            .filter(|c| run(&dir.join(c)).is_ok())
+            .map(|c| format!("{c}: passes on {target} now: remove it from {skip_file}")),
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures over {} sampled and {} skipped cases on {target}:\n{}",
+        failures.len(),
+        cases.len(),
+        skipped.len(),
+        failures.join("\n")
+    );
+}
+
 /// Reasons given in a skip list: every non-empty line must carry `# reason`.
 pub fn check_reasons(file: &str) {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(file)).unwrap();

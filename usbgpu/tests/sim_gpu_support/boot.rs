@@ -5,7 +5,6 @@
 use super::*;
 use pilot_usbgpu::firmware::PspStep;
 use pilot_usbgpu::firmware::{Card, FirmwareSet};
-use std::path::PathBuf;
 
 /// Physical VRAM layout the test driver uses (inside the first MBs).
 pub const PSP_RING: u64 = 0x10_0000;
@@ -23,21 +22,7 @@ pub const SDMA_RPTR: u64 = 0x13_8100;
 pub const COMPUTE_DOORBELL: u32 = 3 * 2;
 pub const SDMA_DOORBELL: u32 = 0x100 * 2;
 
-/// The firmware folder: `PILOT_AMD_FIRMWARE`, else the one `scripts/setup.sh` fetches; `None` (skip) when
-/// absent and `PILOT_AMD_FIRMWARE_OPTIONAL=1`.
-pub fn firmware_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("PILOT_AMD_FIRMWARE").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/amd-firmware/root/usr/lib/firmware/amdgpu")
-    });
-    if dir.join("psp_13_0_0_sos.bin").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("PILOT_AMD_FIRMWARE_OPTIONAL").as_deref() == Ok("1") {
-        eprintln!("skipped: no AMD firmware in {}", dir.display());
-        return None;
-    }
-    panic!("no AMD firmware in {}: run scripts/setup.sh (or set PILOT_AMD_FIRMWARE)", dir.display());
-}
+pub use pilot_test_support::amd_firmware_dir as firmware_dir;
 
 pub fn card(board: Board) -> Card {
     match board {

@@ -6,21 +6,8 @@ use super::test_bus::{Event, ScriptedBus, FB_BASE, STAGING};
 use super::*;
 use crate::amd::regs::{gc, psp_msg, PspMsg, SmuMailbox};
 use crate::firmware::{bootloader, Card, FwType, PspStep};
-use std::path::PathBuf;
 
-fn fw_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("PILOT_AMD_FIRMWARE").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/amd-firmware/root/usr/lib/firmware/amdgpu")
-    });
-    if dir.join("psp_13_0_0_sos.bin").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("PILOT_AMD_FIRMWARE_OPTIONAL").as_deref() == Ok("1") {
-        eprintln!("skipped: no AMD firmware in {} (PILOT_AMD_FIRMWARE_OPTIONAL=1)", dir.display());
-        return None;
-    }
-    panic!("no AMD firmware in {}: run scripts/setup.sh (or set PILOT_AMD_FIRMWARE)", dir.display());
-}
+use pilot_test_support::amd_firmware_dir as fw_dir;
 
 /// The 16-byte padding (with 4 zero bytes at least) tinygrad gives msg1.
 fn padded(b: &[u8]) -> Vec<u8> {
