@@ -118,25 +118,6 @@ fn program_err(name: &str, reason: impl std::fmt::Display) -> DeviceError {
     DeviceError::Program { name: name.to_string(), reason: reason.to_string() }
 }
 
-/// The record the compiler writes for `k` (compiler/src/target/amd/mod.rs `dispatch`).
-fn record(k: &Kernel) -> AmdDispatch {
-    let d = &k.descriptor;
-    AmdDispatch {
-        descriptor: k.descriptor_offset,
-        code: k.code_offset,
-        rsrc: [d.compute_pgm_rsrc1, d.compute_pgm_rsrc2, d.compute_pgm_rsrc3],
-        kernarg_size: k.kernarg_size,
-        kernarg_align: k.kernarg_align,
-        arg_offsets: k.arg_offsets.clone(),
-        user_sgprs: k.user_sgprs,
-        vgprs: k.vgprs,
-        sgprs: k.sgprs,
-        lds: k.lds_bytes,
-        scratch: k.scratch_bytes,
-        wave32: k.wave32,
-    }
-}
-
 /// Where the emulator's loader and pilot's reader disagree about `k`, if anywhere.
 fn disagreement(k: &Kernel, e: &CodeObjectKernel) -> Option<String> {
     let (d, kd) = (&k.descriptor, &e.descriptor);
@@ -209,7 +190,7 @@ impl Device for EmuDevice {
         let workgroup = k
             .reqd_workgroup_size
             .ok_or_else(|| program_err(name, "the code object records no reqd_work_group_size"))?;
-        let record = record(k);
+        let record = k.dispatch_record();
         let kernel = CodeObjectKernel::load(spec.code, name).map_err(|e| program_err(name, e))?;
         if let Some(msg) = disagreement(k, &kernel) {
             return Err(program_err(name, msg));

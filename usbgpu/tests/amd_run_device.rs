@@ -10,7 +10,7 @@ mod rdna3_support;
 
 use pilot_core::device::{Arg, BufferId, BufferUse, Device, ProgramFormat, ProgramId, ProgramSpec, StepOp};
 use pilot_usbgpu::amd::boot::{BootKind, BootOptions};
-use pilot_usbgpu::amd::device::{record_of, AmdDevice};
+use pilot_usbgpu::amd::device::AmdDevice;
 use pilot_usbgpu::codeobj::CodeObject;
 use pilot_usbgpu::sim::{SimConfig, Simulator};
 use pilot_usbgpu::Bridge;
@@ -49,7 +49,7 @@ fn bytes(f: &[f32]) -> Vec<u8> {
 /// Loads `name` from `co` with the record the compiler would write.
 fn load(dev: &mut AmdDevice, co: &[u8], name: &str, args: usize) -> ProgramId {
     let obj = CodeObject::parse(co).unwrap();
-    let record = record_of(obj.kernel(name).unwrap());
+    let record = obj.kernel(name).unwrap().dispatch_record();
     let spec =
         ProgramSpec { name, format: ProgramFormat::AmdCodeObject, code: co, arg_count: args, amdgpu: Some(&record) };
     dev.load_program(&spec).unwrap()

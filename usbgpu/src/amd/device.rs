@@ -278,28 +278,9 @@ impl AmdDevice {
     }
 }
 
-/// The record the compiler writes for `k` (compiler/src/target/amd `dispatch`): what the artifact must carry.
-pub fn record_of(k: &crate::codeobj::Kernel) -> AmdDispatch {
-    let d = &k.descriptor;
-    AmdDispatch {
-        descriptor: k.descriptor_offset,
-        code: k.code_offset,
-        rsrc: [d.compute_pgm_rsrc1, d.compute_pgm_rsrc2, d.compute_pgm_rsrc3],
-        kernarg_size: k.kernarg_size,
-        kernarg_align: k.kernarg_align,
-        arg_offsets: k.arg_offsets.clone(),
-        user_sgprs: k.user_sgprs,
-        vgprs: k.vgprs,
-        sgprs: k.sgprs,
-        lds: k.lds_bytes,
-        scratch: k.scratch_bytes,
-        wave32: k.wave32,
-    }
-}
-
 /// The artifact's record against what pilot's reader derives from the code object: `None` when equal.
 fn record_mismatch(recorded: &AmdDispatch, k: &crate::codeobj::Kernel) -> Option<String> {
-    let derived = record_of(k);
+    let derived = k.dispatch_record();
     (recorded != &derived)
         .then(|| format!("the artifact's amdgpu record {recorded:?} differs from the code object's {derived:?}"))
 }

@@ -90,6 +90,28 @@ pub struct Kernel {
     pub reqd_workgroup_size: Option<[u32; 3]>,
 }
 
+impl Kernel {
+    /// The dispatch record an artifact carries for this kernel (`pilot_core::artifact::AmdDispatch`): what the
+    /// compiler writes and what a device checks at load against the code object it was given.
+    pub fn dispatch_record(&self) -> pilot_core::artifact::AmdDispatch {
+        let d = &self.descriptor;
+        pilot_core::artifact::AmdDispatch {
+            descriptor: self.descriptor_offset,
+            code: self.code_offset,
+            rsrc: [d.compute_pgm_rsrc1, d.compute_pgm_rsrc2, d.compute_pgm_rsrc3],
+            kernarg_size: self.kernarg_size,
+            kernarg_align: self.kernarg_align,
+            arg_offsets: self.arg_offsets.clone(),
+            user_sgprs: self.user_sgprs,
+            vgprs: self.vgprs,
+            sgprs: self.sgprs,
+            lds: self.lds_bytes,
+            scratch: self.scratch_bytes,
+            wave32: self.wave32,
+        }
+    }
+}
+
 impl CodeObject {
     /// Reads and checks `data`; see the module doc for what is refused.
     pub fn parse(data: &[u8]) -> Result<CodeObject, CodeObjectError> {

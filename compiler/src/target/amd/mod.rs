@@ -90,19 +90,5 @@ fn dispatch(k: &BuiltKernel, ko: &Kernel) -> Result<AmdDispatch> {
     if ko.arg_offsets.len() != k.args.len() {
         return fail(format!("has {} arguments, the kernel {}", ko.arg_offsets.len(), k.args.len()));
     }
-    let d = &ko.descriptor;
-    Ok(AmdDispatch {
-        descriptor: ko.descriptor_offset,
-        code: ko.code_offset,
-        rsrc: [d.compute_pgm_rsrc1, d.compute_pgm_rsrc2, d.compute_pgm_rsrc3],
-        kernarg_size: ko.kernarg_size,
-        kernarg_align: ko.kernarg_align,
-        arg_offsets: ko.arg_offsets.clone(),
-        user_sgprs: ko.user_sgprs,
-        vgprs: ko.vgprs,
-        sgprs: ko.sgprs,
-        lds: ko.lds_bytes,
-        scratch: ko.scratch_bytes,
-        wave32: ko.wave32,
-    })
+    Ok(ko.dispatch_record())
 }
