@@ -272,8 +272,8 @@ impl NodeCtx<'_> {
     /// The input of a windowed reduction (convolution, pooling), padded spatially with `fill`.
     ///
     /// Padding is materialized: the window loop then reads plain memory with no bounds guards, which
-    /// is what lets it vectorize. The producer is realized first when it is expensive (a reduction:
-    /// guarding its loads would slow its own loop), so the padding is a cheap copy. With a stride
+    /// is what lets it vectorize. A producer with a reduction is realized first (guarding its loads
+    /// would slow its own loop); an elementwise one is computed by the copy itself. With a stride
     /// `s > 1` along the last axis, the copy also splits that axis into its `s` phases
     /// (`x[.., j*s + p]` stored at `[.., p, j]`), so the window loop reads contiguous memory.
     pub fn windowed_input(
@@ -285,11 +285,12 @@ impl NodeCtx<'_> {
         reuse: f64,
         stride: usize,
     ) -> Lazy {
-        let x = self.reduce_input(x, reuse);
         let padded = pad_lo.iter().chain(pad_hi).any(|&v| v != 0);
         if !padded && stride <= 1 {
-            return x;
+            return self.reduce_input(x, reuse);
         }
+        // The copy computes an elementwise producer once per element itself (one kernel less).
+        let x = if self.l.p.ctx.has_reduce(x.expr) { self.reduce_input(x, reuse) } else { x.clone() };
         let r = x.rank();
         let width = (x.shape[r - 1] as i64 + pad_lo[pad_lo.len() - 1] + pad_hi[pad_hi.len() - 1]).max(0) as usize;
         let extra = (width.div_ceil(stride.max(1)) * stride.max(1) - width) as i64;
@@ -316,6 +317,17 @@ impl NodeCtx<'_> {
         let stored = p.realize(&phases, BufKind::Scratch, &name);
         let back = p.permute(&stored, &perm);
         p.reshape(&back, &xp.shape)
+    }
+
+    /// The input of a max pooling, padded without a copy: the window reads the input itself with
+    /// its loads guarded by the padding's bounds. A max window has no weights to share, so it gains
+    /// nothing from the padded copy's unguarded reads that would pay for 2 passes over the input;
+    /// the CPU back end peels the guarded columns off its inner loop (`target/cpu/peel.rs`).
+    pub fn guarded_window(&mut self, x: &Lazy, pad_lo: &[i64], pad_hi: &[i64], fill: f64, reuse: f64) -> Lazy {
+        let x = self.reduce_input(x, reuse);
+        let lo = [&[0, 0][..], pad_lo].concat();
+        let hi = [&[0, 0][..], pad_hi].concat();
+        self.l.p.pad(&x, &lo, &hi, fill)
     }
 
     /// Broadcasts all inputs to a common shape, or errors naming the shapes.

@@ -472,7 +472,11 @@ fn pool(c: &mut NodeCtx<'_>, op: RedOp) -> Result<Vec<Lazy>> {
     let fill = if op == RedOp::Max { f64::NEG_INFINITY } else { 0.0 };
     let lo = [&[0, 0][..], &w.pad_lo].concat();
     let hi = [&[0, 0][..], &w.pad_hi].concat();
-    let xp = c.windowed_input(&x, &w.pad_lo, &w.pad_hi, fill, reuse, *w.strides.last().unwrap_or(&1));
+    let xp = if op == RedOp::Max {
+        c.guarded_window(&x, &w.pad_lo, &w.pad_hi, fill, reuse)
+    } else {
+        c.windowed_input(&x, &w.pad_lo, &w.pad_hi, fill, reuse, *w.strides.last().unwrap_or(&1))
+    };
     let p = c.p();
     let mut shape = x.shape[..2].to_vec();
     shape.extend_from_slice(&w.out);

@@ -1,10 +1,13 @@
 //! The CPU back end (`cpu`, and `null`, which compiles the same and runs nothing): C rendered per
-//! kernel ([`render`], [`upcast`]) after a freestanding math prelude ([`cmath`]), grouped into one
+//! kernel ([`render`], [`upcast`]; adjacent dimensions that every load walks as one merged first,
+//! `merge`) after a freestanding math prelude ([`cmath`]), grouped into one
 //! translation unit per core and compiled into relocatable objects in parallel ([`cc`]).
 
 pub mod cc;
 pub mod cmath;
 pub mod isa;
+mod merge;
+mod peel;
 pub mod render;
 mod tile;
 pub mod upcast;
@@ -74,6 +77,9 @@ impl Codegen for Cpu {
     fn build(&self, p: &mut Program, _gates: &Gates) -> Result<Built> {
         let arch = self.target.arch.name();
         let cpu = isa::CpuTarget::new(arch, self.cpu.as_deref())?;
+        for k in &mut p.kernels {
+            merge::merge_dims(&mut p.ctx, k);
+        }
         let rendered = render_all(p, cpu.vec_unit());
         let cc = cc::find_cc(self.cc.as_deref(), arch)?;
         let units = units(&rendered);

@@ -17,6 +17,8 @@ use crate::ir::{BinOp, Const, Ctx, Op, RedOp, UnOp, N};
 use crate::program::{Kernel, Program};
 use crate::target::scoping::{flat_index, free_vars_by};
 
+use super::peel::{self, Peel};
+
 /// A rendered kernel.
 pub struct CKernel {
     pub name: String,
@@ -131,24 +133,47 @@ fn render_generic(p: &Program, k: &Kernel) -> CKernel {
     let parts = split.map_or(1, |i| k.shape[i]) as u32;
     r.emit_scope(None, 1);
     let mut indent = 1;
+    let flat = flat_index(k);
+    let last = k.vars.len().wrapping_sub(1);
     for (i, (&v, &extent)) in k.vars.iter().zip(&k.shape).enumerate() {
         let pad = "  ".repeat(indent);
+        let bounds = if Some(i) == split {
+            (format!("(i64){extent}LL * part / nparts"), format!("(i64){extent}LL * (part + 1) / nparts"))
+        } else {
+            ("0".to_string(), format!("{extent}"))
+        };
+        if i == last && extent > 1 && !ctx.has_reduce(k.expr) {
+            let nodes = r.by_scope.get(&Some(v)).cloned().unwrap_or_default();
+            if let Some(peel) = Peel::find(ctx, &free, &nodes, v) {
+                r.by_scope.remove(&Some(v));
+                let store = format!("b{}[{flat}]", k.out);
+                peel::emit(&mut r, &free, &peel, v, &bounds, indent, "", &mut |r, ind| {
+                    for &n in &nodes {
+                        r.emit(n, ind);
+                    }
+                    let value = r.value(k.expr);
+                    let _ = writeln!(r.out, "{}{store} = {value};", "  ".repeat(ind));
+                });
+                break;
+            }
+        }
         if extent == 1 {
             let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
-        } else if Some(i) == split {
-            let _ = writeln!(
-                r.out,
-                "{pad}for (i64 v{v} = (i64){extent}LL * part / nparts; v{v} < (i64){extent}LL * (part + 1) / nparts; v{v}++) {{"
-            );
         } else {
-            let _ = writeln!(r.out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v}++) {{");
+            let (lo, hi) = &bounds;
+            let _ = writeln!(r.out, "{pad}for (i64 v{v} = {lo}; v{v} < {hi}; v{v}++) {{");
         }
         indent += 1;
         r.emit_scope(Some(v), indent);
+        if i == last {
+            let root = r.value(k.expr);
+            let _ = writeln!(r.out, "{}b{}[{flat}] = {root};", "  ".repeat(indent), k.out);
+        }
     }
-    let flat = flat_index(k);
-    let root = r.value(k.expr);
-    let _ = writeln!(r.out, "{}b{}[{flat}] = {root};", "  ".repeat(indent), k.out);
+    if k.vars.is_empty() {
+        let root = r.value(k.expr);
+        let _ = writeln!(r.out, "  b{}[{flat}] = {root};", k.out);
+    }
     for i in (1..indent).rev() {
         let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
     }
@@ -168,6 +193,8 @@ pub(super) struct Renderer<'a> {
     pub suffix: String,
     /// A variable rendered as an expression (the blocked variable plus the replica's offset).
     pub var_override: Option<(u32, String)>,
+    /// Comparisons whose value is known in the loop being emitted (see [`super::peel`]).
+    pub known: HashMap<N, bool>,
 }
 
 impl<'a> Renderer<'a> {
@@ -181,6 +208,7 @@ impl<'a> Renderer<'a> {
             blocked: Default::default(),
             suffix: String::new(),
             var_override: None,
+            known: HashMap::new(),
         }
     }
 }
@@ -192,6 +220,9 @@ fn is_f(d: DType) -> bool {
 impl Renderer<'_> {
     /// The C expression for an already emitted (or inline) node.
     pub fn value(&self, n: N) -> String {
+        if let Some(&k) = self.known.get(&n) {
+            return if k { "((u8)1)" } else { "((u8)0)" }.into();
+        }
         match self.ctx.op(n) {
             Op::Var(v) => match &self.var_override {
                 Some((o, e)) if o == v => e.clone(),
@@ -215,6 +246,9 @@ impl Renderer<'_> {
         let t = ctype(d);
         let stored = if self.blocked.contains(&n) { format!("t{}@", n.0) } else { format!("t{}", n.0) };
         let name = stored.replace('@', &self.suffix);
+        if self.known.contains_key(&n) {
+            return;
+        }
         let expr = match self.ctx.op(n).clone() {
             Op::Var(_) | Op::Const(_) => return,
             Op::Load { buf, index, valid } => {
@@ -265,8 +299,7 @@ impl Renderer<'_> {
                 let step = match (op, is_f(d)) {
                     (RedOp::Sum, _) => format!("{name} += {b};"),
                     (RedOp::Prod, _) => format!("{name} *= {b};"),
-                    (RedOp::Max, true) => format!("{name} = {};", narrow(d, format!("pl_fmax({name}, {b})"))),
-                    (RedOp::Min, true) => format!("{name} = {};", narrow(d, format!("pl_fmin({name}, {b})"))),
+                    (RedOp::Max | RedOp::Min, true) => format!("{name} = {};", float_fold(op, d, &name, &b)),
                     (RedOp::Max, false) => format!("{name} = {b} > {name} ? {b} : {name};"),
                     (RedOp::Min, false) => format!("{name} = {b} < {name} ? {b} : {name};"),
                 };
@@ -350,6 +383,16 @@ impl Renderer<'_> {
 
 /// A double-valued C expression converted to `d`. Half goes through float: double→half needs a
 /// libgcc helper (`__truncdfhf2`) the loader does not provide.
+/// `max`/`min` of two floats of type `d`, NaN-propagating: single precision stays single (so a
+/// vectorized fold keeps 16 lanes, not 8 doubles), other widths go through double.
+pub(super) fn float_fold(op: RedOp, d: DType, a: &str, b: &str) -> String {
+    let f = if op == RedOp::Max { "pl_fmax" } else { "pl_fmin" };
+    match d {
+        DType::F32 => format!("{f}f({a}, {b})"),
+        _ => narrow(d, format!("{f}({a}, {b})")),
+    }
+}
+
 fn narrow(d: DType, expr: String) -> String {
     match d {
         DType::F16 => format!("(f16)(float)({expr})"),

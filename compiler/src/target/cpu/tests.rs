@@ -80,9 +80,9 @@ fn a_row_reduction_keeps_one_accumulator_per_output() {
     let m = p.reduce(RedOp::Max, &e, &[1]);
     p.realize(&m, BufKind::Output(0), "rowmax");
     let src = render(&p, &p.kernels[0], SCALAR4).source;
-    // Max starts from -inf and folds with the NaN-propagating pl_fmax.
+    // Max starts from -inf and folds with the NaN-propagating pl_fmaxf (single precision).
     assert!(src.contains("float acc0[4] __attribute__((aligned(64)));") && src.contains("(-PL_INF)"), "{src}");
-    assert!(src.contains("= pl_fmax(acc0["), "{src}");
+    assert!(src.contains("= pl_fmaxf(acc0["), "{src}");
     let red = line_of(&src, "< 8;");
     let simd = line_of(&src, "PL_SIMD for");
     assert!(red < simd, "the reduction runs outside the vectorized loop over outputs:\n{src}");
@@ -152,4 +152,33 @@ fn a_reduction_read_twice_counts_its_flops_once() {
     let out = p.reshape(&sq, &[2, 4]);
     p.realize(&out, BufKind::Output(0), "sq");
     assert_eq!(p.kernel_flops(&p.kernels[0]), 8 * (8 * 2 + 1));
+}
+
+#[test]
+fn a_padded_copy_peels_its_inner_loop_into_fill_copy_fill() {
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[3, 10]);
+    let y = p.pad(&x, &[0, 2], &[0, 3], -1.0);
+    p.realize(&y, BufKind::Output(0), "pad");
+    let src = render(&p, &p.kernels[0], SCALAR4).source;
+    // The split points: columns below 2 fill, 2..12 copy, from 12 fill again.
+    assert!(src.contains("2LL - r") && src.contains("12LL - r"), "{src}");
+    let loops: Vec<&str> = src.lines().filter(|l| l.contains("for (i64") && l.contains("= s")).collect();
+    assert_eq!(loops.len(), 3, "{src}");
+    // In the middle loop both comparisons are known: the load is unguarded.
+    let middle = &src[src.find(loops[1]).unwrap()..src.find(loops[2]).unwrap()];
+    assert!(middle.contains("!(((u8)0))") && middle.contains("((u8)1)"), "{middle}");
+    assert!(!middle.contains("< 2LL") && !middle.contains("< 12LL"), "{middle}");
+}
+
+#[test]
+fn a_strided_index_peels_at_rounded_up_split_points() {
+    // Column 2j + 1 of a 7-wide row padded by 2 on the left: valid from j = 1 (2·1 + 1 ≥ 2).
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[7]);
+    let y = p.pad(&x, &[2], &[1], 0.0);
+    let s = p.slice(&y, &[1], &[2], &[5]);
+    p.realize(&s, BufKind::Output(0), "strided");
+    let src = render(&p, &p.kernels[0], SCALAR4).source;
+    assert!(src.contains(" / 2 : -(("), "a stride of 2 divides rounding up: {src}");
 }

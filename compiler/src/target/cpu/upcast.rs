@@ -24,7 +24,8 @@ use std::collections::HashSet;
 use std::fmt::Write;
 
 use super::isa::VecUnit;
-use super::render::{ctype, free_vars, header, CKernel, Renderer};
+use super::peel::{self, Peel};
+use super::render::{ctype, float_fold, free_vars, header, CKernel, Renderer};
 use super::tile;
 use crate::ir::{Op, RedOp, N};
 use crate::program::{Kernel, Program};
@@ -53,6 +54,17 @@ const MAX_VECTORS: usize = 4;
 
 /// The longest reduction that takes a register tile without a blocked variable.
 const MAX_UNBLOCKED_REDUCTION: u64 = 64;
+
+/// `acc op= value` for a reduction of `op` over `dtype`.
+fn fold_step(op: RedOp, dtype: pilot_core::DType, a: &str, b: &str) -> String {
+    match (op, dtype.is_float()) {
+        (RedOp::Sum, _) => format!("{a} += {b};"),
+        (RedOp::Prod, _) => format!("{a} *= {b};"),
+        (RedOp::Max | RedOp::Min, true) => format!("{a} = {};", float_fold(op, dtype, a, b)),
+        (RedOp::Max, false) => format!("{a} = {b} > {a} ? {b} : {a};"),
+        (RedOp::Min, false) => format!("{a} = {b} < {a} ? {b} : {a};"),
+    }
+}
 
 /// Renders `k` in this loop order, with register tiles sized for `unit`, or `None` when the kernel
 /// is not a chain of reductions this order applies to.
@@ -364,6 +376,31 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
         }
         let ind = open_loops(&mut r, scalar_indent);
         let pad_in = "  ".repeat(ind);
+        // A window over unpadded input (pooling) guards its loads by the column: the inner loop is
+        // peeled so that the interior runs unguarded.
+        let inner_nodes: Vec<N> =
+            order.iter().copied().filter(|&n| !skip(n) && p1.contains(&n) && uses(n, vl)).collect();
+        let peel = (unroll.is_none() && chain_reps.len() == 1 && tiled.is_none())
+            .then(|| Peel::find(ctx, &free, &inner_nodes, vl))
+            .flatten();
+        if let Some(peel) = peel {
+            set_rep(&mut r, chain_reps[0]);
+            let bounds = ("x0".to_string(), "xt".to_string());
+            let a = format!("{}[v{vl} - x0]", acc.replace('@', &r.suffix));
+            peel::emit(&mut r, &free, &peel, vl, &bounds, ind, "PL_SIMD ", &mut |r, i| {
+                for &n in &inner_nodes {
+                    r.emit(n, i);
+                }
+                let b = r.value(chain.body);
+                let _ = writeln!(r.out, "{}{}", "  ".repeat(i), fold_step(chain.op, dtype, &a, &b));
+            });
+            close_loops(&mut r, ind);
+            if tiled.is_some() {
+                let _ = writeln!(r.out, "{pad}}}");
+            }
+            r.names.insert(chain.top, format!("{acc}[v{vl} - x0]"));
+            continue;
+        }
         let _ = writeln!(r.out, "{pad_in}PL_SIMD for (i64 v{vl} = x0; v{vl} < xt; v{vl}++) {{");
         let steps: Vec<(usize, usize)> = match unroll {
             Some(ru) => {
@@ -382,15 +419,7 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
             }
             let b = r.value(chain.body);
             let a = format!("{}[v{vl} - x0]", acc.replace('@', &r.suffix));
-            let step = match (chain.op, dtype.is_float()) {
-                (RedOp::Sum, _) => format!("{a} += {b};"),
-                (RedOp::Prod, _) => format!("{a} *= {b};"),
-                (RedOp::Max, true) => format!("{a} = pl_fmax({a}, {b});"),
-                (RedOp::Min, true) => format!("{a} = pl_fmin({a}, {b});"),
-                (RedOp::Max, false) => format!("{a} = {b} > {a} ? {b} : {a};"),
-                (RedOp::Min, false) => format!("{a} = {b} < {a} ? {b} : {a};"),
-            };
-            let _ = writeln!(r.out, "{pad_in}  {step}");
+            let _ = writeln!(r.out, "{pad_in}  {}", fold_step(chain.op, dtype, &a, &b));
         }
         let _ = writeln!(r.out, "{pad_in}}}");
         if unroll.is_some() {
