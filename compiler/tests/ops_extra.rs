@@ -516,3 +516,22 @@ run(node, [("x", x)], [("y", T.FLOAT)], opset=11)
 "#,
     );
 }
+
+#[test]
+fn conv_transpose_with_kernel_equal_to_stride() {
+    // The per-tap matrix product (lower/patch_transpose.rs), 2-D with a bias and 1-D without.
+    check_ort(
+        "convtranspose_2x2_s2_bias",
+        r#"
+node = h.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[2, 2], strides=[2, 2])
+run(node, [("x", f32(1, 8, 5, 7))], [("y", T.FLOAT)], [("w", f32(8, 3, 2, 2)), ("b", f32(3))])
+"#,
+    );
+    check_ort(
+        "convtranspose_1d_k3_s3",
+        r#"
+node = h.make_node("ConvTranspose", ["x", "w"], ["y"], kernel_shape=[3], strides=[3])
+run(node, [("x", f32(2, 4, 9))], [("y", T.FLOAT)], [("w", f32(4, 5, 3))])
+"#,
+    );
+}

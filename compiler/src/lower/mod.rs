@@ -31,6 +31,7 @@ mod nn;
 mod norm;
 mod optim;
 mod optional;
+mod patch_transpose;
 pub mod pin;
 mod quant;
 mod reduce;
@@ -128,6 +129,11 @@ struct Lowerer {
 }
 
 /// What an op implementation sees: its node, its inputs, and the program being built.
+/// Elements of fill a stride-1 padded copy keeps after its last row: the CPU's register tiles may
+/// then run up to that far past the end of a row, reading the next one, and stay in the buffer
+/// (`target/cpu/upcast.rs`: a row of 45 takes one tile of 48 instead of two of 32).
+pub const ROW_SLACK: usize = 64;
+
 pub struct NodeCtx<'a> {
     l: &'a mut Lowerer,
     pub node: &'a Node,
@@ -269,7 +275,8 @@ impl NodeCtx<'_> {
         x.clone()
     }
 
-    /// The input of a windowed reduction (convolution, pooling), padded spatially with `fill`.
+    /// The input of a windowed reduction (convolution, pooling), padded spatially with `fill`, and
+    /// with [`ROW_SLACK`] elements (whole rows of fill) after the last row when the stride is 1.
     ///
     /// Padding is materialized: the window loop then reads plain memory with no bounds guards, which
     /// is what lets it vectorize. A producer with a reduction is realized first (guarding its loads
@@ -297,6 +304,9 @@ impl NodeCtx<'_> {
         let lo = [&[0, 0][..], pad_lo].concat();
         let mut hi = [&[0, 0][..], pad_hi].concat();
         hi[r - 1] += extra;
+        if stride <= 1 && r >= 3 && width > 0 {
+            hi[r - 2] += ROW_SLACK.div_ceil(width) as i64;
+        }
         let p = &mut self.l.p;
         let xp = p.pad(&x, &lo, &hi, fill);
         if p.is_constant(&xp) {

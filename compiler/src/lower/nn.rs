@@ -216,6 +216,9 @@ fn conv_transpose(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         }
         out.push((full - pads[i] - pads[i + k]) as usize);
     }
+    if wt.shape[2..] == kernel[..] && super::patch_transpose::applies(groups, &kernel, &strides, &pads, &dil, &outpad) {
+        return Ok(vec![super::patch_transpose::lower(c, &x, &wt, bias.as_ref())]);
+    }
     // y[n, co, o] = Σ_{ci in group, kk} x[n, ci, (o + pad - kk*dil)/stride] · w[ci, co%cog, kk]
     // over the kk for which the division is exact and in range.
     let x = c.reduce_input(&x, kernel.iter().product::<usize>() as f64);

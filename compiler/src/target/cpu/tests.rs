@@ -90,7 +90,7 @@ fn a_row_reduction_keeps_one_accumulator_per_output() {
 
 #[test]
 fn matmul_keeps_a_register_tile_of_accumulators() {
-    let p = matmul(16, 32, 40);
+    let p = matmul(16, 32, 56);
     let unit = VecUnit { lanes: 16, regs: 32 };
     let ck = render(&p, &p.kernels[0], unit);
     let src = &ck.source;
@@ -109,8 +109,8 @@ fn matmul_keeps_a_register_tile_of_accumulators() {
     let red = line_of(src, "v22 < 32; v22 += 1) {");
     let vload = line_of(src, "__builtin_memcpy(&v_, &b1[");
     assert!(red < vload, "{src}");
-    // The last 8 columns (40 = 32 + 8) are a full tile shifted back to end at column 40, of which
-    // only the 8 new columns are stored; the scalar path remains for ranges narrower than a tile.
+    // The last 24 columns (56 = 32 + 24) are a full tile shifted back to end at column 56, of which
+    // only the 24 new columns are stored; the scalar path remains for ranges narrower than a tile.
     assert!(src.contains("x_hi - 32;") && src.contains("for (i64 v21 = xs; v21 < xe; v21++)"), "{src}");
 }
 
@@ -181,4 +181,90 @@ fn a_strided_index_peels_at_rounded_up_split_points() {
     p.realize(&s, BufKind::Output(0), "strided");
     let src = render(&p, &p.kernels[0], SCALAR4).source;
     assert!(src.contains(" / 2 : -(("), "a stride of 2 divides rounding up: {src}");
+}
+
+#[test]
+fn contiguous_dims_merge_and_windowed_ones_do_not() {
+    // A bias add over [C, H, W]: every index walks H and W as one, and C too.
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[4, 6, 10]);
+    let e = p.unary(UnOp::Exp, &x);
+    p.realize(&e, BufKind::Output(0), "ew");
+    let mut k = p.kernels[0].clone();
+    super::merge::merge_dims(&mut p.ctx, &mut k);
+    assert_eq!(k.shape, vec![240]);
+    let src = render(&p, &k, SCALAR4).source;
+    assert!(src.contains("< (i64)240LL * (part + 1) / nparts"), "{src}");
+
+    // A transposed read steps along W by 6 but along H by 1: nothing merges.
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[10, 6]);
+    let t = p.permute(&x, &[1, 0]);
+    p.realize(&t, BufKind::Output(0), "t");
+    let mut k = p.kernels[0].clone();
+    super::merge::merge_dims(&mut p.ctx, &mut k);
+    assert_eq!(k.shape, vec![6, 10]);
+
+    // A padded copy compares its coordinates: its rows stay apart.
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[3, 10]);
+    let y = p.pad(&x, &[0, 1], &[0, 1], 0.0);
+    p.realize(&y, BufKind::Output(0), "pad");
+    let mut k = p.kernels[0].clone();
+    super::merge::merge_dims(&mut p.ctx, &mut k);
+    assert_eq!(k.shape, vec![3, 12]);
+}
+
+#[test]
+fn tiles_are_sized_to_compute_the_fewest_points() {
+    use super::tile::Geometry;
+    let width = |extent, overhang| Geometry::fit(16, 2, extent, overhang).map(Geometry::width);
+    // 40 columns: three tiles of 16 (48 points) beat two of 32 (64).
+    assert_eq!(width(40, false), Some(16));
+    // 56: two of 32 or four of 16 compute 64 either way; the wider tile makes fewer passes.
+    assert_eq!(width(56, false), Some(32));
+    // 20 columns: a tile of 32 fits only where it may overhang the row.
+    assert_eq!(width(20, false), Some(16));
+    assert_eq!(width(20, true), Some(32));
+    assert_eq!(width(8, false), None);
+}
+
+#[test]
+fn a_tile_overhangs_a_row_only_where_its_reads_stay_in_the_buffer() {
+    // A 3-wide window over rows of 20 (a stride-1 convolution's padded input, one row of slack):
+    // the reads of a 32-wide tile reach 32 + 2 columns into a row.
+    let conv = |rows_of_slack: usize| {
+        let mut p = Program::new();
+        let x = p.input(0, DType::F32, &[8, 2 + rows_of_slack, 20]);
+        let w = p.input(1, DType::F32, &[16, 8, 3]);
+        let vars = p.ctx.fresh_vars(&[16, 2, 18]);
+        let (ci, kx) = (p.ctx.fresh_var(8), p.ctx.fresh_var(3));
+        let (vco, vy, vx, vci, vkx) =
+            (p.ctx.var(vars[0]), p.ctx.var(vars[1]), p.ctx.var(vars[2]), p.ctx.var(ci), p.ctx.var(kx));
+        let xi = {
+            let c = p.ctx.mul_i(vci, ((2 + rows_of_slack) * 20) as i64);
+            let y = p.ctx.mul_i(vy, 20);
+            let col = p.ctx.add(vx, vkx);
+            let cy = p.ctx.add(c, y);
+            p.ctx.add(cy, col)
+        };
+        let wi = {
+            let co = p.ctx.mul_i(vco, 24);
+            let c = p.ctx.mul_i(vci, 3);
+            let cc = p.ctx.add(co, c);
+            p.ctx.add(cc, vkx)
+        };
+        let (xb, wb) = (p.is_buffer_view(&x).unwrap(), p.is_buffer_view(&w).unwrap());
+        let xl = p.ctx.load(xb, DType::F32, xi, None);
+        let wl = p.ctx.load(wb, DType::F32, wi, None);
+        let prod = p.ctx.mul(xl, wl);
+        let r = p.ctx.reduce(RedOp::Sum, kx, 3, prod);
+        let r = p.ctx.reduce(RedOp::Sum, ci, 8, r);
+        let y = crate::lazy::Lazy { dtype: DType::F32, shape: vec![16, 2, 18], vars, expr: r };
+        p.realize(&y, BufKind::Output(0), "conv");
+        render(&p, &p.kernels[0], VecUnit { lanes: 16, regs: 32 }).source
+    };
+    // No slack: the last channel's last row would be read past the buffer's end.
+    assert!(!conv(0).contains("x0 = xs, xt = xs + 32;"), "{}", conv(0));
+    assert!(conv(2).contains("x0 = xs, xt = xs + 32;"), "{}", conv(2));
 }

@@ -144,6 +144,28 @@ impl Geometry {
     pub fn width(self) -> usize {
         self.lanes * self.vectors
     }
+
+    /// The tile of at most `max_vectors` vectors that computes the fewest points over a row of
+    /// `extent` (ties: the widest, fewer passes). Without `overhang` a tile must fit in the row (the
+    /// last one shifts back); with it the last may reach past the end.
+    pub fn fit(lanes: usize, max_vectors: usize, extent: usize, overhang: bool) -> Option<Geometry> {
+        (1..=max_vectors)
+            .map(|vectors| Geometry { lanes, vectors })
+            .filter(|g| overhang || g.width() <= extent)
+            .min_by_key(|g| (extent.div_ceil(g.width()) * g.width(), usize::MAX - g.vectors))
+    }
+}
+
+/// The largest value of `index` over the kernel's loops when `var` reaches `reach - 1`, where the
+/// index is affine with non-negative coefficients in every variable; `None` when that is not known.
+pub(super) fn max_index(ctx: &Ctx, free: &HashMap<N, Vec<u32>>, index: N, var: u32, reach: usize) -> Option<i64> {
+    let mut env: HashMap<u32, i64> = free[&index].iter().map(|&v| (v, 0)).collect();
+    let base = crate::ir::interp::eval(ctx, index, &mut env, &|_, _| None)?.as_i64();
+    free[&index].iter().try_fold(base, |acc, &v| {
+        let c = coefficient(ctx, free, index, v).filter(|&c| c >= 0)?;
+        let extent = if v == var { reach as i64 } else { ctx.var_extent(v) as i64 };
+        Some(acc + c * (extent - 1))
+    })
 }
 
 /// Emits the tiled reduction of one chain for the full tile at `x0`: accumulator vectors, the

@@ -182,10 +182,18 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
         blocked_var.map_or(0, |vb| k.shape[k.vars.iter().position(|&v| v == vb).expect("a kernel var")]);
     let block = if tiles.is_some() && blocked_extent % 8 == 0 && unit.acc_budget() >= 16 { 8 } else { BLOCK };
     let replicas = if blocked_var.is_some() { block } else { 1 };
-    let geometry = (tiles.is_some() && lanes <= inner_extent).then(|| tile::Geometry {
-        lanes,
-        vectors: (unit.acc_budget() / replicas).min(MAX_VECTORS).clamp(1, inner_extent / lanes),
-    });
+    // Tiles may overhang the row's end (lanes computed and not stored) where every load they make
+    // stays inside its buffer; the width then need not fit the row.
+    let max_vectors = (unit.acc_budget() / replicas).clamp(1, MAX_VECTORS);
+    let overhang = tiles.is_some()
+        && bodies.iter().all(|&n| match *ctx.op(n) {
+            Op::Load { buf, index, valid: None } if uses(n, vl) => {
+                let reach = inner_extent + lanes * max_vectors;
+                tile::max_index(ctx, &free, index, vl, reach).is_some_and(|m| m < p.bufs[buf as usize].numel as i64)
+            }
+            _ => true,
+        });
+    let geometry = tiles.as_ref().and_then(|_| tile::Geometry::fit(lanes, max_vectors, inner_extent, overhang));
     // Past MAX_INNER outputs the accumulator arrays cover the row in chunks: worth it where the
     // inner loop reads memory contiguously (a wide matrix-vector product), not where it would gather
     // (a row reduction along another axis, which the generic loop nest reads contiguously).
@@ -270,8 +278,13 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
     let _ = writeln!(r.out, "{pad}const i64 x_lo = {lo}, x_hi = {hi};");
     let _ = writeln!(r.out, "{pad}for (i64 xs = x_lo; xs < x_hi; xs += {width}) {{");
     let _ = writeln!(r.out, "{pad}  const i64 xe = xs + {width} < x_hi ? xs + {width} : x_hi;");
-    let _ = writeln!(r.out, "{pad}  const i64 x0 = xe - xs == {width} || x_hi - x_lo < {width} ? xs : x_hi - {width};");
-    let _ = writeln!(r.out, "{pad}  const i64 xt = x0 + {width} < x_hi ? x0 + {width} : x_hi;");
+    if overhang && geometry.is_some() {
+        let _ = writeln!(r.out, "{pad}  const i64 x0 = xs, xt = xs + {width};");
+    } else {
+        let _ =
+            writeln!(r.out, "{pad}  const i64 x0 = xe - xs == {width} || x_hi - x_lo < {width} ? xs : x_hi - {width};");
+        let _ = writeln!(r.out, "{pad}  const i64 xt = x0 + {width} < x_hi ? x0 + {width} : x_hi;");
+    }
     indent += 1;
     for (ci, chain) in chains.iter().enumerate() {
         let dtype = ctx.dtype(chain.top);
