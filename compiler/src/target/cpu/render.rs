@@ -96,10 +96,10 @@ pub fn render(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel {
     if let Some(ck) = super::upcast::render(p, k, unit) {
         return ck;
     }
-    render_generic(p, k)
+    render_generic(p, k, unit)
 }
 
-fn render_generic(p: &Program, k: &Kernel) -> CKernel {
+fn render_generic(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel {
     let ctx = &p.ctx;
     let mut args = vec![k.out];
     args.extend(p.kernel_inputs(k));
@@ -127,6 +127,7 @@ fn render_generic(p: &Program, k: &Kernel) -> CKernel {
     }
 
     let mut r = Renderer::new(ctx, &args, by_scope);
+    r.reduce_lanes = 2 * unit.lanes;
     let name = &k.name;
     header(p, name, &args, &mut r.out);
     let split = k.shape.iter().position(|&d| d > 1);
@@ -195,6 +196,8 @@ pub(super) struct Renderer<'a> {
     pub var_override: Option<(u32, String)>,
     /// Comparisons whose value is known in the loop being emitted (see [`super::peel`]).
     pub known: HashMap<N, bool>,
+    /// Partial results of an innermost reduction folded side by side (0: one at a time).
+    pub reduce_lanes: usize,
 }
 
 impl<'a> Renderer<'a> {
@@ -209,6 +212,7 @@ impl<'a> Renderer<'a> {
             suffix: String::new(),
             var_override: None,
             known: HashMap::new(),
+            reduce_lanes: 0,
         }
     }
 }
@@ -292,17 +296,17 @@ impl Renderer<'_> {
                     literal(c, d)
                 };
                 let _ = writeln!(self.out, "{pad}{t} {name} = {init};");
+                let lanes = self.reduce_lanes;
+                if lanes > 0 && extent >= 2 * lanes as u64 && self.reads_along(var, body) {
+                    self.emit_lane_reduction(n, op, var, extent, body, indent);
+                    self.names.insert(n, stored);
+                    return;
+                }
                 let _ = writeln!(self.out, "{pad}for (i64 v{var} = 0; v{var} < {extent}; v{var}++) {{");
                 let _ = writeln!(self.out, "{pad}  PL_REASSOC");
                 self.emit_scope(Some(var), indent + 1);
                 let b = self.value(body);
-                let step = match (op, is_f(d)) {
-                    (RedOp::Sum, _) => format!("{name} += {b};"),
-                    (RedOp::Prod, _) => format!("{name} *= {b};"),
-                    (RedOp::Max | RedOp::Min, true) => format!("{name} = {};", float_fold(op, d, &name, &b)),
-                    (RedOp::Max, false) => format!("{name} = {b} > {name} ? {b} : {name};"),
-                    (RedOp::Min, false) => format!("{name} = {b} < {name} ? {b} : {name};"),
-                };
+                let step = fold(op, d, &name, &b);
                 let _ = writeln!(self.out, "{pad}  {step}");
                 let _ = writeln!(self.out, "{pad}}}");
                 self.names.insert(n, stored);
@@ -385,11 +389,84 @@ impl Renderer<'_> {
 /// libgcc helper (`__truncdfhf2`) the loader does not provide.
 /// `max`/`min` of two floats of type `d`, NaN-propagating: single precision stays single (so a
 /// vectorized fold keeps 16 lanes, not 8 doubles), other widths go through double.
-pub(super) fn float_fold(op: RedOp, d: DType, a: &str, b: &str) -> String {
+fn float_fold(op: RedOp, d: DType, a: &str, b: &str) -> String {
     let f = if op == RedOp::Max { "pl_fmax" } else { "pl_fmin" };
     match d {
         DType::F32 => format!("{f}f({a}, {b})"),
         _ => narrow(d, format!("{f}({a}, {b})")),
+    }
+}
+
+/// `acc = acc op value` for a reduction of `op` over `d`.
+pub(super) fn fold(op: RedOp, d: DType, acc: &str, value: &str) -> String {
+    match (op, is_f(d)) {
+        (RedOp::Sum, _) => format!("{acc} += {value};"),
+        (RedOp::Prod, _) => format!("{acc} *= {value};"),
+        (RedOp::Max | RedOp::Min, true) => format!("{acc} = {};", float_fold(op, d, acc, value)),
+        (RedOp::Max, false) => format!("{acc} = {value} > {acc} ? {value} : {acc};"),
+        (RedOp::Min, false) => format!("{acc} = {value} < {acc} ? {value} : {acc};"),
+    }
+}
+
+impl Renderer<'_> {
+    /// Whether the innermost reduction over `var` reads every buffer it loads along `var` with
+    /// unit stride (a row of a softmax or a normalization): then its lanes vectorize.
+    fn reads_along(&self, var: u32, body: N) -> bool {
+        let order = self.ctx.toposort(&[body]);
+        if self.ctx.has_reduce(body) {
+            return false;
+        }
+        let free = free_vars(self.ctx, &order);
+        let loads: Vec<N> = order
+            .iter()
+            .copied()
+            .filter(|&n| matches!(self.ctx.op(n), Op::Load { .. }) && free[&n].contains(&var))
+            .collect();
+        !loads.is_empty()
+            && loads.iter().all(|&n| match *self.ctx.op(n) {
+                Op::Load { index, .. } => super::tile::coefficient(self.ctx, &free, index, var) == Some(1),
+                _ => false,
+            })
+    }
+
+    /// The reduction `n` over `var` with `reduce_lanes` partial results folded side by side (a loop
+    /// the C compiler vectorizes; sums are reassociated, as `PL_REASSOC` allows anyway), then the
+    /// remainder, then the lanes folded into `n`'s variable, already declared with the identity.
+    fn emit_lane_reduction(&mut self, n: N, op: RedOp, var: u32, extent: u64, body: N, indent: usize) {
+        let pad = "  ".repeat(indent);
+        let d = self.ctx.dtype(n);
+        let (t, lanes) = (ctype(d), self.reduce_lanes);
+        let name = format!("t{}", n.0);
+        let init = literal(self.ctx.reduce_identity_const(op, d).expect("identity"), d);
+        let nodes = self.by_scope.remove(&Some(var)).unwrap_or_default();
+        let full = extent / lanes as u64 * lanes as u64;
+        let _ = writeln!(self.out, "{pad}{t} {name}_l[{lanes}] __attribute__((aligned(64)));");
+        let _ = writeln!(self.out, "{pad}for (int l = 0; l < {lanes}; l++) {name}_l[l] = {init};");
+        let _ = writeln!(self.out, "{pad}for (i64 v{var}_0 = 0; v{var}_0 < {full}; v{var}_0 += {lanes}) {{");
+        let _ =
+            writeln!(self.out, "{pad}  PL_SIMD for (i64 v{var} = v{var}_0; v{var} < v{var}_0 + {lanes}; v{var}++) {{");
+        let names = self.names.clone();
+        for &m in &nodes {
+            self.emit(m, indent + 2);
+        }
+        let b = self.value(body);
+        let _ = writeln!(self.out, "{pad}    {}", fold(op, d, &format!("{name}_l[v{var} - v{var}_0]"), &b));
+        let _ = writeln!(self.out, "{pad}  }}");
+        let _ = writeln!(self.out, "{pad}}}");
+        self.names = names.clone();
+        let _ = writeln!(self.out, "{pad}for (i64 v{var} = {full}; v{var} < {extent}; v{var}++) {{");
+        for &m in &nodes {
+            self.emit(m, indent + 1);
+        }
+        let b = self.value(body);
+        let _ = writeln!(self.out, "{pad}  {}", fold(op, d, &name, &b));
+        let _ = writeln!(self.out, "{pad}}}");
+        self.names = names;
+        let _ = writeln!(
+            self.out,
+            "{pad}for (int l = 0; l < {lanes}; l++) {}",
+            fold(op, d, &name, &format!("{name}_l[l]"))
+        );
     }
 }
 

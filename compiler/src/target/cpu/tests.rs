@@ -73,19 +73,24 @@ fn elementwise_hoists_what_the_inner_loop_does_not_change() {
 }
 
 #[test]
-fn a_row_reduction_keeps_one_accumulator_per_output() {
+fn a_row_reduction_reads_its_rows_with_lanes_side_by_side() {
     let mut p = Program::new();
-    let x = p.input(0, DType::F32, &[4, 8]);
+    let x = p.input(0, DType::F32, &[4, 37]);
     let e = p.unary(UnOp::Exp, &x);
     let m = p.reduce(RedOp::Max, &e, &[1]);
     p.realize(&m, BufKind::Output(0), "rowmax");
     let src = render(&p, &p.kernels[0], SCALAR4).source;
-    // Max starts from -inf and folds with the NaN-propagating pl_fmaxf (single precision).
-    assert!(src.contains("float acc0[4] __attribute__((aligned(64)));") && src.contains("(-PL_INF)"), "{src}");
-    assert!(src.contains("= pl_fmaxf(acc0["), "{src}");
-    let red = line_of(&src, "< 8;");
+    // One row per output, read contiguously: 8 partial maxima (2 vectors of 4) side by side from
+    // -inf, folded with the NaN-propagating pl_fmaxf, then the last 5 elements, then the lanes.
+    let (row, lanes) = (line_of(&src, "< (i64)4LL * (part + 1) / nparts"), line_of(&src, "_l[8]"));
+    assert!(row < lanes && src.contains("_0 < 32;") && src.contains("_0 += 8)"), "{src}");
     let simd = line_of(&src, "PL_SIMD for");
-    assert!(red < simd, "the reduction runs outside the vectorized loop over outputs:\n{src}");
+    assert!(src[src.find("PL_SIMD for").unwrap()..].contains("_l[v"), "{src}");
+    assert!(src.contains("= 32; v") && src.contains("< 37; v"), "the remainder: {src}");
+    let fold =
+        src.lines().collect::<Vec<_>>().iter().rposition(|l| l.contains("for (int l = 0; l < 8; l++) t")).unwrap();
+    assert!(fold > simd && src.lines().nth(fold).unwrap().contains("_l[l])"), "{src}");
+    assert!(src.contains("= pl_fmaxf(") && src.contains("(-PL_INF)"), "{src}");
 }
 
 #[test]
@@ -221,6 +226,8 @@ fn tiles_are_sized_to_compute_the_fewest_points() {
     let width = |extent, overhang| Geometry::fit(16, 2, extent, overhang).map(Geometry::width);
     // 40 columns: three tiles of 16 (48 points) beat two of 32 (64).
     assert_eq!(width(40, false), Some(16));
+    // 6625 columns: 6656 points in tiles of 32 are within 1/8 of 6640 in tiles of 16.
+    assert_eq!(width(6625, false), Some(32));
     // 56: two of 32 or four of 16 compute 64 either way; the wider tile makes fewer passes.
     assert_eq!(width(56, false), Some(32));
     // 20 columns: a tile of 32 fits only where it may overhang the row.

@@ -145,14 +145,18 @@ impl Geometry {
         self.lanes * self.vectors
     }
 
-    /// The tile of at most `max_vectors` vectors that computes the fewest points over a row of
-    /// `extent` (ties: the widest, fewer passes). Without `overhang` a tile must fit in the row (the
-    /// last one shifts back); with it the last may reach past the end.
+    /// The widest tile of at most `max_vectors` vectors that computes at most 1/8 more points over a
+    /// row of `extent` than the tightest one (wider tiles share each broadcast weight among more
+    /// multiply-adds and pass over the reduction fewer times). Without `overhang` a tile must fit in
+    /// the row (the last one shifts back); with it the last may reach past the end.
     pub fn fit(lanes: usize, max_vectors: usize, extent: usize, overhang: bool) -> Option<Geometry> {
-        (1..=max_vectors)
+        let fits: Vec<Geometry> = (1..=max_vectors)
             .map(|vectors| Geometry { lanes, vectors })
             .filter(|g| overhang || g.width() <= extent)
-            .min_by_key(|g| (extent.div_ceil(g.width()) * g.width(), usize::MAX - g.vectors))
+            .collect();
+        let points = |g: &Geometry| extent.div_ceil(g.width()) * g.width();
+        let fewest = fits.iter().map(points).min()?;
+        fits.into_iter().filter(|g| 8 * points(g) <= 9 * fewest).max_by_key(|g| g.vectors)
     }
 }
 

@@ -25,7 +25,7 @@ use std::fmt::Write;
 
 use super::isa::VecUnit;
 use super::peel::{self, Peel};
-use super::render::{ctype, float_fold, free_vars, header, CKernel, Renderer};
+use super::render::{ctype, fold, free_vars, header, CKernel, Renderer};
 use super::tile;
 use crate::ir::{Op, RedOp, N};
 use crate::program::{Kernel, Program};
@@ -54,17 +54,6 @@ const MAX_VECTORS: usize = 4;
 
 /// The longest reduction that takes a register tile without a blocked variable.
 const MAX_UNBLOCKED_REDUCTION: u64 = 64;
-
-/// `acc op= value` for a reduction of `op` over `dtype`.
-fn fold_step(op: RedOp, dtype: pilot_core::DType, a: &str, b: &str) -> String {
-    match (op, dtype.is_float()) {
-        (RedOp::Sum, _) => format!("{a} += {b};"),
-        (RedOp::Prod, _) => format!("{a} *= {b};"),
-        (RedOp::Max | RedOp::Min, true) => format!("{a} = {};", float_fold(op, dtype, a, b)),
-        (RedOp::Max, false) => format!("{a} = {b} > {a} ? {b} : {a};"),
-        (RedOp::Min, false) => format!("{a} = {b} < {a} ? {b} : {a};"),
-    }
-}
 
 /// Renders `k` in this loop order, with register tiles sized for `unit`, or `None` when the kernel
 /// is not a chain of reductions this order applies to.
@@ -201,6 +190,29 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
         .iter()
         .any(|&n| matches!(*ctx.op(n), Op::Load { index, .. } if tile::coefficient(ctx, &free, index, vl) == Some(1)));
     if inner_extent > MAX_INNER && geometry.is_none() && !contiguous {
+        return None;
+    }
+    // A row reduction (softmax's max and sum, a norm's mean) reads along its reduction, not along the
+    // output: the generic loop nest reads each row contiguously with a vectorized reduction.
+    let innermost: HashSet<u32> = chains
+        .iter()
+        .filter_map(|c| match *ctx.op(*c.links.last().expect("a chain has a link")) {
+            Op::Reduce { var, .. } => Some(var),
+            _ => None,
+        })
+        .collect();
+    let streamed: Vec<N> = bodies
+        .iter()
+        .copied()
+        .filter(|&n| matches!(ctx.op(n), Op::Load { .. }) && innermost.iter().any(|&rv| uses(n, rv)))
+        .collect();
+    let coefficient_of = |n: N, v: u32| match *ctx.op(n) {
+        Op::Load { index, .. } => tile::coefficient(ctx, &free, index, v),
+        _ => None,
+    };
+    let along_reduction = streamed.iter().any(|&n| innermost.iter().any(|&rv| coefficient_of(n, rv) == Some(1)));
+    let along_output = streamed.iter().any(|&n| coefficient_of(n, vl) == Some(1));
+    if along_reduction && !along_output && geometry.is_none() {
         return None;
     }
     let reps: Vec<usize> = (0..if blocked_var.is_some() { block } else { 1 }).collect();
@@ -405,7 +417,7 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
                     r.emit(n, i);
                 }
                 let b = r.value(chain.body);
-                let _ = writeln!(r.out, "{}{}", "  ".repeat(i), fold_step(chain.op, dtype, &a, &b));
+                let _ = writeln!(r.out, "{}{}", "  ".repeat(i), fold(chain.op, dtype, &a, &b));
             });
             close_loops(&mut r, ind);
             if tiled.is_some() {
@@ -432,7 +444,7 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
             }
             let b = r.value(chain.body);
             let a = format!("{}[v{vl} - x0]", acc.replace('@', &r.suffix));
-            let _ = writeln!(r.out, "{pad_in}  {}", fold_step(chain.op, dtype, &a, &b));
+            let _ = writeln!(r.out, "{pad_in}  {}", fold(chain.op, dtype, &a, &b));
         }
         let _ = writeln!(r.out, "{pad_in}}}");
         if unroll.is_some() {
