@@ -51,6 +51,24 @@ def bench_ort(model, feeds, steps):
     return compile_s, times
 
 
+def pinned_model(model, pins):
+    """A copy of `model` with the pinned inputs' dimensions fixed: tinygrad's OnnxRunner refuses a
+    dynamic dimension (-1) even when the fed array has a definite shape."""
+    import tempfile
+
+    import onnx
+
+    m = onnx.load(model)
+    for i in m.graph.input:
+        if i.name in pins:
+            for d, v in zip(i.type.tensor_type.shape.dim, pins[i.name]):
+                d.ClearField("dim_param")
+                d.dim_value = v
+    path = os.path.join(tempfile.mkdtemp(prefix="pilot-bench-"), os.path.basename(model))
+    onnx.save(m, path)
+    return path
+
+
 def bench_tinygrad(model, feeds, steps):
     os.environ.setdefault("DEV", "CPU:LLVM")
     from tinygrad import Tensor, TinyJit
@@ -85,6 +103,8 @@ def main():
             n, d = a.split("=", 1)
             pins[n] = [int(x) for x in d.split("x")]
     feeds = inputs_for(model, pins)
+    if fw == "tinygrad" and pins:
+        model = pinned_model(model, pins)
     compile_s, times = (bench_ort if fw == "ort" else bench_tinygrad)(model, feeds, steps)
     print(json.dumps({
         "framework": fw, "model": os.path.basename(model), "compile_s": round(compile_s, 4),
