@@ -98,17 +98,19 @@ pub(super) fn emit(
     }
     let m = peel.cuts.len();
     let names = r.names.clone();
+    let known = r.known.clone();
     for seg in 0..=m {
         let lo = format!("s{v}_{seg}");
         let end = if seg == m { hi.clone() } else { format!("s{v}_{}", seg + 1) };
-        // In segment `seg`, cut i holds iff i >= seg.
-        r.known = peel.cuts.iter().enumerate().map(|(i, &(n, _))| (n, i >= seg)).collect();
+        // In segment `seg`, cut i holds iff i >= seg (on top of what enclosing loops know).
+        r.known = known.clone();
+        r.known.extend(peel.cuts.iter().enumerate().map(|(i, &(n, _))| (n, i >= seg)));
         r.names = names.clone();
         let _ = writeln!(r.out, "{pad}  {pragma}for (i64 v{v} = {lo}; v{v} < {end}; v{v}++) {{");
         body(r, indent + 2);
         let _ = writeln!(r.out, "{pad}  }}");
     }
-    r.known.clear();
+    r.known = known;
     r.names = names;
     let _ = writeln!(r.out, "{pad}}}");
 }

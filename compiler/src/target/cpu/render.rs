@@ -133,53 +133,89 @@ fn render_generic(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel
     let split = k.shape.iter().position(|&d| d > 1);
     let parts = split.map_or(1, |i| k.shape[i]) as u32;
     r.emit_scope(None, 1);
-    let mut indent = 1;
-    let flat = flat_index(k);
-    let last = k.vars.len().wrapping_sub(1);
-    for (i, (&v, &extent)) in k.vars.iter().zip(&k.shape).enumerate() {
-        let pad = "  ".repeat(indent);
-        let bounds = if Some(i) == split {
-            (format!("(i64){extent}LL * part / nparts"), format!("(i64){extent}LL * (part + 1) / nparts"))
-        } else {
-            ("0".to_string(), format!("{extent}"))
-        };
-        if i == last && extent > 1 && !ctx.has_reduce(k.expr) {
-            let nodes = r.by_scope.get(&Some(v)).cloned().unwrap_or_default();
-            if let Some(peel) = Peel::find(ctx, &free, &nodes, v) {
-                r.by_scope.remove(&Some(v));
-                let store = format!("b{}[{flat}]", k.out);
-                peel::emit(&mut r, &free, &peel, v, &bounds, indent, "", &mut |r, ind| {
-                    for &n in &nodes {
-                        r.emit(n, ind);
-                    }
-                    let value = r.value(k.expr);
-                    let _ = writeln!(r.out, "{}{store} = {value};", "  ".repeat(ind));
-                });
-                break;
+    let store = format!("b{}[{}]", k.out, flat_index(k));
+    if !ctx.has_reduce(k.expr) {
+        let nest = Nest { k, free: &free, split, store: &store };
+        nest.emit(&mut r, 0, 1, MAX_SEGMENTS);
+    } else {
+        let mut indent = 1;
+        for (i, (&v, &extent)) in k.vars.iter().zip(&k.shape).enumerate() {
+            let pad = "  ".repeat(indent);
+            if extent == 1 {
+                let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
+            } else {
+                let (lo, hi) = loop_bounds(extent, Some(i) == split);
+                let _ = writeln!(r.out, "{pad}for (i64 v{v} = {lo}; v{v} < {hi}; v{v}++) {{");
             }
+            indent += 1;
+            r.emit_scope(Some(v), indent);
+        }
+        let root = r.value(k.expr);
+        let _ = writeln!(r.out, "{}{store} = {root};", "  ".repeat(indent));
+        for i in (1..indent).rev() {
+            let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
+        }
+    }
+    r.out.push_str("}\n");
+    CKernel { name: name.clone(), source: r.out, args, parts }
+}
+
+/// The most loop copies peeling may make of an elementwise kernel's innermost body.
+const MAX_SEGMENTS: usize = 16;
+
+/// The C bounds of a loop over `extent`, split into `nparts` parts when `split`.
+fn loop_bounds(extent: usize, split: bool) -> (String, String) {
+    if split {
+        (format!("(i64){extent}LL * part / nparts"), format!("(i64){extent}LL * (part + 1) / nparts"))
+    } else {
+        ("0".to_string(), format!("{extent}"))
+    }
+}
+
+/// The loop nest of an elementwise kernel, each loop peeled where comparisons of its variable guard
+/// the body ([`Peel`]): a concatenation's channel loop splits by source, a padded copy's row and
+/// column loops into border and interior, so the innermost loop runs without the guards.
+struct Nest<'k> {
+    k: &'k Kernel,
+    free: &'k HashMap<N, Vec<u32>>,
+    split: Option<usize>,
+    store: &'k str,
+}
+
+impl Nest<'_> {
+    /// Loops `i..` at `indent`, at most `segments` copies of the innermost body.
+    fn emit(&self, r: &mut Renderer<'_>, i: usize, indent: usize, segments: usize) {
+        let pad = "  ".repeat(indent);
+        let Some((&v, &extent)) = self.k.vars.get(i).zip(self.k.shape.get(i)) else {
+            let root = r.value(self.k.expr);
+            let _ = writeln!(r.out, "{pad}{} = {root};", self.store);
+            return;
+        };
+        let nodes = r.by_scope.get(&Some(v)).cloned().unwrap_or_default();
+        let bounds = loop_bounds(extent, Some(i) == self.split);
+        let peel =
+            (extent > 1).then(|| Peel::find(r.ctx, self.free, &nodes, v)).flatten().filter(|p| p.cuts.len() < segments);
+        if let Some(peel) = peel {
+            let inner = segments / (peel.cuts.len() + 1);
+            peel::emit(r, self.free, &peel, v, &bounds, indent, "", &mut |r, ind| {
+                for &n in &nodes {
+                    r.emit(n, ind);
+                }
+                self.emit(r, i + 1, ind, inner);
+            });
+            return;
         }
         if extent == 1 {
             let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
         } else {
-            let (lo, hi) = &bounds;
-            let _ = writeln!(r.out, "{pad}for (i64 v{v} = {lo}; v{v} < {hi}; v{v}++) {{");
+            let _ = writeln!(r.out, "{pad}for (i64 v{v} = {}; v{v} < {}; v{v}++) {{", bounds.0, bounds.1);
         }
-        indent += 1;
-        r.emit_scope(Some(v), indent);
-        if i == last {
-            let root = r.value(k.expr);
-            let _ = writeln!(r.out, "{}b{}[{flat}] = {root};", "  ".repeat(indent), k.out);
+        for &n in &nodes {
+            r.emit(n, indent + 1);
         }
+        self.emit(r, i + 1, indent + 1, segments);
+        let _ = writeln!(r.out, "{pad}}}");
     }
-    if k.vars.is_empty() {
-        let root = r.value(k.expr);
-        let _ = writeln!(r.out, "  b{}[{flat}] = {root};", k.out);
-    }
-    for i in (1..indent).rev() {
-        let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
-    }
-    r.out.push_str("}\n");
-    CKernel { name: name.clone(), source: r.out, args, parts }
 }
 
 pub(super) struct Renderer<'a> {

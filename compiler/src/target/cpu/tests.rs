@@ -275,3 +275,21 @@ fn a_tile_overhangs_a_row_only_where_its_reads_stay_in_the_buffer() {
     assert!(!conv(0).contains("x0 = xs, xt = xs + 32;"), "{}", conv(0));
     assert!(conv(2).contains("x0 = xs, xt = xs + 32;"), "{}", conv(2));
 }
+
+#[test]
+fn a_concatenation_peels_its_outer_loop_by_source() {
+    // Channels 0..2 from `a`, 2..5 from `b`: the channel loop splits in two, and in each segment only
+    // that source's load remains.
+    let mut p = Program::new();
+    let a = p.input(0, DType::F32, &[2, 40]);
+    let b = p.input(1, DType::F32, &[3, 40]);
+    let pa = p.pad(&a, &[0, 0], &[3, 0], 0.0);
+    let pb = p.pad(&b, &[2, 0], &[0, 0], 0.0);
+    let cat = p.binary(BinOp::Add, &pa, &pb);
+    p.realize(&cat, BufKind::Output(0), "cat");
+    let src = render(&p, &p.kernels[0], SCALAR4).source;
+    let channel_loops = src.lines().filter(|l| l.contains("for (i64") && l.contains("= s")).count();
+    assert_eq!(channel_loops, 2, "channels below 2, then the rest: {src}");
+    assert!(!src.contains("< 2LL;"), "the channel comparison is known in every segment: {src}");
+    assert!(src.contains("!(((u8)1))") && src.contains("!(((u8)0))"), "{src}");
+}
