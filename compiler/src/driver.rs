@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use pilot_core::artifact::PinnedInput;
-use pilot_core::Target;
+use pilot_core::{Backend, Target};
 
 use crate::artifact::{self, ModelInfo};
 use crate::error::{CompileError, Result};
 use crate::lower::image::ImageMode;
+use crate::lower::winograd::Policy;
 use crate::lower::{budget, lower_pinned, pin, Port};
 use crate::target::cl::ClOptions;
 use crate::target::{self, Gates};
@@ -126,7 +127,11 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
     let images =
         opts.target.image.then_some(ImageMode { float16: opts.target.float16, max_width: opts.cl.max_image_width });
     let limits = budget::Limits { max_memory: opts.max_memory };
-    let mut lowered = lower_pinned(&m, &opts.shapes, &opts.consts, images, limits)?;
+    let winograd = match opts.target.backend {
+        Backend::Cpu => Policy::for_cpu().map_err(CompileError::Graph)?,
+        _ => Policy::Off,
+    };
+    let mut lowered = lower_pinned(&m, &opts.shapes, &opts.consts, images, limits, winograd)?;
     budget::check_planned(&lowered.program, limits).map_err(CompileError::Graph)?;
     let kernels = lowered.program.kernels.len();
     if let Some(expected) = opts.allowed_kernel_count {
