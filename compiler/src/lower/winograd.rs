@@ -1,17 +1,25 @@
-//! Winograd convolutions F(m×m, 3×3) for 3×3, stride-1, undilated, ungrouped float32 convolutions
-//! with constant weights (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2015):
+//! Winograd convolutions for 3×3, stride-1, undilated, ungrouped float32 convolutions with constant
+//! weights, on the CPU target: F(m, 3) along the rows (Lavin & Gray, "Fast Algorithms for
+//! Convolutional Neural Networks", 2015), the three column taps direct.
 //!
 //! ```text
-//! V[t, ci, n, ty, tx] = Σ_a Σ_b Bᵀ[ξ,a] Bᵀ[ν,b] · x_padded[n, ci, ty·m + a, tx·m + b]    (input transform)
-//! M[t, co, p]         = Σ_ci U[t, co, ci] · V[t, ci, p]     p = (n, ty, tx) flattened   (batched matmul)
-//! y[n, co, oy, ox]    = Σ_ξ Σ_ν Aᵀ[oy%m, ξ] Aᵀ[ox%m, ν] · M[t, co, p(n, oy/m, ox/m)]   (output transform)
+//! V[ξ, ci, n, ty, col] = Σ_a Bᵀ[ξ, a] · x_padded[n, ci, ty·m + a, col]                (input transform)
+//! M[ξ, co, q]          = Σ_ci Σ_kx U[ξ, co, ci, kx] · V[ξ, ci, q + kx]                 (α convolutions 1×3)
+//! y[n, co, oy, ox]     = Σ_ξ Aᵀ[oy % m, ξ] · M[ξ, co, (n·th + oy/m)·wp + ox]          (output transform)
 //! ```
 //!
-//! with `t = ξ·α + ν` over the α = m + 2 transformed positions and `U = G·g·Gᵀ` the weights transformed
-//! at compile time (in f64). The matmul has the shape of a 1×1 convolution, which the CPU back end
-//! renders as register tiles; it does (α/m)²/9 of the direct convolution's multiply-adds (0.44 for
-//! F(2×2), 0.25 for F(4×4)). The output transform stays lazy: bias, normalization, activation and a
-//! residual add fuse into it like into a direct convolution.
+//! over the α = m + 2 transformed rows ξ, with `U = G·g` the weights transformed at compile time (in
+//! f64) and `q` running over the padded rows of width `wp` back to back: the matmul's inner loop
+//! never breaks at a row end (the two columns past each row are computed and never read). It does
+//! 3α/(9m) of the direct convolution's multiply-adds (½ for F(4, 3), 4/9 for F(6, 3)) on the
+//! register tiles of a 1×3 convolution; every access is contiguous along the rows, and the output
+//! transform is a lazy elementwise expression, so the bias, normalization, activation and residual
+//! add fuse with it into the convolution's consumer.
+//!
+//! Why one dimension: the 2-D F(2×2, 3×3) (tried first) saves more on paper, but its transforms
+//! gather along the rows (tiles interleave the output columns) and cost as much as the saving; in one
+//! dimension they are plain row operations. The rounding error is that of one transform: under 1e-5
+//! scaled on random convolutions for F(4, 3) and F(6, 3) alike.
 
 use std::collections::HashMap;
 
@@ -34,7 +42,8 @@ pub enum Policy {
     Off,
     /// Where [`rule`] says it is faster than the direct convolution on the CPU.
     Measured,
-    /// Every eligible convolution (`PILOT_WINOGRAD=1`, for testing).
+    /// Every eligible convolution, by the algorithm with the fewest multiply-adds (`PILOT_WINOGRAD=1`,
+    /// for testing).
     All,
 }
 
@@ -60,8 +69,8 @@ impl Policy {
     }
 }
 
-/// A Winograd algorithm F(m×m, 3×3): its output tile `m` and the matrices Bᵀ (α×α), G (α×3), Aᵀ
-/// (m×α), row-major.
+/// A Winograd algorithm F(m, 3): its output tile `m` and the matrices Bᵀ (α×α), G (α×3), Aᵀ (m×α),
+/// row-major, α = m + 2.
 pub struct Algorithm {
     pub m: usize,
     bt: &'static [f64],
@@ -75,28 +84,7 @@ impl Algorithm {
     }
 }
 
-/// F(2×2, 3×3): interpolation points 0, ±1, ∞; the transforms only add and subtract.
-pub const F2: Algorithm = Algorithm {
-    m: 2,
-    bt: &[
-        1.0, 0.0, -1.0, 0.0, //
-        0.0, 1.0, 1.0, 0.0, //
-        0.0, -1.0, 1.0, 0.0, //
-        0.0, 1.0, 0.0, -1.0,
-    ],
-    g: &[
-        1.0, 0.0, 0.0, //
-        0.5, 0.5, 0.5, //
-        0.5, -0.5, 0.5, //
-        0.0, 0.0, 1.0,
-    ],
-    at: &[
-        1.0, 1.0, 1.0, 0.0, //
-        0.0, 1.0, -1.0, -1.0,
-    ],
-};
-
-/// F(4×4, 3×3): interpolation points 0, ±1, ±2, ∞.
+/// F(4, 3): interpolation points 0, ±1, ±2, ∞.
 pub const F4: Algorithm = Algorithm {
     m: 4,
     bt: &[
@@ -135,11 +123,88 @@ pub const F4: Algorithm = Algorithm {
     ],
 };
 
+/// F(6, 3): interpolation points 0, ±1, ±2, ±½, ∞.
+pub const F6: Algorithm = Algorithm {
+    m: 6,
+    bt: &[
+        1.0, 0.0, -5.25, 0.0, 5.25, 0.0, -1.0, 0.0, //
+        0.0, 1.0, 1.0, -4.25, -4.25, 1.0, 1.0, 0.0, //
+        0.0, -1.0, 1.0, 4.25, -4.25, -1.0, 1.0, 0.0, //
+        0.0, 0.5, 0.25, -2.5, -1.25, 2.0, 1.0, 0.0, //
+        0.0, -0.5, 0.25, 2.5, -1.25, -2.0, 1.0, 0.0, //
+        0.0, 2.0, 4.0, -2.5, -5.0, 0.5, 1.0, 0.0, //
+        0.0, -2.0, 4.0, 2.5, -5.0, -0.5, 1.0, 0.0, //
+        0.0, -1.0, 0.0, 5.25, 0.0, -5.25, 0.0, 1.0,
+    ],
+    g: &[
+        1.0,
+        0.0,
+        0.0,
+        -2.0 / 9.0,
+        -2.0 / 9.0,
+        -2.0 / 9.0,
+        -2.0 / 9.0,
+        2.0 / 9.0,
+        -2.0 / 9.0,
+        1.0 / 90.0,
+        1.0 / 45.0,
+        2.0 / 45.0,
+        1.0 / 90.0,
+        -1.0 / 45.0,
+        2.0 / 45.0,
+        32.0 / 45.0,
+        16.0 / 45.0,
+        8.0 / 45.0,
+        32.0 / 45.0,
+        -16.0 / 45.0,
+        8.0 / 45.0,
+        0.0,
+        0.0,
+        1.0,
+    ],
+    at: &[
+        1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, //
+        0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 0.0, //
+        0.0, 1.0, 1.0, 4.0, 4.0, 0.25, 0.25, 0.0, //
+        0.0, 1.0, -1.0, 8.0, -8.0, 0.125, -0.125, 0.0, //
+        0.0, 1.0, 1.0, 16.0, 16.0, 0.0625, 0.0625, 0.0, //
+        0.0, 1.0, -1.0, 32.0, -32.0, 0.03125, -0.03125, 1.0,
+    ],
+};
+
+/// Multiply-adds per output pixel and input-output channel pair of `alg`'s matmul for an `oh`×`ow`
+/// output, counting the rows of a last partial tile and the two columns computed past each row
+/// (the direct convolution does 9).
+pub fn macs(alg: &Algorithm, oh: usize, ow: usize) -> f64 {
+    let rows = (oh.div_ceil(alg.m) * alg.m) as f64 / oh as f64;
+    let cols = (ow + 2) as f64 / ow as f64;
+    (3 * alg.alpha()) as f64 / alg.m as f64 * rows * cols
+}
+
+/// The algorithm with the fewest multiply-adds for an `oh`×`ow` output (F(4, 3) on ties: its
+/// rounding error is the smaller), and that count.
+fn fastest(oh: usize, ow: usize) -> (&'static Algorithm, f64) {
+    let f4 = (&F4, macs(&F4, oh, ow));
+    let f6 = (&F6, macs(&F6, oh, ow));
+    if f6.1 < f4.1 {
+        f6
+    } else {
+        f4
+    }
+}
+
 /// The algorithm for a convolution of `cin` → `cout` channels over an `oh`×`ow` output, or `None`
 /// where the direct convolution is faster.
+///
+/// Measured on Zen 4 (AVX-512), one thread, single convolutions with a ReLU: the transforms move
+/// about (cin + cout)·α/m values per output pixel through memory while the matmul saves
+/// cin·cout·(9 − macs) multiply-adds, so what decides is cin·cout/(cin + cout). At 16 (32→32,
+/// 120×180) Winograd ties; at 19 (96→24) it wins at 64×128 only and loses up to 2× at 8×16; from 32
+/// (64→64 and up) it takes 0.6–0.85 of the direct time, so long as it saves a third of the
+/// multiply-adds (partial tiles of small outputs eat the saving).
 pub fn rule(cin: usize, cout: usize, oh: usize, ow: usize) -> Option<&'static Algorithm> {
-    let _ = (cin, cout, oh, ow);
-    Some(&F2)
+    let (alg, macs) = fastest(oh, ow);
+    (cin * cout >= 32 * (cin + cout) && macs <= 6.0).then_some(alg)
 }
 
 /// Whether a convolution has the shape the Winograd path computes: float32, 2-D, 3×3 kernel,
@@ -155,45 +220,28 @@ pub(super) fn eligible(dtype: DType, weight_shape: &[usize], w: &Window, groups:
         && w.pad_lo.iter().chain(&w.pad_hi).all(|&p| p >= 0)
 }
 
-/// Tiles of `alg` covering the `out` output (rows, columns).
-pub fn tiles(alg: &Algorithm, out: &[usize]) -> (usize, usize) {
-    (out[0].div_ceil(alg.m), out[1].div_ceil(alg.m))
-}
-
 /// The padding of the input the input transform reads (`lo`, `hi` per spatial axis): the
-/// convolution's own, widened at the end so that every tile's α×α window is inside.
+/// convolution's own, with rows added at the bottom so that every tile's α rows are inside.
 pub(super) fn input_padding(alg: &Algorithm, input: &[usize], w: &Window) -> (Vec<i64>, Vec<i64>) {
-    let (th, tw) = tiles(alg, &w.out);
-    let need = [th * alg.m + 2, tw * alg.m + 2];
-    let hi = (0..2).map(|i| need[i] as i64 - input[i] as i64 - w.pad_lo[i]).collect();
+    let rows = w.out[0].div_ceil(alg.m) * alg.m + 2;
+    let hi = vec![rows as i64 - input[0] as i64 - w.pad_lo[0], w.pad_hi[1]];
     (w.pad_lo.clone(), hi)
 }
 
-/// `U[t, co, ci] = (G·g[co, ci]·Gᵀ)[ξ, ν]` for weights `g: [cout, cin, 3, 3]`, computed in f64.
+/// `U[ξ, co, ci, kx] = Σ_ky G[ξ, ky] · g[co, ci, ky, kx]` for weights `g: [cout, cin, 3, 3]`,
+/// computed in f64.
 pub fn transform_weights(alg: &Algorithm, g: &Tensor) -> Tensor {
     let (cout, cin) = (g.shape[0], g.shape[1]);
     let a = alg.alpha();
     let w = g.to_f64();
-    let mut u = vec![0.0; a * a * cout * cin];
-    for co in 0..cout {
-        for ci in 0..cin {
-            let k = &w[(co * cin + ci) * 9..][..9];
-            // gk = G·k (α×3), then G·k·Gᵀ (α×α).
-            let mut gk = vec![0.0; a * 3];
-            for i in 0..a {
-                for j in 0..3 {
-                    gk[i * 3 + j] = (0..3).map(|r| alg.g[i * 3 + r] * k[r * 3 + j]).sum();
-                }
-            }
-            for xi in 0..a {
-                for nu in 0..a {
-                    let v: f64 = (0..3).map(|j| gk[xi * 3 + j] * alg.g[nu * 3 + j]).sum();
-                    u[((xi * a + nu) * cout + co) * cin + ci] = v;
-                }
-            }
+    let mut u = vec![0.0; a * cout * cin * 3];
+    for xi in 0..a {
+        for (k, out) in u[xi * cout * cin * 3..][..cout * cin * 3].iter_mut().enumerate() {
+            let (cc, kx) = (k / 3, k % 3);
+            *out = (0..3).map(|ky| alg.g[xi * 3 + ky] * w[cc * 9 + ky * 3 + kx]).sum();
         }
     }
-    Tensor::from_f64(DType::F32, vec![a * a, cout, cin], &u)
+    Tensor::from_f64(DType::F32, vec![a, cout, cin, 3], &u)
 }
 
 /// The Winograd convolution of node `c` (weights input 1), when the lowering's policy picks it for
@@ -212,7 +260,7 @@ pub(super) fn lower(
     }
     let (cin, cout) = (x.shape[1], wt.shape[0]);
     let alg = match policy {
-        Policy::All => &F2,
+        Policy::All => fastest(w.out[0], w.out[1]).0,
         _ => match rule(cin, cout, w.out[0], w.out[1]) {
             Some(alg) => alg,
             None => return Ok(None),
@@ -220,10 +268,9 @@ pub(super) fn lower(
     };
     let g = c.const_input(1)?;
     let (lo, hi) = input_padding(alg, &x.shape[2..], w);
-    // Each input element feeds about (α/m)² transformed tiles of α² positions.
-    let reuse = (alg.alpha() * alg.alpha()) as f64;
-    // Stored split by column phase (stride m), the input transform reads its rows contiguously.
-    let xp = c.windowed_input(x, &lo, &hi, 0.0, reuse, alg.m);
+    // Each input row is read by the α/m tiles that overlap it, α times each.
+    let reuse = (alg.alpha() * alg.alpha()) as f64 / alg.m as f64;
+    let xp = c.windowed_input(x, &lo, &hi, 0.0, reuse, 1);
     let name = c.node.name.clone();
     Ok(Some(conv(c.p(), alg, &xp, transform_weights(alg, &g), bias, &w.out, &name)))
 }
@@ -234,11 +281,15 @@ fn read(p: &mut Program, x: &Lazy, at: &[N]) -> N {
     substitute(&mut p.ctx, x.expr, &map, None)
 }
 
+/// A constant table of `shape`.
+fn table(p: &mut Program, shape: Vec<usize>, values: &[f64]) -> Lazy {
+    p.constant(Tensor::from_f64(DType::F32, shape, values))
+}
+
 /// The convolution `y = conv(x, g) (+ bias)` by `alg`, for `xp` the input padded by
-/// [`input_padding`] (shape `[n, cin, th·m + 2, tw·m + 2]`), `u` the weights by
+/// [`input_padding`] (shape `[n, cin, th·m + 2, out[1] + 2]`), `u` the weights by
 /// [`transform_weights`] and `out` the output's spatial size. The input transform and the matmul
-/// and the output transform are realized (named after `name`), the output transform with the bias;
-/// the result is a view of it.
+/// are realized (named after `name`); the output transform is returned lazy.
 pub fn conv(
     p: &mut Program,
     alg: &Algorithm,
@@ -251,92 +302,73 @@ pub fn conv(
     let (m, a) = (alg.m, alg.alpha());
     let (n, cin) = (xp.shape[0], xp.shape[1]);
     let cout = u.shape[1];
-    let (th, tw) = tiles(alg, out);
-    let tiles_all = n * th * tw;
-    let table = |p: &mut Program, shape: Vec<usize>, v: Vec<f64>| p.constant(Tensor::from_f64(DType::F32, shape, &v));
+    let th = out[0].div_ceil(m);
+    let wp = xp.shape[3];
+    debug_assert_eq!((xp.shape[2], wp), (th * m + 2, out[1] + 2), "the input is padded for whole tiles");
 
-    // Input transform: V[t, ci, n, ty, tx], the inner loop along tx.
-    let coef: Vec<f64> = (0..a * a * a * a)
-        .map(|i| {
-            let (t, ab) = (i / (a * a), i % (a * a));
-            alg.bt[(t / a) * a + ab / a] * alg.bt[(t % a) * a + ab % a]
-        })
-        .collect();
-    let bb = table(p, vec![a * a, a, a], coef);
-    let vshape = [a * a, cin, n, th, tw];
+    // Input transform: V[ξ, ci, n, ty, col], the inner loop along the columns.
+    let bt = table(p, vec![a, a], alg.bt);
+    let vshape = [a, cin, n, th, wp];
     let vars = p.ctx.fresh_vars(&vshape);
-    let (ra, rb) = (p.ctx.fresh_var(a as u64), p.ctx.fresh_var(a as u64));
-    let [vt, vci, vn, vty, vtx] = [0, 1, 2, 3, 4].map(|i| p.ctx.var(vars[i]));
-    let (rav, rbv) = (p.ctx.var(ra), p.ctx.var(rb));
+    let ra = p.ctx.fresh_var(a as u64);
+    let [vxi, vci, vn, vty, vcol] = [0, 1, 2, 3, 4].map(|i| p.ctx.var(vars[i]));
+    let rav = p.ctx.var(ra);
     let row = p.ctx.mul_i(vty, m as i64);
     let row = p.ctx.add(row, rav);
-    let col = p.ctx.mul_i(vtx, m as i64);
-    let col = p.ctx.add(col, rbv);
-    let xv = read(p, xp, &[vn, vci, row, col]);
-    let cv = read(p, &bb, &[vt, rav, rbv]);
+    let xv = read(p, xp, &[vn, vci, row, vcol]);
+    let cv = read(p, &bt, &[vxi, rav]);
     let body = p.ctx.mul(cv, xv);
-    let body = p.ctx.reduce(RedOp::Sum, rb, a as u64, body);
     let body = p.ctx.reduce(RedOp::Sum, ra, a as u64, body);
     let v = Lazy { dtype: DType::F32, shape: vshape.to_vec(), vars, expr: body };
     p.realize(&v, BufKind::Scratch, &format!("{name}_wino_in"));
     let vbuf = p.kernels.last().expect("just realized").out;
-    let v = p.view_buf(vbuf, &[a * a, cin, tiles_all]);
+    let rows = n * th * wp;
+    let v = p.view_buf(vbuf, &[a, cin, rows]);
 
-    // Batched matmul: M[t, co, p], the inner loop along the tiles p.
+    // α convolutions 1×3 over the transformed rows laid end to end: M[ξ, co, q].
+    let q_len = rows - 2;
     let u = p.constant(u);
-    let mshape = [a * a, cout, tiles_all];
+    let mshape = [a, cout, q_len];
     let vars = p.ctx.fresh_vars(&mshape);
-    let rci = p.ctx.fresh_var(cin as u64);
-    let [mt, mco, mp] = [0, 1, 2].map(|i| p.ctx.var(vars[i]));
-    let rciv = p.ctx.var(rci);
-    let uv = read(p, &u, &[mt, mco, rciv]);
-    let vv = read(p, &v, &[mt, rciv, mp]);
-    let body = p.ctx.mul(uv, vv);
+    let (rci, rkx) = (p.ctx.fresh_var(cin as u64), p.ctx.fresh_var(3));
+    let [mxi, mco, mq] = [0, 1, 2].map(|i| p.ctx.var(vars[i]));
+    let (rciv, rkxv) = (p.ctx.var(rci), p.ctx.var(rkx));
+    let uv = read(p, &u, &[mxi, mco, rciv, rkxv]);
+    let col = p.ctx.add(mq, rkxv);
+    let vv = read(p, &v, &[mxi, rciv, col]);
+    let body = p.ctx.mul(vv, uv);
+    let body = p.ctx.reduce(RedOp::Sum, rkx, 3, body);
     let body = p.ctx.reduce(RedOp::Sum, rci, cin as u64, body);
     let mm = Lazy { dtype: DType::F32, shape: mshape.to_vec(), vars, expr: body };
     let mm = p.realize(&mm, BufKind::Scratch, &format!("{name}_wino_mm"));
 
-    // Output transform, into the rows split by column phase: yp[n, co, oy, j, tx] = y[n, co, oy,
-    // tx·m + j], so that its inner loop (along tx) reads the matmul's tiles contiguously.
-    let coef: Vec<f64> = (0..m * m * a * a)
-        .map(|i| {
-            let (ij, t) = (i / (a * a), i % (a * a));
-            alg.at[(ij / m) * a + t / a] * alg.at[(ij % m) * a + t % a]
-        })
-        .collect();
-    let aa = table(p, vec![m, m, a, a], coef);
-    let pshape = [n, cout, out[0], m, tw];
-    let vars = p.ctx.fresh_vars(&pshape);
-    let (rxi, rnu) = (p.ctx.fresh_var(a as u64), p.ctx.fresh_var(a as u64));
-    let [yn, yco, yoy, yj, ytx] = [0, 1, 2, 3, 4].map(|i| p.ctx.var(vars[i]));
-    let (rxiv, rnuv) = (p.ctx.var(rxi), p.ctx.var(rnu));
-    let t = p.ctx.mul_i(rxiv, a as i64);
-    let t = p.ctx.add(t, rnuv);
-    let ty = p.ctx.div_i(yoy, m as i64);
-    let tile = p.ctx.mul_i(yn, (th * tw) as i64);
-    let trow = p.ctx.mul_i(ty, tw as i64);
-    let tile = p.ctx.add(tile, trow);
-    let tile = p.ctx.add(tile, ytx);
-    let mv = read(p, &mm, &[t, yco, tile]);
+    // Output transform: a sum of α terms, lazy.
+    let at = table(p, vec![m, a], alg.at);
+    let yshape = vec![n, cout, out[0], out[1]];
+    let vars = p.ctx.fresh_vars(&yshape);
+    let [yn, yco, yoy, yox] = [0, 1, 2, 3].map(|i| p.ctx.var(vars[i]));
     let i = p.ctx.rem_i(yoy, m as i64);
-    let av = read(p, &aa, &[i, yj, rxiv, rnuv]);
-    let body = p.ctx.mul(av, mv);
-    let body = p.ctx.reduce(RedOp::Sum, rnu, a as u64, body);
-    let mut expr = p.ctx.reduce(RedOp::Sum, rxi, a as u64, body);
+    let ty = p.ctx.div_i(yoy, m as i64);
+    let tile = p.ctx.mul_i(yn, th as i64);
+    let tile = p.ctx.add(tile, ty);
+    let q = p.ctx.mul_i(tile, wp as i64);
+    let q = p.ctx.add(q, yox);
+    let mut expr = None;
+    for xi in 0..a {
+        let xin = p.ctx.int(xi as i64);
+        let mv = read(p, &mm, &[xin, yco, q]);
+        let av = read(p, &at, &[i, xin]);
+        let term = p.ctx.mul(av, mv);
+        expr = Some(match expr {
+            Some(e) => p.ctx.add(e, term),
+            None => term,
+        });
+    }
+    let mut expr = expr.expect("α > 0 terms");
     if let Some(b) = bias {
         let bv = read(p, b, &[yco]);
         expr = p.ctx.add(expr, bv);
     }
-    let yp = Lazy { dtype: DType::F32, shape: pshape.to_vec(), vars, expr };
-    let yp = p.realize(&yp, BufKind::Scratch, &format!("{name}_wino_out"));
-
-    // y as a view of yp: whatever follows the convolution fuses into its consumer.
-    let yshape = vec![n, cout, out[0], out[1]];
-    let vars = p.ctx.fresh_vars(&yshape);
-    let [yn, yco, yoy, yox] = [0, 1, 2, 3].map(|i| p.ctx.var(vars[i]));
-    let j = p.ctx.rem_i(yox, m as i64);
-    let tx = p.ctx.div_i(yox, m as i64);
-    let expr = read(p, &yp, &[yn, yco, yoy, j, tx]);
     Lazy { dtype: DType::F32, shape: yshape, vars, expr }
 }
 
