@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! V[ξ, ci, n, ty, col] = Σ_a Bᵀ[ξ, a] · x_padded[n, ci, ty·m + a, col]                (input transform)
-//! M[ξ, co, q]          = Σ_ci Σ_kx U[ξ, co, ci, kx] · V[ξ, ci, q + kx]                 (α convolutions 1×3)
+//! M[ξ, co, q]          = Σ_kx Σ_ci U[ξ, co, kx, ci] · V[ξ, ci, q + kx]                 (α convolutions 1×3)
 //! y[n, co, oy, ox]     = Σ_ξ Aᵀ[oy % m, ξ] · M[ξ, co, (n·th + oy/m)·wp + ox]          (output transform)
 //! ```
 //!
@@ -196,15 +196,18 @@ fn fastest(oh: usize, ow: usize) -> (&'static Algorithm, f64) {
 /// The algorithm for a convolution of `cin` → `cout` channels over an `oh`×`ow` output, or `None`
 /// where the direct convolution is faster.
 ///
-/// Measured on Zen 4 (AVX-512), one thread, single convolutions with a ReLU: the transforms move
-/// about (cin + cout)·α/m values per output pixel through memory while the matmul saves
-/// cin·cout·(9 − macs) multiply-adds, so what decides is cin·cout/(cin + cout). At 16 (32→32,
-/// 120×180) Winograd ties; at 19 (96→24) it wins at 64×128 only and loses up to 2× at 8×16; from 32
-/// (64→64 and up) it takes 0.6–0.85 of the direct time, so long as it saves a third of the
-/// multiply-adds (partial tiles of small outputs eat the saving).
+/// Measured on Zen 4 (AVX-512), one thread, single convolutions with a ReLU, against the direct
+/// convolution: the transforms move about (cin + cout)·α/m values per output pixel through memory
+/// while the matmul saves cin·cout·(9 − macs) multiply-adds, so what decides is
+/// cin·cout/(cin + cout): at 8 (16→16, 120×180) Winograd ties, at 16 (32→32) it takes 0.8 of the
+/// time, at 19 (96→24) 0.83–0.95 and from 32 (64→64 and up) 0.45–0.6. Under about a million
+/// channel-pixel products (96→24 at 8×16) the fixed costs of two more kernels make it lose, and it
+/// must save a third of the multiply-adds (partial tiles of small outputs eat the saving).
 pub fn rule(cin: usize, cout: usize, oh: usize, ow: usize) -> Option<&'static Algorithm> {
     let (alg, macs) = fastest(oh, ow);
-    (cin * cout >= 32 * (cin + cout) && macs <= 6.0).then_some(alg)
+    let wide = cin * cout >= 16 * (cin + cout);
+    let large = cin * cout * oh * ow >= 1 << 20;
+    (wide && large && macs <= 6.0).then_some(alg)
 }
 
 /// Whether a convolution has the shape the Winograd path computes: float32, 2-D, 3×3 kernel,
@@ -228,20 +231,18 @@ pub(super) fn input_padding(alg: &Algorithm, input: &[usize], w: &Window) -> (Ve
     (w.pad_lo.clone(), hi)
 }
 
-/// `U[ξ, co, ci, kx] = Σ_ky G[ξ, ky] · g[co, ci, ky, kx]` for weights `g: [cout, cin, 3, 3]`,
-/// computed in f64.
+/// `U[ξ, co, kx, ci] = Σ_ky G[ξ, ky] · g[co, ci, ky, kx]` for weights `g: [cout, cin, 3, 3]`,
+/// computed in f64 (`ci` last: the matmul's innermost loop runs along it).
 pub fn transform_weights(alg: &Algorithm, g: &Tensor) -> Tensor {
     let (cout, cin) = (g.shape[0], g.shape[1]);
     let a = alg.alpha();
     let w = g.to_f64();
-    let mut u = vec![0.0; a * cout * cin * 3];
-    for xi in 0..a {
-        for (k, out) in u[xi * cout * cin * 3..][..cout * cin * 3].iter_mut().enumerate() {
-            let (cc, kx) = (k / 3, k % 3);
-            *out = (0..3).map(|ky| alg.g[xi * 3 + ky] * w[cc * 9 + ky * 3 + kx]).sum();
-        }
+    let mut u = vec![0.0; a * cout * 3 * cin];
+    for (i, out) in u.iter_mut().enumerate() {
+        let (xi, co, kx, ci) = (i / (cout * 3 * cin), i / (3 * cin) % cout, i / cin % 3, i % cin);
+        *out = (0..3).map(|ky| alg.g[xi * 3 + ky] * w[(co * cin + ci) * 9 + ky * 3 + kx]).sum();
     }
-    Tensor::from_f64(DType::F32, vec![a, cout, cin, 3], &u)
+    Tensor::from_f64(DType::F32, vec![a, cout, 3, cin], &u)
 }
 
 /// The Winograd convolution of node `c` (weights input 1), when the lowering's policy picks it for
@@ -333,12 +334,14 @@ pub fn conv(
     let (rci, rkx) = (p.ctx.fresh_var(cin as u64), p.ctx.fresh_var(3));
     let [mxi, mco, mq] = [0, 1, 2].map(|i| p.ctx.var(vars[i]));
     let (rciv, rkxv) = (p.ctx.var(rci), p.ctx.var(rkx));
-    let uv = read(p, &u, &[mxi, mco, rciv, rkxv]);
+    let uv = read(p, &u, &[mxi, mco, rkxv, rciv]);
     let col = p.ctx.add(mq, rkxv);
     let vv = read(p, &v, &[mxi, rciv, col]);
     let body = p.ctx.mul(vv, uv);
-    let body = p.ctx.reduce(RedOp::Sum, rkx, 3, body);
+    // The channels innermost: a tap loop of 3 inside would be unrolled, its weights all loaded
+    // ahead of the multiply-adds, and the accumulators spilled.
     let body = p.ctx.reduce(RedOp::Sum, rci, cin as u64, body);
+    let body = p.ctx.reduce(RedOp::Sum, rkx, 3, body);
     let mm = Lazy { dtype: DType::F32, shape: mshape.to_vec(), vars, expr: body };
     let mm = p.realize(&mm, BufKind::Scratch, &format!("{name}_wino_mm"));
 
