@@ -3,8 +3,8 @@
 //! Convolutional Neural Networks", 2015), the three column taps direct.
 //!
 //! ```text
-//! V[ξ, ci, n, ty, col] = Σ_a Bᵀ[ξ, a] · x_padded[n, ci, ty·m + a, col]                (input transform)
-//! M[ξ, co, q]          = Σ_kx Σ_ci U[ξ, co, kx, ci] · V[ξ, ci, q + kx]                 (α convolutions 1×3)
+//! V[ci, ξ, n, ty, col] = Σ_a Bᵀ[ξ, a] · x_padded[n, ci, ty·m + a, col]                (input transform)
+//! M[ξ, co, q]          = Σ_kx Σ_ci U[ξ, co, kx, ci] · V[ci, ξ, q + kx]                 (α convolutions 1×3)
 //! y[n, co, oy, ox]     = Σ_ξ Aᵀ[oy % m, ξ] · M[ξ, co, (n·th + oy/m)·wp + ox]          (output transform)
 //! ```
 //!
@@ -309,12 +309,13 @@ pub fn conv(
     let wp = xp.shape[3];
     debug_assert_eq!((xp.shape[2], wp), (th * m + 2, out[1] + 2), "the input is padded for whole tiles");
 
-    // Input transform: V[ξ, ci, n, ty, col], the inner loop along the columns.
+    // Input transform: V[ci, ξ, n, ty, col], the inner loop along the columns, threads splitting the
+    // channels (the rows ξ form one register block).
     let bt = table(p, vec![a, a], alg.bt);
-    let vshape = [a, cin, n, th, wp];
+    let vshape = [cin, a, n, th, wp];
     let vars = p.ctx.fresh_vars(&vshape);
     let ra = p.ctx.fresh_var(a as u64);
-    let [vxi, vci, vn, vty, vcol] = [0, 1, 2, 3, 4].map(|i| p.ctx.var(vars[i]));
+    let [vci, vxi, vn, vty, vcol] = [0, 1, 2, 3, 4].map(|i| p.ctx.var(vars[i]));
     let rav = p.ctx.var(ra);
     let row = p.ctx.mul_i(vty, m as i64);
     let row = p.ctx.add(row, rav);
@@ -326,7 +327,7 @@ pub fn conv(
     p.realize(&v, BufKind::Scratch, &format!("{name}_wino_in"));
     let vbuf = p.kernels.last().expect("just realized").out;
     let rows = n * th * wp;
-    let v = p.view_buf(vbuf, &[a, cin, rows]);
+    let v = p.view_buf(vbuf, &[cin, a, rows]);
 
     // α convolutions 1×3 over the transformed rows laid end to end: M[ξ, co, q].
     let q_len = rows - 2;
@@ -338,7 +339,7 @@ pub fn conv(
     let (rciv, rkxv) = (p.ctx.var(rci), p.ctx.var(rkx));
     let uv = read(p, &u, &[mxi, mco, rkxv, rciv]);
     let col = p.ctx.add(mq, rkxv);
-    let vv = read(p, &v, &[mxi, rciv, col]);
+    let vv = read(p, &v, &[rciv, mxi, col]);
     let body = p.ctx.mul(vv, uv);
     // The channels innermost: a tap loop of 3 inside would be unrolled, its weights all loaded
     // ahead of the multiply-adds, and the accumulators spilled.
