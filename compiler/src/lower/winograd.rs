@@ -271,9 +271,9 @@ pub(super) fn lower(
     let (lo, hi) = input_padding(alg, &x.shape[2..], w);
     // Each input row is read by the α/m tiles that overlap it, α times each.
     let reuse = (alg.alpha() * alg.alpha()) as f64 / alg.m as f64;
-    // Padded lazily: the input transform reads the zeros through guards, no padded copy is made.
-    let x = c.reduce_input(x, reuse);
-    let xp = c.p().pad(&x, &[0, 0, lo[0], lo[1]], &[0, 0, hi[0], hi[1]], 0.0);
+    // A padded copy, as for the direct convolution: read through guards instead, the rows would be
+    // gathered once per transformed row ξ (F(4, 3)'s six do not form a register block).
+    let xp = c.windowed_input(x, &lo, &hi, 0.0, reuse, 1);
     let name = c.node.name.clone();
     Ok(Some(conv(c.p(), alg, &xp, transform_weights(alg, &g), bias, &w.out, &name)))
 }
