@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use pilot_core::artifact::PinnedInput;
-use pilot_core::{Backend, Target};
+use pilot_core::Target;
 
 use crate::artifact::{self, ModelInfo};
 use crate::error::{CompileError, Result};
@@ -127,10 +127,8 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
     let images =
         opts.target.image.then_some(ImageMode { float16: opts.target.float16, max_width: opts.cl.max_image_width });
     let limits = budget::Limits { max_memory: opts.max_memory };
-    let winograd = match opts.target.backend {
-        Backend::Cpu => Policy::for_cpu().map_err(CompileError::Graph)?,
-        _ => Policy::Off,
-    };
+    let pilot_winograd = std::env::var("PILOT_WINOGRAD").ok();
+    let winograd = Policy::for_backend(opts.target.backend, pilot_winograd.as_deref()).map_err(CompileError::Graph)?;
     let mut lowered = lower_pinned(&m, &opts.shapes, &opts.consts, images, limits, winograd)?;
     budget::check_planned(&lowered.program, limits).map_err(CompileError::Graph)?;
     let kernels = lowered.program.kernels.len();

@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 
-use pilot_core::DType;
+use pilot_core::{Backend, DType};
 
 use super::nn::Window;
 use super::NodeCtx;
@@ -48,19 +48,14 @@ pub enum Policy {
 }
 
 impl Policy {
-    /// The policy for the CPU target: [`Policy::Measured`] unless `PILOT_WINOGRAD` is `0` (off) or
-    /// `1` (every eligible convolution).
-    pub fn for_cpu() -> Result<Policy, String> {
-        match std::env::var("PILOT_WINOGRAD") {
-            Err(std::env::VarError::NotPresent) => Policy::parse(None),
-            Ok(v) => Policy::parse(Some(&v)),
-            Err(e) => Err(format!("PILOT_WINOGRAD: {e}")),
+    /// The policy for `backend`: [`Policy::Off`] but on the CPU, where `pilot_winograd` (the value of
+    /// `PILOT_WINOGRAD`, `None` when unset) is `0` (off), `1` (every eligible convolution) or unset
+    /// ([`Policy::Measured`]).
+    pub fn for_backend(backend: Backend, pilot_winograd: Option<&str>) -> Result<Policy, String> {
+        if backend != Backend::Cpu {
+            return Ok(Policy::Off);
         }
-    }
-
-    /// The policy `PILOT_WINOGRAD` asks for, given its value (`None`: not set).
-    pub fn parse(value: Option<&str>) -> Result<Policy, String> {
-        match value {
+        match pilot_winograd {
             None => Ok(Policy::Measured),
             Some("0") => Ok(Policy::Off),
             Some("1") => Ok(Policy::All),

@@ -183,11 +183,14 @@ fn every_algorithm_matches_a_float64_convolution() {
 }
 
 #[test]
-fn pilot_winograd_overrides_the_rule() {
-    assert_eq!(Policy::parse(None), Ok(Policy::Measured));
-    assert_eq!(Policy::parse(Some("0")), Ok(Policy::Off));
-    assert_eq!(Policy::parse(Some("1")), Ok(Policy::All));
-    let e = Policy::parse(Some("yes")).unwrap_err();
+fn only_the_cpu_takes_winograd_and_pilot_winograd_overrides_the_rule() {
+    assert_eq!(Policy::for_backend(Backend::Cpu, None), Ok(Policy::Measured));
+    assert_eq!(Policy::for_backend(Backend::Cpu, Some("0")), Ok(Policy::Off));
+    assert_eq!(Policy::for_backend(Backend::Cpu, Some("1")), Ok(Policy::All));
+    for other in [Backend::Null, Backend::Cl, Backend::Qcom, Backend::UsbAmd] {
+        assert_eq!(Policy::for_backend(other, Some("1")), Ok(Policy::Off), "{other:?}");
+    }
+    let e = Policy::for_backend(Backend::Cpu, Some("yes")).unwrap_err();
     assert!(e.starts_with("PILOT_WINOGRAD=yes: expected 0") && !e.contains('\n'), "{e}");
 }
 
