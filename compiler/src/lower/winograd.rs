@@ -66,8 +66,8 @@ impl Policy {
 
 /// A Winograd algorithm F(m, 3): its output tile `m` and the matrices Bᵀ (α×α), G (α×3), Aᵀ (m×α),
 /// row-major, α = m + 2.
-pub struct Algorithm {
-    pub m: usize,
+struct Algorithm {
+    m: usize,
     bt: &'static [f64],
     g: &'static [f64],
     at: &'static [f64],
@@ -80,7 +80,7 @@ impl Algorithm {
 }
 
 /// F(4, 3): interpolation points 0, ±1, ±2, ∞.
-pub const F4: Algorithm = Algorithm {
+const F4: Algorithm = Algorithm {
     m: 4,
     bt: &[
         4.0, 0.0, -5.0, 0.0, 1.0, 0.0, //
@@ -119,7 +119,7 @@ pub const F4: Algorithm = Algorithm {
 };
 
 /// F(6, 3): interpolation points 0, ±1, ±2, ±½, ∞.
-pub const F6: Algorithm = Algorithm {
+const F6: Algorithm = Algorithm {
     m: 6,
     bt: &[
         1.0, 0.0, -5.25, 0.0, 5.25, 0.0, -1.0, 0.0, //
@@ -170,7 +170,7 @@ pub const F6: Algorithm = Algorithm {
 /// Multiply-adds per output pixel and input-output channel pair of `alg`'s matmul for an `oh`×`ow`
 /// output, counting the rows of a last partial tile and the two columns computed past each row
 /// (the direct convolution does 9).
-pub fn macs(alg: &Algorithm, oh: usize, ow: usize) -> f64 {
+fn macs(alg: &Algorithm, oh: usize, ow: usize) -> f64 {
     let rows = (oh.div_ceil(alg.m) * alg.m) as f64 / oh as f64;
     let cols = (ow + 2) as f64 / ow as f64;
     (3 * alg.alpha()) as f64 / alg.m as f64 * rows * cols
@@ -191,14 +191,15 @@ fn fastest(oh: usize, ow: usize) -> (&'static Algorithm, f64) {
 /// The algorithm for a convolution of `cin` → `cout` channels over an `oh`×`ow` output, or `None`
 /// where the direct convolution is faster.
 ///
-/// Measured on Zen 4 (AVX-512), one thread, single convolutions with a ReLU, against the direct
-/// convolution: the transforms move about (cin + cout)·α/m values per output pixel through memory
-/// while the matmul saves cin·cout·(9 − macs) multiply-adds, so what decides is
-/// cin·cout/(cin + cout): at 8 (16→16, 120×180) Winograd ties, at 16 (32→32) it takes 0.8 of the
-/// time, at 19 (96→24) 0.83–0.95 and from 32 (64→64 and up) 0.45–0.6. Under about a million
-/// channel-pixel products (96→24 at 8×16) the fixed costs of two more kernels make it lose, and it
-/// must save a third of the multiply-adds (partial tiles of small outputs eat the saving).
-pub fn rule(cin: usize, cout: usize, oh: usize, ow: usize) -> Option<&'static Algorithm> {
+/// Measured on Zen 4 (AVX-512), one thread, single convolutions with a ReLU against the direct
+/// convolution (the least of three alternating runs each, on a loaded machine): the transforms move
+/// about (cin + cout)·α/m values per output pixel through memory while the matmul saves
+/// cin·cout·(9 − macs) multiply-adds, so what decides is cin·cout/(cin + cout). At 8 (16→16,
+/// 120×180) Winograd ties, at 16 (32→32) it takes 0.75 of the time, at 19 (96→24) 0.84–0.92, and
+/// from 32 (64→64 and up) 0.47–0.65. Under about a million channel-pixel products (96→24 at 8×16:
+/// 1.07) the fixed costs of two more kernels make it lose, and it must save a third of the
+/// multiply-adds (partial tiles of small outputs eat the saving).
+fn rule(cin: usize, cout: usize, oh: usize, ow: usize) -> Option<&'static Algorithm> {
     let (alg, macs) = fastest(oh, ow);
     let wide = cin * cout >= 16 * (cin + cout);
     let large = cin * cout * oh * ow >= 1 << 20;
@@ -207,7 +208,7 @@ pub fn rule(cin: usize, cout: usize, oh: usize, ow: usize) -> Option<&'static Al
 
 /// Whether a convolution has the shape the Winograd path computes: float32, 2-D, 3×3 kernel,
 /// stride 1, dilation 1, one group, non-negative padding.
-pub(super) fn eligible(dtype: DType, weight_shape: &[usize], w: &Window, groups: usize) -> bool {
+fn eligible(dtype: DType, weight_shape: &[usize], w: &Window, groups: usize) -> bool {
     dtype == DType::F32
         && groups == 1
         && weight_shape.len() == 4
@@ -220,7 +221,7 @@ pub(super) fn eligible(dtype: DType, weight_shape: &[usize], w: &Window, groups:
 
 /// The padding of the input the input transform reads (`lo`, `hi` per spatial axis): the
 /// convolution's own, with rows added at the bottom so that every tile's α rows are inside.
-pub(super) fn input_padding(alg: &Algorithm, input: &[usize], w: &Window) -> (Vec<i64>, Vec<i64>) {
+fn input_padding(alg: &Algorithm, input: &[usize], w: &Window) -> (Vec<i64>, Vec<i64>) {
     let rows = w.out[0].div_ceil(alg.m) * alg.m + 2;
     let hi = vec![rows as i64 - input[0] as i64 - w.pad_lo[0], w.pad_hi[1]];
     (w.pad_lo.clone(), hi)
@@ -228,7 +229,7 @@ pub(super) fn input_padding(alg: &Algorithm, input: &[usize], w: &Window) -> (Ve
 
 /// `U[ξ, co, kx, ci] = Σ_ky G[ξ, ky] · g[co, ci, ky, kx]` for weights `g: [cout, cin, 3, 3]`,
 /// computed in f64 (`ci` last: the matmul's innermost loop runs along it).
-pub fn transform_weights(alg: &Algorithm, g: &Tensor) -> Tensor {
+fn transform_weights(alg: &Algorithm, g: &Tensor) -> Tensor {
     let (cout, cin) = (g.shape[0], g.shape[1]);
     let a = alg.alpha();
     let w = g.to_f64();
@@ -288,7 +289,7 @@ fn table(p: &mut Program, shape: Vec<usize>, values: &[f64]) -> Lazy {
 /// [`input_padding`] (shape `[n, cin, th·m + 2, out[1] + 2]`), `u` the weights by
 /// [`transform_weights`] and `out` the output's spatial size. The input transform and the matmul
 /// are realized (named after `name`); the output transform is returned lazy.
-pub fn conv(
+fn conv(
     p: &mut Program,
     alg: &Algorithm,
     xp: &Lazy,
