@@ -145,10 +145,6 @@ fn model_bytes(w1: &[f32], b1: &[f32], w2: &[f32], b2: &[f32]) -> Vec<u8> {
 
 #[test]
 fn winograd_convolutions_run_on_the_cpu_like_direct_ones() {
-    if std::env::var_os("PILOT_WINOGRAD").is_some() {
-        eprintln!("PILOT_WINOGRAD is set: the rule's choice is not what this test checks");
-        return;
-    }
     let (w1, b1) = (values(1, 48 * 40 * 9, 0.1), values(2, 48, 0.5));
     let (w2, b2) = (values(3, 64 * 48 * 9, 0.1), values(4, 64, 0.5));
     let x = values(5, 40 * 17 * 37, 1.0);
@@ -164,7 +160,10 @@ fn winograd_convolutions_run_on_the_cpu_like_direct_ones() {
     let report = pilot_compiler::compile(&path, &art, &opts, &|_| {}).unwrap();
     // Per convolution: the padded copy, the input transform and the matmul; the output transforms
     // fuse with the bias and ReLU into their consumers (the second convolution's input, the output).
-    assert_eq!(report.kernels, 8, "both convolutions take the Winograd path");
+    // (PILOT_WINOGRAD overrides the rule: then only the values are checked.)
+    if std::env::var_os("PILOT_WINOGRAD").is_none() {
+        assert_eq!(report.kernels, 8, "both convolutions take the Winograd path");
+    }
     let artifact = pilot_core::Artifact::open(&art).unwrap();
     let mut session = pilot_core::Session::new(artifact, Box::new(pilot_core::cpu::CpuDevice::new(2))).unwrap();
     let xt = Tensor::from_f32(vec![1, 40, 17, 37], &x);
