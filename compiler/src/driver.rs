@@ -11,6 +11,7 @@ use pilot_core::Target;
 use crate::artifact::{self, ModelInfo};
 use crate::error::{CompileError, Result};
 use crate::lower::image::ImageMode;
+use crate::lower::winograd::Policy;
 use crate::lower::{budget, lower_pinned, pin, Port};
 use crate::target::cl::ClOptions;
 use crate::target::{self, Gates};
@@ -126,7 +127,9 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
     let images =
         opts.target.image.then_some(ImageMode { float16: opts.target.float16, max_width: opts.cl.max_image_width });
     let limits = budget::Limits { max_memory: opts.max_memory };
-    let mut lowered = lower_pinned(&m, &opts.shapes, &opts.consts, images, limits)?;
+    let pilot_winograd = std::env::var("PILOT_WINOGRAD").ok();
+    let winograd = Policy::for_backend(opts.target.backend, pilot_winograd.as_deref()).map_err(CompileError::Graph)?;
+    let mut lowered = lower_pinned(&m, &opts.shapes, &opts.consts, images, limits, winograd)?;
     budget::check_planned(&lowered.program, limits).map_err(CompileError::Graph)?;
     let kernels = lowered.program.kernels.len();
     if let Some(expected) = opts.allowed_kernel_count {

@@ -34,8 +34,15 @@ fn run_case(dir: &Path) -> Result<(), String> {
     let model = onnx::load(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
     for set in data_sets(dir)? {
         let (pins, runtime) = split_inputs(&model, &set);
-        let lowered = pilot_compiler::lower::lower_pinned(&model, &Default::default(), &pins, None, Default::default())
-            .map_err(|e| e.to_string())?;
+        let lowered = pilot_compiler::lower::lower_pinned(
+            &model,
+            &Default::default(),
+            &pins,
+            None,
+            Default::default(),
+            Default::default(),
+        )
+        .map_err(|e| e.to_string())?;
         let inputs: Vec<Tensor> = runtime.iter().map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();
         let outs = pilot_compiler::exec::run(&lowered.program, &inputs)?;
         for (k, got) in outs.iter().enumerate() {

@@ -42,6 +42,7 @@ mod scatter;
 mod shape;
 mod training;
 mod window;
+pub mod winograd;
 
 use std::collections::HashMap;
 
@@ -126,6 +127,8 @@ struct Lowerer {
     limits: budget::Limits,
     /// The run-time inputs each value is computed from, for errors that suggest `--const`.
     sources: pin::Sources,
+    /// When convolutions take the Winograd path (the CPU target's choice).
+    winograd: winograd::Policy,
 }
 
 /// What an op implementation sees: its node, its inputs, and the program being built.
@@ -151,6 +154,11 @@ impl NodeCtx<'_> {
     /// The image mode, when convolutions and matmuls read images.
     pub fn images(&self) -> Option<image::ImageMode> {
         self.l.images
+    }
+
+    /// When convolutions take the Winograd path.
+    pub fn winograd(&self) -> winograd::Policy {
+        self.l.winograd
     }
 
     /// The image already packed for `key`, if any.
@@ -406,17 +414,19 @@ pub fn lower_limited(
     images: Option<image::ImageMode>,
     limits: budget::Limits,
 ) -> Result<Lowered> {
-    lower_pinned(model, shapes, &pin::Pins::new(), images, limits)
+    lower_pinned(model, shapes, &pin::Pins::new(), images, limits, winograd::Policy::Off)
 }
 
 /// [`lower_limited`] with the inputs in `pins` pinned to their values (see [`pin`]): folded like
-/// initializers and left out of [`Lowered::inputs`].
+/// initializers and left out of [`Lowered::inputs`]; convolutions take the Winograd path as `winograd`
+/// says (the target's choice: [`winograd::Policy::Off`] for every target but the CPU).
 pub fn lower_pinned(
     model: &Model,
     shapes: &HashMap<String, Vec<usize>>,
     pins: &pin::Pins,
     images: Option<image::ImageMode>,
     limits: budget::Limits,
+    winograd: winograd::Policy,
 ) -> Result<Lowered> {
     crate::onnx::check::check(model)?;
     let g = &model.graph;
@@ -431,6 +441,7 @@ pub fn lower_pinned(
         packed: HashMap::new(),
         limits,
         sources: pin::Sources::default(),
+        winograd,
     };
     for name in shapes.keys() {
         if !g.real_inputs().any(|i| &i.name == name) {

@@ -147,6 +147,9 @@ fn conv(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     if let Some(y) = super::image::conv(c, &x, &wt, bias.as_ref(), &w, groups) {
         return Ok(vec![y]);
     }
+    if let Some(y) = super::winograd::lower(c, &x, &wt, bias.as_ref(), &w, groups)? {
+        return Ok(vec![y]);
+    }
     let reuse =
         (cout / groups * w.kernel.iter().product::<usize>()) as f64 / w.strides.iter().product::<usize>() as f64;
     let xp = c.windowed_input(&x, &w.pad_lo, &w.pad_hi, 0.0, reuse, *w.strides.last().unwrap_or(&1));
