@@ -6,6 +6,7 @@ pub mod cc;
 pub mod cmath;
 pub mod isa;
 pub mod render;
+pub mod split;
 mod tile;
 pub mod upcast;
 

@@ -1,8 +1,8 @@
 //! Renders one [`Kernel`] as freestanding C for the CPU backend.
 //!
 //! Signature: `void NAME(void *const *args, unsigned part, unsigned nparts)`; `args` are the output
-//! buffer then [`Program::kernel_inputs`], each at its byte offset. The outermost loop with extent > 1
-//! is split into `parts` contiguous ranges (the dispatch's `global[0]`).
+//! buffer then [`Program::kernel_inputs`], each at its byte offset. The outer loops are cut into
+//! `parts` units of work (the dispatch's `global[0]`) as [`super::split`] describes.
 //!
 //! Every node is rendered once (CSE) into a local, placed in the innermost loop among the variables it
 //! depends on — loop-invariant values (weights, index arithmetic) are hoisted for free. A reduction is
@@ -13,6 +13,7 @@ use std::fmt::Write;
 
 use pilot_core::DType;
 
+use super::split::{Loop, Split};
 use crate::ir::{BinOp, Const, Ctx, Op, RedOp, UnOp, N};
 use crate::program::{Kernel, Program};
 use crate::target::scoping::{flat_index, free_vars_by};
@@ -127,19 +128,17 @@ fn render_generic(p: &Program, k: &Kernel) -> CKernel {
     let mut r = Renderer::new(ctx, &args, by_scope);
     let name = &k.name;
     header(p, name, &args, &mut r.out);
-    let split = k.shape.iter().position(|&d| d > 1);
-    let parts = split.map_or(1, |i| k.shape[i]) as u32;
+    let loops = k.vars.iter().zip(&k.shape).map(|(&var, &e)| Loop { var, extent: e as u64, step: 1 });
+    let split = Split::new(loops.collect(), true);
+    let parts = split.as_ref().map_or(1, Split::parts);
     r.emit_scope(None, 1);
     let mut indent = 1;
-    for (i, (&v, &extent)) in k.vars.iter().zip(&k.shape).enumerate() {
+    for (&v, &extent) in k.vars.iter().zip(&k.shape) {
         let pad = "  ".repeat(indent);
         if extent == 1 {
             let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
-        } else if Some(i) == split {
-            let _ = writeln!(
-                r.out,
-                "{pad}for (i64 v{v} = (i64){extent}LL * part / nparts; v{v} < (i64){extent}LL * (part + 1) / nparts; v{v}++) {{"
-            );
+        } else if let Some(header) = split.as_ref().and_then(|s| s.header(v)) {
+            let _ = writeln!(r.out, "{pad}{header}");
         } else {
             let _ = writeln!(r.out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v}++) {{");
         }
