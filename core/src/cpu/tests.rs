@@ -409,3 +409,58 @@ fn dispatch_overhead() {
         eprintln!("threads {threads}: {ns:.0} ns per submit of one dispatch");
     }
 }
+
+const BUSY: &str = r#"
+#include <stdint.h>
+/* args: iterations in all (uint32), out (float[64]) */
+void busy(void *const *args, uint32_t part, uint32_t nparts) {
+    uint32_t n = *(const uint32_t *)args[0];
+    float *out = args[1];
+    float x = part + 1, y = 1.0f;
+    for (uint32_t i = (uint64_t)n * part / nparts; i < (uint64_t)n * (part + 1) / nparts; i++) {
+        __asm__ volatile("" : "+x"(x));
+        y = y * 0.999f + x;
+    }
+    out[part % 64] = y;
+}
+"#;
+
+/// Measures 1- vs 2-thread time of a compute-bound kernel (`busy`) and a memory-bound one (`vadd`)
+/// at several sizes. Not a pass/fail test; run with
+/// `cargo test --release -p pilot-core --lib cpu::tests::parallel_speedup -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn parallel_speedup() {
+    let busy = cc(BUSY, MODELS[0]);
+    let vadd = cc(VADD, MODELS[0]);
+    for (name, code, args, sizes) in
+        [("busy", &busy, 2, [2_000u32, 10_000, 40_000, 200_000]), ("vadd", &vadd, 4, [4_000, 16_000, 64_000, 256_000])]
+    {
+        for n in sizes {
+            let mut line = format!("{name} n={n}:");
+            for threads in [1, 2] {
+                let mut dev = CpuDevice::new(threads);
+                let p = dev.load_program(&spec(name, code, args)).unwrap();
+                let ids: Vec<BufferId> = if args == 2 {
+                    vec![dev.alloc(4, BufferUse::Scratch).unwrap(), dev.alloc(256, BufferUse::Scratch).unwrap()]
+                } else {
+                    let size = n as usize * 4;
+                    [size, size, size, 4].iter().map(|&s| dev.alloc(s, BufferUse::Scratch).unwrap()).collect()
+                };
+                dev.copy_in(ids[if args == 2 { 0 } else { 3 }], 0, &n.to_le_bytes()).unwrap();
+                let step = dev.link_step(&[dispatch(p, &ids, 1 << 20)]).unwrap();
+                let rounds = (20_000_000 / n).max(200);
+                for _ in 0..rounds / 10 {
+                    dev.submit(step).unwrap();
+                }
+                let start = std::time::Instant::now();
+                for _ in 0..rounds {
+                    dev.submit(step).unwrap();
+                }
+                let us = start.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
+                line += &format!(" {threads}T {us:.2} us");
+            }
+            eprintln!("{line}");
+        }
+    }
+}

@@ -96,6 +96,17 @@ impl Split {
     }
 }
 
+/// The split of a kernel whose only loop of extent > 1 is its vectorized inner range of `extent`:
+/// `(lo, hi, parts)`, the C bounds of part `part` and the number of units. Units are whole
+/// vectors of `lanes` (the last one partial), so no part runs a vector loop narrower than the
+/// vector unit: split element by element, 40 rows of a reduction became 8 parts of 5 scalar rows.
+pub fn inner_range(extent: u64, lanes: u64) -> (String, String, u32) {
+    let units = extent.div_ceil(lanes.max(1));
+    let bound = |p: &str| format!("(i64){units}LL * ({p}) / nparts * {lanes}");
+    let hi = bound("part + 1");
+    (bound("part"), format!("({hi} < {extent} ? {hi} : {extent})"), u32::try_from(units).unwrap_or(u32::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,6 +172,27 @@ mod tests {
         assert!(s.header(4).is_some() && s.header(5).is_none());
         let s = Split::new(vec![l(1, 1, 1), l(2, 4096, 1)], true).unwrap();
         assert_eq!(s.parts(), 4096);
+    }
+
+    #[test]
+    fn an_inner_range_is_split_in_whole_vectors() {
+        let (lo, hi, parts) = inner_range(40, 16);
+        assert_eq!(parts, 3);
+        assert_eq!(lo, "(i64)3LL * (part) / nparts * 16");
+        assert_eq!(hi, "((i64)3LL * (part + 1) / nparts * 16 < 40 ? (i64)3LL * (part + 1) / nparts * 16 : 40)");
+        // The ranges those bounds give: every element once, each part a multiple of 16 but the last.
+        for (extent, lanes) in [(40u64, 16u64), (120, 16), (6625, 8), (3, 4)] {
+            let units = extent.div_ceil(lanes);
+            for nparts in 1..=units {
+                let ranges: Vec<(u64, u64)> = (0..nparts)
+                    .map(|p| (units * p / nparts * lanes, (units * (p + 1) / nparts * lanes).min(extent)))
+                    .collect();
+                assert_eq!(ranges[0].0, 0);
+                assert_eq!(ranges[ranges.len() - 1].1, extent);
+                assert!(ranges.windows(2).all(|w| w[0].1 == w[1].0), "{extent}/{lanes}: {ranges:?}");
+                assert!(ranges.iter().all(|&(a, b)| b == extent || (b - a) % lanes == 0 && b > a));
+            }
+        }
     }
 
     #[test]

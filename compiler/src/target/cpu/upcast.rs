@@ -25,7 +25,7 @@ use std::fmt::Write;
 
 use super::isa::VecUnit;
 use super::render::{ctype, free_vars, header, CKernel, Renderer};
-use super::split::{Loop, Split};
+use super::split::{self, Loop, Split};
 use super::tile;
 use crate::ir::{Op, RedOp, N};
 use crate::program::{Kernel, Program};
@@ -251,10 +251,10 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
             indent,
         );
     }
-    let (lo, hi) = if inner_pos == split {
-        (format!("(i64){inner_extent}LL * part / nparts"), format!("(i64){inner_extent}LL * (part + 1) / nparts"))
+    let (lo, hi, inner_parts) = if inner_pos == split {
+        split::inner_range(inner_extent as u64, lanes as u64)
     } else {
-        ("0".to_string(), format!("{inner_extent}"))
+        ("0".to_string(), format!("{inner_extent}"), 1)
     };
     let width = geometry.map_or(inner_extent.min(MAX_INNER), tile::Geometry::width);
     let pad = "  ".repeat(indent);
@@ -440,6 +440,6 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
         let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
     }
     r.out.push_str("}\n");
-    let parts = outer_split.map_or(inner_extent as u32, |s| s.parts());
+    let parts = outer_split.map_or(inner_parts, |s| s.parts());
     Some(CKernel { name: k.name.clone(), source: r.out, args, parts })
 }
