@@ -138,6 +138,23 @@ fn small_kernels_run_as_one_part_and_large_ones_split() {
 }
 
 #[test]
+fn copies_split_only_when_they_move_megabytes() {
+    // A transpose of `n`×`n` floats reads and writes 8·n² bytes and does no arithmetic.
+    let transpose = |n: usize| {
+        let mut p = Program::new();
+        let x = p.input(0, DType::F32, &[n, n]);
+        let t = p.permute(&x, &[1, 0]);
+        p.realize(&t, BufKind::Output(0), "t");
+        p
+    };
+    let small = transpose(256); // 512 KiB moved
+    assert_eq!(small.kernel_flops(&small.kernels[0]), 0);
+    assert_eq!(super::render_all(&small, SCALAR4)[0].parts, 1, "a copy under 2 MiB stays on one thread");
+    let large = transpose(1024); // 8 MiB moved
+    assert!(super::render_all(&large, SCALAR4)[0].parts > 1, "a copy of 8 MiB splits");
+}
+
+#[test]
 fn a_reduction_read_twice_counts_its_flops_once() {
     // (a·b)² : the product's 8 multiply-adds per output are computed once, then one multiply.
     let mut p = Program::new();
