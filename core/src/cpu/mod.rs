@@ -84,6 +84,8 @@ struct LinkedStep {
     args: Vec<*mut u8>,
     /// Accumulated time per op while profiling is on (allocated at link time).
     times: Vec<std::time::Duration>,
+    /// Some dispatch runs in more than one part: workers are kept spinning through the step.
+    parallel: bool,
 }
 
 // SAFETY: the raw pointers point into buffers and images owned by the same `CpuDevice` (which keeps
@@ -289,7 +291,8 @@ impl Device for CpuDevice {
             }
         }
         let times = vec![std::time::Duration::ZERO; linked.len()];
-        self.steps.push(LinkedStep { ops: linked, args, times });
+        let parallel = linked.iter().any(|op| matches!(op, LinkedOp::Dispatch { nparts, .. } if *nparts > 1));
+        self.steps.push(LinkedStep { ops: linked, args, times, parallel });
         Ok(StepId(id))
     }
 
@@ -298,7 +301,9 @@ impl Device for CpuDevice {
         let profiling = self.profiling;
         let linked =
             self.steps.get_mut(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
-        self.pool.begin_step();
+        if linked.parallel {
+            self.pool.begin_step();
+        }
         for (i, op) in linked.ops.iter().enumerate() {
             let st = profiling.then(std::time::Instant::now);
             match *op {

@@ -316,6 +316,36 @@ fn submit_does_not_allocate() {
     assert_eq!(tagged_allocs(), 0, "allocations on pool workers");
 }
 
+/// Waits (up to 5 s) until every worker of `dev` has parked.
+fn wait_workers_parked(dev: &CpuDevice) {
+    let start = std::time::Instant::now();
+    while dev.pool.workers_asleep() < dev.threads() - 1 {
+        assert!(start.elapsed() < std::time::Duration::from_secs(5), "workers never parked");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn only_steps_with_split_dispatches_wake_the_workers() {
+    let code = cc(VADD, MODELS[0]);
+    let mut dev = CpuDevice::new(3);
+    let p = dev.load_program(&spec("vadd", &code, 4)).unwrap();
+    let ids: Vec<BufferId> =
+        [400, 400, 400, 4].iter().map(|&size| dev.alloc(size, BufferUse::Scratch).unwrap()).collect();
+    dev.copy_in(ids[3], 0, &100u32.to_le_bytes()).unwrap();
+    let serial = dev.link_step(&[dispatch(p, &ids, 1), dispatch(p, &ids, 1)]).unwrap();
+    let split = dev.link_step(&[dispatch(p, &ids, 1), dispatch(p, &ids, 3)]).unwrap();
+    dev.submit(split).unwrap();
+    wait_workers_parked(&dev);
+    let before = dev.pool.unparks();
+    for _ in 0..20 {
+        dev.submit(serial).unwrap();
+    }
+    assert_eq!(dev.pool.unparks(), before, "a step of one-part dispatches woke the workers");
+    dev.submit(split).unwrap();
+    assert_eq!(dev.pool.unparks(), before + 2, "a step with a split dispatch wakes both workers");
+}
+
 #[test]
 fn buffers_are_aligned_zeroed_and_bounds_checked() {
     let mut dev = CpuDevice::new(1);
