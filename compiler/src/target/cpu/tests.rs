@@ -138,6 +138,17 @@ fn small_kernels_run_as_one_part_and_large_ones_split() {
 }
 
 #[test]
+fn kernels_on_little_data_need_more_work_to_split() {
+    // 2^18 FLOPs on 32 KiB of buffers: one part; 2^19 FLOPs streaming a 1 MiB matrix: split.
+    let little = matmul(32, 64, 64);
+    assert_eq!(little.kernel_flops(&little.kernels[0]), 1 << 18);
+    assert_eq!(super::render_all(&little, SCALAR4)[0].parts, 1);
+    let streaming = matmul(1, 512, 512);
+    assert_eq!(streaming.kernel_flops(&streaming.kernels[0]), 1 << 19);
+    assert!(super::render_all(&streaming, SCALAR4)[0].parts > 1);
+}
+
+#[test]
 fn copies_split_only_when_they_move_megabytes() {
     // A transpose of `n`×`n` floats reads and writes 8·n² bytes and does no arithmetic.
     let transpose = |n: usize| {
