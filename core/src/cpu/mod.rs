@@ -12,10 +12,12 @@
 //! - `args[i]` is the base pointer of buffer argument `i`: the buffer's base plus the [`Arg`]'s byte
 //!   offset, resolved once at [`Device::link_step`]. Buffers are 64-byte aligned (before the offset).
 //! - For `StepOp::Dispatch { global, .. }`, `global[0] >= 1` is the number of independent parts the
-//!   kernel's outer loop can be split into. The pool calls the kernel once per worker with
-//!   `nparts = min(global[0], threads)` and `part in 0..nparts`, concurrently; the kernel partitions
-//!   its own outer loop (for example `lo = extent * part / nparts`, `hi = extent * (part + 1) / nparts`)
-//!   and parts must write disjoint memory. `global[1..]` and `local` are ignored on the CPU.
+//!   kernel's outer loop can be split into. With one thread the kernel is called once with
+//!   `nparts = 1`; otherwise `nparts = min(global[0], threads * pool::PARTS_PER_THREAD)` and the pool
+//!   calls the kernel exactly once for every `part in 0..nparts`, concurrently, on whichever threads
+//!   claim them first; the kernel partitions its own outer loop (for example
+//!   `lo = extent * part / nparts`, `hi = extent * (part + 1) / nparts`) and parts must write disjoint
+//!   memory. `global[1..]` and `local` are ignored on the CPU.
 //! - Objects are relocatable ELF64 (`ET_REL`) for the host machine, compiled freestanding, e.g.
 //!   `cc -c -O2 -ffreestanding -fno-stack-protector -fno-asynchronous-unwind-tables` with either
 //!   `-fPIC` or `-fno-pic -mcmodel=small`. The only external symbols available are `memcpy`, `memset`
@@ -27,6 +29,8 @@
 //!
 //! `submit` runs the linked step synchronously on the calling thread plus the pool's workers and
 //! returns the next timeline value, which is then already complete; `wait` and `synchronize` only check.
+//! During a step the workers spin between dispatches; between steps they park soon after (see
+//! [`pool`]).
 //! Linked steps hold raw pointers into buffers, so a buffer referenced by any linked step cannot be
 //! freed (there is no way to unlink a step; everything is released when the device is dropped).
 
@@ -80,6 +84,8 @@ struct LinkedStep {
     args: Vec<*mut u8>,
     /// Accumulated time per op while profiling is on (allocated at link time).
     times: Vec<std::time::Duration>,
+    /// Some dispatch runs in more than one part: workers are kept spinning through the step.
+    parallel: bool,
 }
 
 // SAFETY: the raw pointers point into buffers and images owned by the same `CpuDevice` (which keeps
@@ -185,11 +191,7 @@ impl CpuDevice {
                 for &arg in op_args {
                     args.push(self.address("link dispatch argument", arg, 0)?);
                 }
-                Ok(LinkedOp::Dispatch {
-                    kernel: p.image.entry(),
-                    args: first,
-                    nparts: global[0].min(self.pool.threads() as u32),
-                })
+                Ok(LinkedOp::Dispatch { kernel: p.image.entry(), args: first, nparts: self.pool.nparts_for(global[0]) })
             }
             StepOp::Copy { src, dst, len } => {
                 let src_ptr = self.address("link copy source", *src, *len)?;
@@ -289,7 +291,8 @@ impl Device for CpuDevice {
             }
         }
         let times = vec![std::time::Duration::ZERO; linked.len()];
-        self.steps.push(LinkedStep { ops: linked, args, times });
+        let parallel = linked.iter().any(|op| matches!(op, LinkedOp::Dispatch { nparts, .. } if *nparts > 1));
+        self.steps.push(LinkedStep { ops: linked, args, times, parallel });
         Ok(StepId(id))
     }
 
@@ -298,6 +301,9 @@ impl Device for CpuDevice {
         let profiling = self.profiling;
         let linked =
             self.steps.get_mut(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
+        if linked.parallel {
+            self.pool.begin_step();
+        }
         for (i, op) in linked.ops.iter().enumerate() {
             let st = profiling.then(std::time::Instant::now);
             match *op {
@@ -321,6 +327,7 @@ impl Device for CpuDevice {
                 linked.times[i] += st.elapsed();
             }
         }
+        self.pool.end_step();
         self.timeline += 1;
         Ok(self.timeline)
     }

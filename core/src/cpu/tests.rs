@@ -316,6 +316,36 @@ fn submit_does_not_allocate() {
     assert_eq!(tagged_allocs(), 0, "allocations on pool workers");
 }
 
+/// Waits (up to 5 s) until every worker of `dev` has parked.
+fn wait_workers_parked(dev: &CpuDevice) {
+    let start = std::time::Instant::now();
+    while dev.pool.workers_asleep() < dev.threads() - 1 {
+        assert!(start.elapsed() < std::time::Duration::from_secs(5), "workers never parked");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn only_steps_with_split_dispatches_wake_the_workers() {
+    let code = cc(VADD, MODELS[0]);
+    let mut dev = CpuDevice::new(3);
+    let p = dev.load_program(&spec("vadd", &code, 4)).unwrap();
+    let ids: Vec<BufferId> =
+        [400, 400, 400, 4].iter().map(|&size| dev.alloc(size, BufferUse::Scratch).unwrap()).collect();
+    dev.copy_in(ids[3], 0, &100u32.to_le_bytes()).unwrap();
+    let serial = dev.link_step(&[dispatch(p, &ids, 1), dispatch(p, &ids, 1)]).unwrap();
+    let split = dev.link_step(&[dispatch(p, &ids, 1), dispatch(p, &ids, 3)]).unwrap();
+    dev.submit(split).unwrap();
+    wait_workers_parked(&dev);
+    let before = dev.pool.unparks();
+    for _ in 0..20 {
+        dev.submit(serial).unwrap();
+    }
+    assert_eq!(dev.pool.unparks(), before, "a step of one-part dispatches woke the workers");
+    dev.submit(split).unwrap();
+    assert_eq!(dev.pool.unparks(), before + 2, "a step with a split dispatch wakes both workers");
+}
+
 #[test]
 fn buffers_are_aligned_zeroed_and_bounds_checked() {
     let mut dev = CpuDevice::new(1);
@@ -407,5 +437,60 @@ fn dispatch_overhead() {
         }
         let ns = start.elapsed().as_nanos() as f64 / f64::from(rounds);
         eprintln!("threads {threads}: {ns:.0} ns per submit of one dispatch");
+    }
+}
+
+const BUSY: &str = r#"
+#include <stdint.h>
+/* args: iterations in all (uint32), out (float[64]) */
+void busy(void *const *args, uint32_t part, uint32_t nparts) {
+    uint32_t n = *(const uint32_t *)args[0];
+    float *out = args[1];
+    float x = part + 1, y = 1.0f;
+    for (uint32_t i = (uint64_t)n * part / nparts; i < (uint64_t)n * (part + 1) / nparts; i++) {
+        __asm__ volatile("" : "+x"(x));
+        y = y * 0.999f + x;
+    }
+    out[part % 64] = y;
+}
+"#;
+
+/// Measures 1- vs 2-thread time of a compute-bound kernel (`busy`) and a memory-bound one (`vadd`)
+/// at several sizes. Not a pass/fail test; run with
+/// `cargo test --release -p pilot-core --lib cpu::tests::parallel_speedup -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn parallel_speedup() {
+    let busy = cc(BUSY, MODELS[0]);
+    let vadd = cc(VADD, MODELS[0]);
+    for (name, code, args, sizes) in
+        [("busy", &busy, 2, [2_000u32, 10_000, 40_000, 200_000]), ("vadd", &vadd, 4, [4_000, 16_000, 64_000, 256_000])]
+    {
+        for n in sizes {
+            let mut line = format!("{name} n={n}:");
+            for threads in [1, 2] {
+                let mut dev = CpuDevice::new(threads);
+                let p = dev.load_program(&spec(name, code, args)).unwrap();
+                let ids: Vec<BufferId> = if args == 2 {
+                    vec![dev.alloc(4, BufferUse::Scratch).unwrap(), dev.alloc(256, BufferUse::Scratch).unwrap()]
+                } else {
+                    let size = n as usize * 4;
+                    [size, size, size, 4].iter().map(|&s| dev.alloc(s, BufferUse::Scratch).unwrap()).collect()
+                };
+                dev.copy_in(ids[if args == 2 { 0 } else { 3 }], 0, &n.to_le_bytes()).unwrap();
+                let step = dev.link_step(&[dispatch(p, &ids, 1 << 20)]).unwrap();
+                let rounds = (20_000_000 / n).max(200);
+                for _ in 0..rounds / 10 {
+                    dev.submit(step).unwrap();
+                }
+                let start = std::time::Instant::now();
+                for _ in 0..rounds {
+                    dev.submit(step).unwrap();
+                }
+                let us = start.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
+                line += &format!(" {threads}T {us:.2} us");
+            }
+            eprintln!("{line}");
+        }
     }
 }

@@ -9,6 +9,7 @@ pub mod isa;
 mod merge;
 mod peel;
 pub mod render;
+pub mod split;
 mod tile;
 pub mod upcast;
 
@@ -19,7 +20,7 @@ use pilot_core::Target;
 
 use super::{Built, BuiltKernel, Codegen, Gates};
 use crate::error::{CompileError, Result};
-use crate::program::Program;
+use crate::program::{Kernel, Program};
 
 /// Byte alignment of every buffer in the scratch arena (a cache line).
 pub const ARENA_ALIGN: usize = 64;
@@ -38,14 +39,39 @@ pub struct Cpu {
 /// on a busy one, more than such a kernel takes.
 pub const MIN_PARALLEL_WORK: u64 = 1 << 18;
 
+/// The same for a kernel whose buffers hold under [`SMALL_DATA_BYTES`]: on 2 threads, most of
+/// `ppocr_cls`'s 3–10 µs convolutions on such data ran at 0.6–0.9× (the second core fetching
+/// its inputs from the first core's cache), those on more data at 1.3–1.6×.
+pub const MIN_PARALLEL_WORK_SMALL_DATA: u64 = 1 << 20;
+
+/// See [`MIN_PARALLEL_WORK_SMALL_DATA`].
+pub const SMALL_DATA_BYTES: u64 = 512 << 10;
+
+/// Bytes below which a kernel without floating-point work (a copy: padding, transpose, gather)
+/// runs as one part. Its second thread would read what the previous kernels left in the first
+/// core's cache from the other core's: on a 2-core Xeon the pad copies of `vision_full` ran at
+/// 0.8–0.97× on 2 threads up to 1.1 MB moved and at 1.3–1.8× from 2.1 MB.
+pub const MIN_PARALLEL_COPY_BYTES: u64 = 2 << 20;
+
+/// Whether kernel `k` is worth more than one part (else its dispatch runs on the calling thread).
+pub fn runs_parallel(p: &Program, k: &Kernel) -> bool {
+    let outputs: u64 = k.shape.iter().map(|&d| d as u64).product();
+    let flops = p.kernel_flops(k);
+    let bytes: usize = p.kernel_inputs(k).iter().chain([&k.out]).map(|&b| p.bufs[b as usize].nbytes()).sum();
+    let bytes = bytes as u64;
+    if flops == 0 {
+        return bytes >= MIN_PARALLEL_COPY_BYTES;
+    }
+    flops + outputs >= if bytes < SMALL_DATA_BYTES { MIN_PARALLEL_WORK_SMALL_DATA } else { MIN_PARALLEL_WORK }
+}
+
 /// Renders every kernel (without the prelude), register tiles sized for `unit`.
 pub fn render_all(p: &Program, unit: isa::VecUnit) -> Vec<render::CKernel> {
     p.kernels
         .iter()
         .map(|k| {
             let mut ck = render::render(p, k, unit);
-            let outputs: u64 = k.shape.iter().map(|&d| d as u64).product();
-            if p.kernel_flops(k) + outputs < MIN_PARALLEL_WORK {
+            if !runs_parallel(p, k) {
                 // The kernel splits its range by `part / nparts`: one part is the whole range.
                 ck.parts = 1;
             }

@@ -1,8 +1,8 @@
 //! Renders one [`Kernel`] as freestanding C for the CPU backend.
 //!
 //! Signature: `void NAME(void *const *args, unsigned part, unsigned nparts)`; `args` are the output
-//! buffer then [`Program::kernel_inputs`], each at its byte offset. The outermost loop with extent > 1
-//! is split into `parts` contiguous ranges (the dispatch's `global[0]`).
+//! buffer then [`Program::kernel_inputs`], each at its byte offset. The outer loops are cut into
+//! `parts` units of work (the dispatch's `global[0]`) as [`super::split`] describes.
 //!
 //! Every node is rendered once (CSE) into a local, placed in the innermost loop among the variables it
 //! depends on — loop-invariant values (weights, index arithmetic) are hoisted for free. A reduction is
@@ -13,6 +13,7 @@ use std::fmt::Write;
 
 use pilot_core::DType;
 
+use super::split::{Loop, Split};
 use crate::ir::{BinOp, Const, Ctx, Op, RedOp, UnOp, N};
 use crate::program::{Kernel, Program};
 use crate::target::scoping::{flat_index, free_vars_by};
@@ -130,22 +131,24 @@ fn render_generic(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel
     r.reduce_lanes = 2 * unit.lanes;
     let name = &k.name;
     header(p, name, &args, &mut r.out);
-    let split = k.shape.iter().position(|&d| d > 1);
-    let parts = split.map_or(1, |i| k.shape[i]) as u32;
+    let loops = k.vars.iter().zip(&k.shape).map(|(&var, &e)| Loop { var, extent: e as u64, step: 1 });
+    let split = Split::new(loops.collect(), true);
+    let parts = split.as_ref().map_or(1, Split::parts);
     r.emit_scope(None, 1);
     let store = format!("b{}[{}]", k.out, flat_index(k));
     if !ctx.has_reduce(k.expr) {
-        let nest = Nest { k, free: &free, split, store: &store };
+        let nest = Nest { k, free: &free, split: split.as_ref(), store: &store };
         nest.emit(&mut r, 0, 1, MAX_SEGMENTS);
     } else {
         let mut indent = 1;
-        for (i, (&v, &extent)) in k.vars.iter().zip(&k.shape).enumerate() {
+        for (&v, &extent) in k.vars.iter().zip(&k.shape) {
             let pad = "  ".repeat(indent);
             if extent == 1 {
                 let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
+            } else if let Some(header) = split.as_ref().and_then(|s| s.header(v)) {
+                let _ = writeln!(r.out, "{pad}{header}");
             } else {
-                let (lo, hi) = loop_bounds(extent, Some(i) == split);
-                let _ = writeln!(r.out, "{pad}for (i64 v{v} = {lo}; v{v} < {hi}; v{v}++) {{");
+                let _ = writeln!(r.out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v}++) {{");
             }
             indent += 1;
             r.emit_scope(Some(v), indent);
@@ -163,22 +166,13 @@ fn render_generic(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel
 /// The most loop copies peeling may make of an elementwise kernel's innermost body.
 const MAX_SEGMENTS: usize = 16;
 
-/// The C bounds of a loop over `extent`, split into `nparts` parts when `split`.
-fn loop_bounds(extent: usize, split: bool) -> (String, String) {
-    if split {
-        (format!("(i64){extent}LL * part / nparts"), format!("(i64){extent}LL * (part + 1) / nparts"))
-    } else {
-        ("0".to_string(), format!("{extent}"))
-    }
-}
-
 /// The loop nest of an elementwise kernel, each loop peeled where comparisons of its variable guard
 /// the body ([`Peel`]): a concatenation's channel loop splits by source, a padded copy's row and
 /// column loops into border and interior, so the innermost loop runs without the guards.
 struct Nest<'k> {
     k: &'k Kernel,
     free: &'k HashMap<N, Vec<u32>>,
-    split: Option<usize>,
+    split: Option<&'k Split>,
     store: &'k str,
 }
 
@@ -192,12 +186,21 @@ impl Nest<'_> {
             return;
         };
         let nodes = r.by_scope.get(&Some(v)).cloned().unwrap_or_default();
-        let bounds = loop_bounds(extent, Some(i) == self.split);
-        let peel =
-            (extent > 1).then(|| Peel::find(r.ctx, self.free, &nodes, v)).flatten().filter(|p| p.cuts.len() < segments);
-        if let Some(peel) = peel {
+        // A loop the parts split is peeled only where it is split alone, as a plain range.
+        let header = self.split.and_then(|s| s.header(v));
+        let bounds = match self.split.and_then(|s| s.range(v)) {
+            Some(range) => Some(range),
+            None if header.is_none() => Some(("0".to_string(), format!("{extent}"))),
+            None => None,
+        };
+        let peel = bounds
+            .as_ref()
+            .filter(|_| extent > 1)
+            .and_then(|_| Peel::find(r.ctx, self.free, &nodes, v))
+            .filter(|p| p.cuts.len() < segments);
+        if let (Some(peel), Some(bounds)) = (peel, &bounds) {
             let inner = segments / (peel.cuts.len() + 1);
-            peel::emit(r, self.free, &peel, v, &bounds, indent, "", &mut |r, ind| {
+            peel::emit(r, self.free, &peel, v, bounds, indent, "", &mut |r, ind| {
                 for &n in &nodes {
                     r.emit(n, ind);
                 }
@@ -207,8 +210,10 @@ impl Nest<'_> {
         }
         if extent == 1 {
             let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
+        } else if let Some(header) = header {
+            let _ = writeln!(r.out, "{pad}{header}");
         } else {
-            let _ = writeln!(r.out, "{pad}for (i64 v{v} = {}; v{v} < {}; v{v}++) {{", bounds.0, bounds.1);
+            let _ = writeln!(r.out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v}++) {{");
         }
         for &n in &nodes {
             r.emit(n, indent + 1);

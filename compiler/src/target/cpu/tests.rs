@@ -143,6 +143,34 @@ fn small_kernels_run_as_one_part_and_large_ones_split() {
 }
 
 #[test]
+fn kernels_on_little_data_need_more_work_to_split() {
+    // 2^18 FLOPs on 32 KiB of buffers: one part; 2^19 FLOPs streaming a 1 MiB matrix: split.
+    let little = matmul(32, 64, 64);
+    assert_eq!(little.kernel_flops(&little.kernels[0]), 1 << 18);
+    assert_eq!(super::render_all(&little, SCALAR4)[0].parts, 1);
+    let streaming = matmul(1, 512, 512);
+    assert_eq!(streaming.kernel_flops(&streaming.kernels[0]), 1 << 19);
+    assert!(super::render_all(&streaming, SCALAR4)[0].parts > 1);
+}
+
+#[test]
+fn copies_split_only_when_they_move_megabytes() {
+    // A transpose of `n`×`n` floats reads and writes 8·n² bytes and does no arithmetic.
+    let transpose = |n: usize| {
+        let mut p = Program::new();
+        let x = p.input(0, DType::F32, &[n, n]);
+        let t = p.permute(&x, &[1, 0]);
+        p.realize(&t, BufKind::Output(0), "t");
+        p
+    };
+    let small = transpose(256); // 512 KiB moved
+    assert_eq!(small.kernel_flops(&small.kernels[0]), 0);
+    assert_eq!(super::render_all(&small, SCALAR4)[0].parts, 1, "a copy under 2 MiB stays on one thread");
+    let large = transpose(1024); // 8 MiB moved
+    assert!(super::render_all(&large, SCALAR4)[0].parts > 1, "a copy of 8 MiB splits");
+}
+
+#[test]
 fn a_reduction_read_twice_counts_its_flops_once() {
     // (a·b)² : the product's 8 multiply-adds per output are computed once, then one multiply.
     let mut p = Program::new();

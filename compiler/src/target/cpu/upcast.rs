@@ -26,6 +26,7 @@ use std::fmt::Write;
 use super::isa::VecUnit;
 use super::peel::{self, Peel};
 use super::render::{ctype, fold, free_vars, header, CKernel, Renderer};
+use super::split::{self, Loop, Split};
 use super::tile;
 use crate::ir::{Op, RedOp, N};
 use crate::program::{Kernel, Program};
@@ -250,23 +251,27 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
         }
     };
 
+    // The parts: the outer loops' (see `split`), or the inner range's where every outer loop
+    // before it has extent 1.
+    let outer_split = (split != inner_pos).then(|| {
+        let loops = k.vars.iter().zip(&k.shape).filter(|&(&v, _)| v != vl);
+        let step = |v: u32| if Some(v) == blocked_var { block } else { 1 } as u64;
+        Split::new(loops.map(|(&v, &e)| Loop { var: v, extent: e as u64, step: step(v) }).collect(), false)
+            .expect("an outer loop has extent > 1")
+    });
     // Outer loops (all output vars but the inner one), values hoisted to the loop they depend on.
     emit_where(&mut r, &|n| outer_only(n) && free[&n].is_empty(), 1);
     let mut indent = 1;
-    for (i, (&v, &extent)) in k.vars.iter().zip(&k.shape).enumerate() {
+    for (&v, &extent) in k.vars.iter().zip(&k.shape) {
         if v == vl {
             continue;
         }
         let pad = "  ".repeat(indent);
         let step = if Some(v) == blocked_var { block } else { 1 };
-        let groups = extent / step;
         if extent == 1 {
             let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
-        } else if i == split {
-            let _ = writeln!(
-                r.out,
-                "{pad}for (i64 v{v} = (i64){groups}LL * part / nparts * {step}; v{v} < (i64){groups}LL * (part + 1) / nparts * {step}; v{v} += {step}) {{"
-            );
+        } else if let Some(header) = outer_split.as_ref().and_then(|s| s.header(v)) {
+            let _ = writeln!(r.out, "{pad}{header}");
         } else {
             let _ = writeln!(r.out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v} += {step}) {{");
         }
@@ -278,10 +283,10 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
             indent,
         );
     }
-    let (lo, hi) = if inner_pos == split {
-        (format!("(i64){inner_extent}LL * part / nparts"), format!("(i64){inner_extent}LL * (part + 1) / nparts"))
+    let (lo, hi, inner_parts) = if inner_pos == split {
+        split::inner_range(inner_extent as u64, lanes as u64)
     } else {
-        ("0".to_string(), format!("{inner_extent}"))
+        ("0".to_string(), format!("{inner_extent}"), 1)
     };
     let width = geometry.map_or(inner_extent.min(MAX_INNER), tile::Geometry::width);
     let pad = "  ".repeat(indent);
@@ -489,6 +494,6 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
         let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
     }
     r.out.push_str("}\n");
-    let parts = (k.shape[split] / if Some(k.vars[split]) == blocked_var { block } else { 1 }) as u32;
+    let parts = outer_split.map_or(inner_parts, |s| s.parts());
     Some(CKernel { name: k.name.clone(), source: r.out, args, parts })
 }
