@@ -94,6 +94,8 @@ struct Shared {
     /// `asleep[w - 1]`: worker `w` parks (or is about to) and must be unparked for new work.
     asleep: Box<[AtomicBool]>,
     shutdown: AtomicBool,
+    /// Workers that have started running (`Pool::new` waits for all of them).
+    started: AtomicU32,
     /// Workers unparked by publishers, for tests.
     #[cfg(test)]
     unparks: std::sync::atomic::AtomicUsize,
@@ -151,6 +153,7 @@ impl Pool {
             in_step: AtomicBool::new(false),
             asleep: (1..threads).map(|_| AtomicBool::new(false)).collect(),
             shutdown: AtomicBool::new(false),
+            started: AtomicU32::new(0),
             #[cfg(test)]
             unparks: Default::default(),
         });
@@ -160,6 +163,11 @@ impl Pool {
             let handle =
                 std::thread::Builder::new().name(format!("pilot-cpu-{index}")).spawn(move || worker(&shared, index))?;
             pool.workers.push(handle); // on error, Drop stops the workers started so far
+        }
+        // A thread's start allocates (its name, thread-locals): done before the pool is used, so
+        // that no step overlaps a worker still starting.
+        while pool.shared.started.load(Acquire) < (threads - 1) as u32 {
+            std::thread::yield_now();
         }
         Ok(pool)
     }
@@ -266,6 +274,7 @@ fn worker(s: &Shared, index: usize) {
     #[cfg(test)]
     IS_WORKER.with(|w| w.set(true));
     let asleep = &s.asleep[index - 1];
+    s.started.fetch_add(1, Release);
     loop {
         s.run_parts();
         // Wait for work or shutdown: spin, then park.
