@@ -7,25 +7,11 @@ use pilot_compiler::lower::budget::Limits;
 use pilot_compiler::lower::Lowered;
 use pilot_compiler::onnx::proto as pb;
 use pilot_compiler::CompileError;
-use prost::Message;
 
-fn value(name: &str, dims: &[i64]) -> pb::ValueInfoProto {
-    let dim = |d: i64| pb::tensor_shape_proto::Dimension {
-        value: Some(pb::tensor_shape_proto::dimension::Value::DimValue(d)),
-        ..Default::default()
-    };
-    pb::ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(pb::TypeProto {
-            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
-                elem_type: Some(1),
-                shape: Some(pb::TensorShapeProto { dim: dims.iter().map(|&d| dim(d)).collect() }),
-            })),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
+#[allow(dead_code)] // the helpers this file does not use (`close`, `read_pb`, ...)
+mod common;
+
+use common::proto::{floats, model_bytes, value};
 
 fn ints(name: &str, dims: &[i64], v: &[i64]) -> pb::TensorProto {
     pb::TensorProto {
@@ -33,16 +19,6 @@ fn ints(name: &str, dims: &[i64], v: &[i64]) -> pb::TensorProto {
         data_type: Some(7),
         dims: dims.to_vec(),
         int64_data: v.to_vec(),
-        ..Default::default()
-    }
-}
-
-fn floats(name: &str, dims: &[i64], v: &[f32]) -> pb::TensorProto {
-    pb::TensorProto {
-        name: Some(name.into()),
-        data_type: Some(1),
-        dims: dims.to_vec(),
-        float_data: v.to_vec(),
         ..Default::default()
     }
 }
@@ -85,13 +61,7 @@ fn lower_graph(
         initializer: inits,
         ..Default::default()
     };
-    let m = pb::ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![pb::OperatorSetIdProto { domain: Some(String::new()), version: Some(17) }],
-        graph: Some(graph),
-        ..Default::default()
-    };
-    let model = pilot_compiler::onnx::load_bytes(&m.encode_to_vec(), None)?;
+    let model = pilot_compiler::onnx::load_bytes(&model_bytes(graph), None)?;
     pilot_compiler::lower::lower_limited(&model, &HashMap::new(), None, limits)
 }
 

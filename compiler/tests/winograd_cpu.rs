@@ -5,28 +5,10 @@
 mod common;
 
 use common::close;
+use common::proto::{floats, model_bytes, value};
 use pilot_compiler::onnx::proto as pb;
 use pilot_compiler::tensor::Tensor;
 use pilot_core::{Backend, Target};
-use prost::Message;
-
-fn value(name: &str, dims: &[i64]) -> pb::ValueInfoProto {
-    let dim = |d: i64| pb::tensor_shape_proto::Dimension {
-        value: Some(pb::tensor_shape_proto::dimension::Value::DimValue(d)),
-        ..Default::default()
-    };
-    pb::ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(pb::TypeProto {
-            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
-                elem_type: Some(1),
-                shape: Some(pb::TensorShapeProto { dim: dims.iter().map(|&d| dim(d)).collect() }),
-            })),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
 
 /// Deterministic values in [-scale, scale).
 fn values(seed: u64, n: usize, scale: f32) -> Vec<f32> {
@@ -39,16 +21,6 @@ fn values(seed: u64, n: usize, scale: f32) -> Vec<f32> {
             ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
         })
         .collect()
-}
-
-fn floats(name: &str, dims: &[i64], v: Vec<f32>) -> pb::TensorProto {
-    pb::TensorProto {
-        name: Some(name.into()),
-        data_type: Some(1),
-        dims: dims.to_vec(),
-        float_data: v,
-        ..Default::default()
-    }
 }
 
 fn conv(name: &str, inputs: &[&str], out: &str, pads: [i64; 4]) -> pb::NodeProto {
@@ -116,7 +88,7 @@ const PADS2: [i64; 4] = [0, 1, 0, 1];
 
 /// `x [1, 40, 17, 37]` → Conv 3×3 to 48 channels, padded by [`PADS1`]: 18×36, in tiles of 6 rows →
 /// ReLU → Conv 3×3 to 64 channels, padded by [`PADS2`]: 16×36, in tiles of 4 rows → ReLU.
-fn model_bytes(w1: &[f32], b1: &[f32], w2: &[f32], b2: &[f32]) -> Vec<u8> {
+fn two_convs(w1: &[f32], b1: &[f32], w2: &[f32], b2: &[f32]) -> Vec<u8> {
     let graph = pb::GraphProto {
         node: vec![
             conv("conv1", &["x", "w1", "b1"], "c1", PADS1),
@@ -127,20 +99,14 @@ fn model_bytes(w1: &[f32], b1: &[f32], w2: &[f32], b2: &[f32]) -> Vec<u8> {
         input: vec![value("x", &[1, 40, 17, 37])],
         output: vec![value("y", &[1, 64, 16, 36])],
         initializer: vec![
-            floats("w1", &[48, 40, 3, 3], w1.to_vec()),
-            floats("b1", &[48], b1.to_vec()),
-            floats("w2", &[64, 48, 3, 3], w2.to_vec()),
-            floats("b2", &[64], b2.to_vec()),
+            floats("w1", &[48, 40, 3, 3], w1),
+            floats("b1", &[48], b1),
+            floats("w2", &[64, 48, 3, 3], w2),
+            floats("b2", &[64], b2),
         ],
         ..Default::default()
     };
-    let m = pb::ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![pb::OperatorSetIdProto { domain: Some(String::new()), version: Some(17) }],
-        graph: Some(graph),
-        ..Default::default()
-    };
-    m.encode_to_vec()
+    model_bytes(graph)
 }
 
 #[test]
@@ -154,7 +120,7 @@ fn winograd_convolutions_run_on_the_cpu_like_direct_ones() {
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("convs.onnx");
-    std::fs::write(&path, model_bytes(&w1, &b1, &w2, &b2)).unwrap();
+    std::fs::write(&path, two_convs(&w1, &b1, &w2, &b2)).unwrap();
     let art = dir.path().join("convs.pkl");
     let opts = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Cpu).unwrap());
     let report = pilot_compiler::compile(&path, &art, &opts, &|_| {}).unwrap();

@@ -131,12 +131,12 @@ struct Lowerer {
     winograd: winograd::Policy,
 }
 
-/// What an op implementation sees: its node, its inputs, and the program being built.
 /// Elements of fill a stride-1 padded copy keeps after its last row: the CPU's register tiles may
 /// then run up to that far past the end of a row, reading the next one, and stay in the buffer
-/// (`target/cpu/upcast.rs`: a row of 45 takes one tile of 48 instead of two of 32).
+/// (`target/cpu/upcast.rs`: a row of 23 takes one tile of 32 instead of two overlapping tiles of 16).
 pub const ROW_SLACK: usize = 64;
 
+/// What an op implementation sees: its node, its inputs, and the program being built.
 pub struct NodeCtx<'a> {
     l: &'a mut Lowerer,
     pub node: &'a Node,

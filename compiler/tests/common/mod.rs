@@ -2,6 +2,7 @@
 
 pub mod node;
 pub mod pins;
+pub mod proto;
 
 use std::path::{Path, PathBuf};
 

@@ -292,14 +292,20 @@ fn linked_step_with_copy_carries_state_across_submits() {
     assert!(dev.free(spare).is_err());
 }
 
-#[test]
-fn submit_does_not_allocate() {
+/// A 3-thread device with `vadd` loaded over three 100-element vectors and the length 100.
+fn vadd_on_3_threads() -> (CpuDevice, ProgramId, Vec<BufferId>) {
     let code = cc(VADD, MODELS[0]);
     let mut dev = CpuDevice::new(3);
     let p = dev.load_program(&spec("vadd", &code, 4)).unwrap();
     let ids: Vec<BufferId> =
         [400, 400, 400, 4].iter().map(|&size| dev.alloc(size, BufferUse::Scratch).unwrap()).collect();
     dev.copy_in(ids[3], 0, &100u32.to_le_bytes()).unwrap();
+    (dev, p, ids)
+}
+
+#[test]
+fn submit_does_not_allocate() {
+    let (mut dev, p, ids) = vadd_on_3_threads();
     let copy =
         StepOp::Copy { src: Arg { buffer: ids[2], offset: 0 }, dst: Arg { buffer: ids[0], offset: 0 }, len: 400 };
     let step = dev.link_step(&[dispatch(p, &ids, 3), copy, dispatch(p, &ids, 1)]).unwrap();
@@ -327,12 +333,7 @@ fn wait_workers_parked(dev: &CpuDevice) {
 
 #[test]
 fn only_steps_with_split_dispatches_wake_the_workers() {
-    let code = cc(VADD, MODELS[0]);
-    let mut dev = CpuDevice::new(3);
-    let p = dev.load_program(&spec("vadd", &code, 4)).unwrap();
-    let ids: Vec<BufferId> =
-        [400, 400, 400, 4].iter().map(|&size| dev.alloc(size, BufferUse::Scratch).unwrap()).collect();
-    dev.copy_in(ids[3], 0, &100u32.to_le_bytes()).unwrap();
+    let (mut dev, p, ids) = vadd_on_3_threads();
     let serial = dev.link_step(&[dispatch(p, &ids, 1), dispatch(p, &ids, 1)]).unwrap();
     let split = dev.link_step(&[dispatch(p, &ids, 1), dispatch(p, &ids, 3)]).unwrap();
     dev.submit(split).unwrap();

@@ -142,14 +142,7 @@ fn render_generic(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel
     } else {
         let mut indent = 1;
         for (&v, &extent) in k.vars.iter().zip(&k.shape) {
-            let pad = "  ".repeat(indent);
-            if extent == 1 {
-                let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
-            } else if let Some(header) = split.as_ref().and_then(|s| s.header(v)) {
-                let _ = writeln!(r.out, "{pad}{header}");
-            } else {
-                let _ = writeln!(r.out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v}++) {{");
-            }
+            open_loop(&mut r.out, indent, v, extent, 1, split.as_ref().and_then(|s| s.header(v)));
             indent += 1;
             r.emit_scope(Some(v), indent);
         }
@@ -161,6 +154,18 @@ fn render_generic(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel
     }
     r.out.push_str("}\n");
     CKernel { name: name.clone(), source: r.out, args, parts }
+}
+
+/// Opens the loop over `v` (one `{`): a constant where `extent` is 1, the parts' `header` where the
+/// loop is split, else `0..extent` in steps of `step`.
+pub(super) fn open_loop(out: &mut String, indent: usize, v: u32, extent: usize, step: usize, header: Option<String>) {
+    let pad = "  ".repeat(indent);
+    let _ = match header {
+        _ if extent == 1 => writeln!(out, "{pad}{{ const i64 v{v} = 0;"),
+        Some(header) => writeln!(out, "{pad}{header}"),
+        None if step == 1 => writeln!(out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v}++) {{"),
+        None => writeln!(out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v} += {step}) {{"),
+    };
 }
 
 /// The most loop copies peeling may make of an elementwise kernel's innermost body.
@@ -208,13 +213,7 @@ impl Nest<'_> {
             });
             return;
         }
-        if extent == 1 {
-            let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
-        } else if let Some(header) = header {
-            let _ = writeln!(r.out, "{pad}{header}");
-        } else {
-            let _ = writeln!(r.out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v}++) {{");
-        }
+        open_loop(&mut r.out, indent, v, extent, 1, header);
         for &n in &nodes {
             r.emit(n, indent + 1);
         }

@@ -25,7 +25,7 @@ use std::fmt::Write;
 
 use super::isa::VecUnit;
 use super::peel::{self, Peel};
-use super::render::{ctype, fold, free_vars, header, CKernel, Renderer};
+use super::render::{ctype, fold, free_vars, header, open_loop, CKernel, Renderer};
 use super::split::{self, Loop, Split};
 use super::tile;
 use crate::ir::{Op, RedOp, N};
@@ -266,15 +266,8 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
         if v == vl {
             continue;
         }
-        let pad = "  ".repeat(indent);
         let step = if Some(v) == blocked_var { block } else { 1 };
-        if extent == 1 {
-            let _ = writeln!(r.out, "{pad}{{ const i64 v{v} = 0;");
-        } else if let Some(header) = outer_split.as_ref().and_then(|s| s.header(v)) {
-            let _ = writeln!(r.out, "{pad}{header}");
-        } else {
-            let _ = writeln!(r.out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v} += {step}) {{");
-        }
+        open_loop(&mut r.out, indent, v, extent, step, outer_split.as_ref().and_then(|s| s.header(v)));
         indent += 1;
         let here = depth_outer(v);
         emit_where(
