@@ -137,8 +137,9 @@ fn render_generic(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel
     r.emit_scope(None, 1);
     let store = format!("b{}[{}]", k.out, flat_index(k));
     if !ctx.has_reduce(k.expr) {
-        let nest = Nest { k, free: &free, split: split.as_ref(), store: &store };
-        nest.emit(&mut r, 0, 1, MAX_SEGMENTS);
+        let peels = Nest::plan(&r, k, &free);
+        let nest = Nest { k, free: &free, split: split.as_ref(), store: &store, peels };
+        nest.emit(&mut r, 0, 1);
     } else {
         let mut indent = 1;
         for (&v, &extent) in k.vars.iter().zip(&k.shape) {
@@ -179,11 +180,36 @@ struct Nest<'k> {
     free: &'k HashMap<N, Vec<u32>>,
     split: Option<&'k Split>,
     store: &'k str,
+    /// The peel of each loop, planned by [`Nest::plan`].
+    peels: Vec<Option<Peel>>,
 }
 
 impl Nest<'_> {
-    /// Loops `i..` at `indent`, at most `segments` copies of the innermost body.
-    fn emit(&self, r: &mut Renderer<'_>, i: usize, indent: usize, segments: usize) {
+    /// Each loop's peel, chosen from the innermost loop outward (the one that vectorizes first)
+    /// while the copies of the innermost body stay within [`MAX_SEGMENTS`].
+    fn plan(r: &Renderer<'_>, k: &Kernel, free: &HashMap<N, Vec<u32>>) -> Vec<Option<Peel>> {
+        let mut budget = MAX_SEGMENTS;
+        let mut peels: Vec<Option<Peel>> = k
+            .vars
+            .iter()
+            .zip(&k.shape)
+            .rev()
+            .map(|(&v, &extent)| {
+                let nodes = r.by_scope.get(&Some(v)).map_or(&[][..], Vec::as_slice);
+                let peel = (extent > 1).then(|| Peel::find(r.ctx, free, nodes, v)).flatten()?;
+                let copies = peel.cuts.len() + 1;
+                (copies <= budget).then(|| {
+                    budget /= copies;
+                    peel
+                })
+            })
+            .collect();
+        peels.reverse();
+        peels
+    }
+
+    /// Loops `i..` at `indent`.
+    fn emit(&self, r: &mut Renderer<'_>, i: usize, indent: usize) {
         let pad = "  ".repeat(indent);
         let Some((&v, &extent)) = self.k.vars.get(i).zip(self.k.shape.get(i)) else {
             let root = r.value(self.k.expr);
@@ -198,18 +224,12 @@ impl Nest<'_> {
             None if header.is_none() => Some(("0".to_string(), format!("{extent}"))),
             None => None,
         };
-        let peel = bounds
-            .as_ref()
-            .filter(|_| extent > 1)
-            .and_then(|_| Peel::find(r.ctx, self.free, &nodes, v))
-            .filter(|p| p.cuts.len() < segments);
-        if let (Some(peel), Some(bounds)) = (peel, &bounds) {
-            let inner = segments / (peel.cuts.len() + 1);
-            peel::emit(r, self.free, &peel, v, bounds, indent, "", &mut |r, ind| {
+        if let (Some(peel), Some(bounds)) = (&self.peels[i], &bounds) {
+            peel::emit(r, self.free, peel, v, bounds, indent, "", &mut |r, ind| {
                 for &n in &nodes {
                     r.emit(n, ind);
                 }
-                self.emit(r, i + 1, ind, inner);
+                self.emit(r, i + 1, ind);
             });
             return;
         }
@@ -217,7 +237,7 @@ impl Nest<'_> {
         for &n in &nodes {
             r.emit(n, indent + 1);
         }
-        self.emit(r, i + 1, indent + 1, segments);
+        self.emit(r, i + 1, indent + 1);
         let _ = writeln!(r.out, "{pad}}}");
     }
 }

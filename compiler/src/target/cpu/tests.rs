@@ -321,3 +321,24 @@ fn a_concatenation_peels_its_outer_loop_by_source() {
     assert!(!src.contains("< 2LL;"), "the channel comparison is known in every segment: {src}");
     assert!(src.contains("!(((u8)1))") && src.contains("!(((u8)0))"), "{src}");
 }
+
+#[test]
+fn the_innermost_loop_is_peeled_first() {
+    // Two sources concatenated by channel (70 channels: the parts split that loop alone), each padded
+    // by one row and one column on every side:
+    // three levels of guards, more copies than the budget allows for all of them. The column loop
+    // (the one that vectorizes) and the row loop are peeled; the channel loop keeps its comparison.
+    let mut p = Program::new();
+    let a = p.input(0, DType::F32, &[40, 6, 40]);
+    let b = p.input(1, DType::F32, &[30, 6, 40]);
+    let pa = p.pad(&a, &[0, 1, 1], &[30, 1, 1], 0.0);
+    let pb = p.pad(&b, &[40, 1, 1], &[0, 1, 1], 0.0);
+    let cat = p.binary(BinOp::Add, &pa, &pb);
+    p.realize(&cat, BufKind::Output(0), "cat");
+    let src = render(&p, &p.kernels[0], SCALAR4).source;
+    let peeled = |var: &str| src.lines().filter(|l| l.contains(&format!("for (i64 {var} = s{}", &var[1..]))).count();
+    let vars: Vec<String> = (0..3).map(|i| format!("v{}", p.kernels[0].vars[i])).collect();
+    assert_eq!(peeled(&vars[0]), 0, "{src}");
+    assert_eq!(peeled(&vars[1]), 3, "{src}");
+    assert_eq!(peeled(&vars[2]), 9, "3 column segments in each of the 3 row segments: {src}");
+}
