@@ -58,8 +58,8 @@ apt-get "${apt_opts[@]}" update -qq >/dev/null
   echo "build_mesa: mesa $version is not in $mirror trixie any more: set \$version in $0 to the current one" >&2
   exit 1
 }
-# apt checked the .dsc against the signed Sources index; dpkg-source checks every file against the .dsc.
-(cd "$src_root" && dpkg-source --no-check -x "mesa_$version.dsc" mesa >/dev/null)
+# apt checked the .dsc against the signed Sources index; dpkg-source checks every file against the .dsc's checksums.
+(cd "$src_root" && dpkg-source -x "mesa_$version.dsc" mesa >/dev/null)
 src=$src_root/mesa
 
 [ -x "$out/venv/bin/meson" ] || {
