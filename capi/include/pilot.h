@@ -136,12 +136,13 @@ enum PilotStatus pilot_model_open(const char *path,
                                   struct PilotModel **out);
 
 /*
- Frees a model (null is ignored). Waits for nothing: finish a step in flight first.
+ Frees a model (null is ignored: `PILOT_OK`). Waits for nothing: finish a step in flight first. A model
+ already closed is refused (`PILOT_INVALID_ARGUMENT`), not freed twice.
 
  # Safety
- `m` is null or a model from [`pilot_model_open`], not used again.
+ `m` is null or a model from [`pilot_model_open`].
  */
-void pilot_model_close(struct PilotModel *m);
+enum PilotStatus pilot_model_close(struct PilotModel *m);
 
 /*
  The number of inputs (0 for a null model).

@@ -40,6 +40,8 @@ pub enum Error {
     Size { name: String, expected: usize, found: usize },
     #[error("{0} is null")]
     Null(&'static str),
+    #[error("model: not an open model (closed already?)")]
+    Closed,
     #[error("{what} is not valid UTF-8")]
     Utf8 { what: &'static str },
     #[error("{0}")]
@@ -50,6 +52,8 @@ pub enum Error {
     StepGate { best: f64, limit: f64 },
     #[error("ASSERT_MIN_STEP_TIME: no step has finished yet")]
     NoSteps,
+    #[error("ASSERT_MIN_STEP_TIME: the limit must be a positive number of milliseconds, got {0}")]
+    GateLimit(f64),
     #[error("metadata output_slices: {0}")]
     Slices(String),
     #[error("profile: this device does not profile (open it with profiling on)")]
@@ -72,8 +76,10 @@ impl Error {
             | Error::Index { .. }
             | Error::Size { .. }
             | Error::Null(_)
+            | Error::Closed
             | Error::Utf8 { .. }
-            | Error::NoProfile => PilotStatus::InvalidArgument,
+            | Error::NoProfile
+            | Error::GateLimit(_) => PilotStatus::InvalidArgument,
             Error::Step(_) => PilotStatus::Step,
             Error::Order(_) => PilotStatus::Order,
             Error::StepGate { .. } | Error::NoSteps => PilotStatus::Gate,

@@ -9,6 +9,7 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
+use std::sync::Mutex;
 
 use pilot_core::DType;
 
@@ -130,11 +131,26 @@ unsafe fn out<'a, T>(p: *mut T, what: &'static str) -> Result<&'a mut T, Error> 
     unsafe { p.as_mut() }.ok_or(Error::Null(what))
 }
 
+/// The addresses of the models [`pilot_model_open`] handed out and [`pilot_model_close`] has not freed: a handle
+/// closed twice, or used after its close, is refused with an error instead of touching freed memory (as long as
+/// the allocator has not handed the same address to a newer model).
+static OPEN: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+fn is_open(m: *const PilotModel) -> bool {
+    OPEN.lock().unwrap_or_else(|e| e.into_inner()).contains(&(m as usize))
+}
+
 /// # Safety
-/// `m` is null or a model from [`pilot_model_open`] not yet closed, used by one thread at a time.
+/// `m` is null or a model from [`pilot_model_open`], used by one thread at a time.
 unsafe fn model<'a>(m: *mut PilotModel) -> Result<&'a mut PilotModel, Error> {
-    // SAFETY: forwarded to the caller.
-    unsafe { m.as_mut() }.ok_or(Error::Null("model"))
+    if m.is_null() {
+        return Err(Error::Null("model"));
+    }
+    if !is_open(m) {
+        return Err(Error::Closed);
+    }
+    // SAFETY: an open model (checked above) is a live allocation from pilot_model_open.
+    Ok(unsafe { &mut *m })
 }
 
 /// # Safety
@@ -203,21 +219,32 @@ pub unsafe extern "C" fn pilot_model_open(
         let model = Model::load(Path::new(path), &opts)?;
         let input_names = c_names(model.inputs().iter().map(|s| s.name.as_str()))?;
         let output_names = c_names(model.outputs().iter().map(|s| s.name.as_str()))?;
-        *out = Box::into_raw(Box::new(PilotModel { model, input_names, output_names, names: Vec::new() }));
+        let m = Box::into_raw(Box::new(PilotModel { model, input_names, output_names, names: Vec::new() }));
+        OPEN.lock().unwrap_or_else(|e| e.into_inner()).push(m as usize);
+        *out = m;
         Ok(())
     })
 }
 
-/// Frees a model (null is ignored). Waits for nothing: finish a step in flight first.
+/// Frees a model (null is ignored: `PILOT_OK`). Waits for nothing: finish a step in flight first. A model
+/// already closed is refused (`PILOT_INVALID_ARGUMENT`), not freed twice.
 ///
 /// # Safety
-/// `m` is null or a model from [`pilot_model_open`], not used again.
+/// `m` is null or a model from [`pilot_model_open`].
 #[no_mangle]
-pub unsafe extern "C" fn pilot_model_close(m: *mut PilotModel) {
-    if !m.is_null() {
-        // SAFETY: `m` came from Box::into_raw in pilot_model_open and is closed once, per the contract.
-        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(m) })));
-    }
+pub unsafe extern "C" fn pilot_model_close(m: *mut PilotModel) -> PilotStatus {
+    guard(|| {
+        if m.is_null() {
+            return Ok(());
+        }
+        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        let at = open.iter().position(|&p| p == m as usize).ok_or(Error::Closed)?;
+        open.swap_remove(at);
+        drop(open);
+        // SAFETY: `m` came from Box::into_raw in pilot_model_open and was still open (removed above, once).
+        drop(unsafe { Box::from_raw(m) });
+        Ok(())
+    })
 }
 
 /// The number of inputs (0 for a null model).
@@ -227,7 +254,7 @@ pub unsafe extern "C" fn pilot_model_close(m: *mut PilotModel) {
 #[no_mangle]
 pub unsafe extern "C" fn pilot_model_input_count(m: *const PilotModel) -> usize {
     // SAFETY: per this function's contract.
-    unsafe { m.as_ref() }.map_or(0, |m| m.model.inputs().len())
+    unsafe { model(m.cast_mut()) }.map_or(0, |m| m.model.inputs().len())
 }
 
 /// The number of outputs (0 for a null model).
@@ -237,7 +264,7 @@ pub unsafe extern "C" fn pilot_model_input_count(m: *const PilotModel) -> usize 
 #[no_mangle]
 pub unsafe extern "C" fn pilot_model_output_count(m: *const PilotModel) -> usize {
     // SAFETY: per this function's contract.
-    unsafe { m.as_ref() }.map_or(0, |m| m.model.outputs().len())
+    unsafe { model(m.cast_mut()) }.map_or(0, |m| m.model.outputs().len())
 }
 
 fn info(spec: &pilot_core::artifact::TensorSpec, name: &CString) -> PilotTensorInfo {
@@ -358,7 +385,10 @@ pub unsafe extern "C" fn pilot_model_set_input(
 ) -> PilotStatus {
     guard(|| {
         // SAFETY: per this function's contract.
-        let (m, data) = unsafe { (model(m)?, bytes(data, nbytes, "data")?) };
+        let m = unsafe { model(m)? };
+        m.model.check_input_size(index, nbytes)?;
+        // SAFETY: per this function's contract; `nbytes` is the input's size, which pilot allocated itself.
+        let data = unsafe { bytes(data, nbytes, "data")? };
         m.model.set_input(index, data)
     })
 }
@@ -384,6 +414,7 @@ pub unsafe extern "C" fn pilot_model_bind_input(
         let mapped = if data.is_null() {
             m.model.unbind_input(index)?
         } else {
+            m.model.check_input_size(index, nbytes)?;
             // SAFETY: per this function's contract (valid for `nbytes`, kept valid until rebound or closed).
             unsafe { m.model.bind_input(index, bytes(data, nbytes, "data")?) }?
         };
@@ -462,6 +493,7 @@ pub unsafe extern "C" fn pilot_model_get_output(
         if dst.is_null() {
             return Err(Error::Null("dst"));
         }
+        m.model.check_output_size(index, nbytes)?;
         // SAFETY: non-null and valid for `nbytes` bytes per this function's contract.
         let dst = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), nbytes) };
         m.model.get_output(index, dst)

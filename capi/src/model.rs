@@ -229,12 +229,28 @@ impl Model {
 
     /// Copies `data` (exactly the input's bytes) into input `i` for the next step. Refused while a step is in
     /// flight and for an input bound to caller memory.
-    pub fn set_input(&mut self, i: usize, data: &[u8]) -> Result<(), Error> {
+    /// Checks that input `i` exists and holds exactly `nbytes`: the C ABI asks before it makes a slice of the
+    /// caller's pointer, so that a wrong size (e.g. SIZE_MAX) is an error, never a slice the pointer cannot back.
+    pub fn check_input_size(&self, i: usize, nbytes: usize) -> Result<(), Error> {
         self.check("input", i, self.inputs().len())?;
         let spec = &self.inputs()[i];
-        if data.len() != spec.nbytes() {
-            return Err(Error::Size { name: spec.name.clone(), expected: spec.nbytes(), found: data.len() });
+        if nbytes != spec.nbytes() {
+            return Err(Error::Size { name: spec.name.clone(), expected: spec.nbytes(), found: nbytes });
         }
+        Ok(())
+    }
+
+    /// As [`Model::check_input_size`], for output `i`.
+    pub fn check_output_size(&self, i: usize, nbytes: usize) -> Result<(), Error> {
+        let out = self.output(i)?;
+        if nbytes != out.len() {
+            return Err(Error::Size { name: self.outputs()[i].name.clone(), expected: out.len(), found: nbytes });
+        }
+        Ok(())
+    }
+
+    pub fn set_input(&mut self, i: usize, data: &[u8]) -> Result<(), Error> {
+        self.check_input_size(i, data.len())?;
         if self.in_flight.is_some() {
             return Err(Error::Order("set_input: a step is in flight; wait for it first"));
         }
@@ -256,11 +272,7 @@ impl Model {
     /// `data` must stay valid until the input is rebound ([`Model::bind_input`], [`Model::unbind_input`]) or the
     /// model is dropped, and must not be written while a step is in flight.
     pub unsafe fn bind_input(&mut self, i: usize, data: &[u8]) -> Result<bool, Error> {
-        self.check("input", i, self.inputs().len())?;
-        let spec = &self.inputs()[i];
-        if data.len() != spec.nbytes() {
-            return Err(Error::Size { name: spec.name.clone(), expected: spec.nbytes(), found: data.len() });
-        }
+        self.check_input_size(i, data.len())?;
         if self.state[i] {
             return Err(Error::Order("bind_input: the input is device state; set it with set_input"));
         }
@@ -323,12 +335,8 @@ impl Model {
 
     /// Copies output `i` into `dst`, which must be exactly its size.
     pub fn get_output(&self, i: usize, dst: &mut [u8]) -> Result<(), Error> {
-        let out = self.output(i)?;
-        if dst.len() != out.len() {
-            let name = self.outputs()[i].name.clone();
-            return Err(Error::Size { name, expected: out.len(), found: dst.len() });
-        }
-        dst.copy_from_slice(out);
+        self.check_output_size(i, dst.len())?;
+        dst.copy_from_slice(self.output(i)?);
         Ok(())
     }
 
@@ -352,7 +360,11 @@ impl Model {
     }
 
     /// The `ASSERT_MIN_STEP_TIME` gate: fails unless the fastest step so far took less than `limit_ms`.
+    /// A limit that is not a positive finite number (NaN would pass every comparison) is an invalid argument.
     pub fn check_min_step_time(&self, limit_ms: f64) -> Result<(), Error> {
+        if !(limit_ms.is_finite() && limit_ms > 0.0) {
+            return Err(Error::GateLimit(limit_ms));
+        }
         match self.stats {
             StepStats { steps: 0, .. } => Err(Error::NoSteps),
             StepStats { best_ms, .. } if best_ms >= limit_ms => Err(Error::StepGate { best: best_ms, limit: limit_ms }),

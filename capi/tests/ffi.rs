@@ -109,7 +109,11 @@ fn steps_through_the_c_abi_match_the_reference() {
         assert_eq!(stats.steps, 5);
         assert!(stats.best_ms > 0.0 && stats.best_ms <= stats.last_ms.max(stats.best_ms) && stats.load_ms > 0.0);
         assert_eq!(pilot_model_check_min_step_time(m, 1e6), PilotStatus::Ok);
-        assert_eq!(pilot_model_check_min_step_time(m, 0.0), PilotStatus::Gate);
+        for bad in [f64::NAN, 0.0, -1.0, f64::INFINITY] {
+            assert_eq!(pilot_model_check_min_step_time(m, bad), PilotStatus::InvalidArgument, "{bad}");
+            assert!(last_error().contains("the limit must be a positive number of milliseconds"), "{}", last_error());
+        }
+        assert_eq!(pilot_model_check_min_step_time(m, 1e-9), PilotStatus::Gate);
         assert!(last_error().starts_with("ASSERT_MIN_STEP_TIME: fastest step took "), "{}", last_error());
         let (mut name, mut ns) = (ptr::null(), 0u64);
         assert_eq!(pilot_model_profile_entry(m, 0, &mut name, &mut ns), PilotStatus::Ok);
@@ -122,7 +126,7 @@ fn steps_through_the_c_abi_match_the_reference() {
         assert_eq!(pilot_model_output_slice(m, 1, &mut name, &mut start, &mut stop), PilotStatus::InvalidArgument);
         let mut value = 0u64;
         assert_eq!(pilot_model_counter(m, 0, &mut name, &mut value), PilotStatus::InvalidArgument, "cpu keeps none");
-        pilot_model_close(m);
+        assert_eq!(pilot_model_close(m), PilotStatus::Ok);
     }
 }
 
@@ -150,8 +154,8 @@ fn an_input_bound_by_pointer_is_read_at_each_step() {
         assert!(last_error().contains("bound to caller memory"), "{}", last_error());
         assert_eq!(pilot_model_bind_input(bound_model, 0, ptr::null(), 0, ptr::null_mut()), PilotStatus::Ok);
         assert_eq!(pilot_model_set_input(bound_model, 0, camera.as_ptr().cast(), camera.len()), PilotStatus::Ok);
-        pilot_model_close(bound_model);
-        pilot_model_close(copied_model);
+        assert_eq!(pilot_model_close(bound_model), PilotStatus::Ok);
+        assert_eq!(pilot_model_close(copied_model), PilotStatus::Ok);
     }
 }
 
@@ -194,8 +198,24 @@ fn errors_are_codes_with_the_commands_text() {
         assert_eq!(pilot_model_wait(m), PilotStatus::Ok);
         assert_eq!(pilot_model_step(ptr::null_mut()), PilotStatus::InvalidArgument);
         assert_eq!(last_error(), "model is null");
-        pilot_model_close(m);
-        pilot_model_close(ptr::null_mut());
+        // Sizes are checked before pilot makes a slice of the caller's pointer: SIZE_MAX is an error, not an abort.
+        let one = [0u8; 1];
+        let mut dst = [0u8; 1];
+        assert_eq!(pilot_model_set_input(m, 0, one.as_ptr().cast(), usize::MAX), PilotStatus::InvalidArgument);
+        assert_eq!(last_error(), format!("input `desire` needs 32 bytes, got {}", usize::MAX));
+        assert_eq!(
+            pilot_model_bind_input(m, 0, one.as_ptr().cast(), usize::MAX, ptr::null_mut()),
+            PilotStatus::InvalidArgument
+        );
+        assert_eq!(pilot_model_get_output(m, 0, dst.as_mut_ptr().cast(), usize::MAX), PilotStatus::InvalidArgument);
+        assert!(last_error().ends_with(&format!("got {}", usize::MAX)), "{}", last_error());
+        assert_eq!(pilot_model_close(m), PilotStatus::Ok);
+        // A second close, and any use after the close, is refused instead of touching freed memory.
+        assert_eq!(pilot_model_close(m), PilotStatus::InvalidArgument);
+        assert_eq!(last_error(), "model: not an open model (closed already?)");
+        assert_eq!(pilot_model_step(m), PilotStatus::InvalidArgument);
+        assert_eq!(pilot_model_input_count(m), 0);
+        assert_eq!(pilot_model_close(ptr::null_mut()), PilotStatus::Ok);
     }
 }
 
@@ -254,6 +274,6 @@ fn a_state_input_keeps_its_device_value_until_set() {
         let x = bytes(&features);
         assert_eq!(pilot_model_bind_input(m, 1, x.as_ptr().cast(), x.len(), ptr::null_mut()), PilotStatus::Order);
         assert!(last_error().contains("device state"), "{}", last_error());
-        pilot_model_close(m);
+        assert_eq!(pilot_model_close(m), PilotStatus::Ok);
     }
 }

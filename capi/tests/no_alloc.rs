@@ -43,7 +43,7 @@ fn c_abi_steps_do_not_allocate() {
             let before = all_allocs();
             drop(std::hint::black_box(vec![1u8; 64]));
             assert!(all_allocs() - before >= 1);
-            pilot_model_close(m);
+            assert_eq!(pilot_model_close(m), PilotStatus::Ok);
         }
     }
 }

@@ -142,6 +142,10 @@ def test_the_step_time_gate(models, monkeypatch):
     for _ in range(3):
         model.step()
     model.assert_min_step_time(10_000)
+    for bad in (float("nan"), 0.0, -1.0, float("inf")):
+        with pytest.raises(pilot.PilotError, match="the limit must be a positive number of milliseconds") as e:
+            model.assert_min_step_time(bad)
+        assert not isinstance(e.value, pilot.GateError), bad
     text = r"^ASSERT_MIN_STEP_TIME: fastest step took \d+\.\d{3} ms, the limit is 0.001 ms$"
     with pytest.raises(pilot.GateError, match=text):
         model.assert_min_step_time(0.001)

@@ -30,6 +30,9 @@ pub struct DeviceArg {
     device: Option<String>,
 }
 
+/// The most copies each way `copy-speed` makes (like `--size`, a bound on how long one command may run).
+const MAX_ITERS: usize = 1000;
+
 #[derive(Args)]
 pub struct CopySpeedArgs {
     #[command(flatten)]
@@ -221,8 +224,8 @@ fn copy_speed(a: &CopySpeedArgs) -> Result<bool> {
     if a.size == 0 || a.size > 1 << 30 {
         bail!("--size {} is out of range (1 byte to 1 GiB)", a.size);
     }
-    if a.iters == 0 {
-        bail!("--iters must be at least 1");
+    if !(1..=MAX_ITERS).contains(&a.iters) {
+        bail!("--iters {} is out of range (1 to {MAX_ITERS})", a.iters);
     }
     let mut o = open(&a.device, a.size)?;
     let Some(mut dma) = o.dma.take() else { return copy_speed_on_gpu(o.bridge, a) };

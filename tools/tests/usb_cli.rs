@@ -51,6 +51,9 @@ fn no_bridge_and_bad_arguments_exit_2_with_one_line() {
         &["usb", "info", "--device", "nonsense"],
         &["usb", "copy-speed", "--device", "sim", "--size", "0"],
         &["usb", "copy-speed", "--device", "sim", "--size", "2000000000"],
+        &["usb", "copy-speed", "--device", "sim", "--iters", "0"],
+        // Uncapped, this ran for hours.
+        &["usb", "copy-speed", "--device", "sim", "--size", "1000", "--iters", "18446744073709551615"],
     ] {
         let o = pilot(args);
         let err = stderr(&o);

@@ -60,6 +60,25 @@ impl AmdDispatch {
 
     pub(crate) fn decode(path: &str, v: &Value) -> Result<AmdDispatch, SchemaError> {
         let Value::Dict(entries) = v else { return Err(err(path, format!("expected dict, found {}", v.type_name()))) };
+        const KNOWN: &[&str] = &[
+            "descriptor",
+            "code",
+            "rsrc",
+            "kernarg",
+            "arg_offsets",
+            "user_sgprs",
+            "vgprs",
+            "sgprs",
+            "lds",
+            "scratch",
+            "wave32",
+        ];
+        if let Some((k, _)) = entries.iter().find(|(k, _)| !matches!(k, Value::Str(s) if KNOWN.contains(&s.as_str()))) {
+            return Err(match k {
+                Value::Str(s) => err(format!("{path}.{s}"), "unknown key"),
+                other => err(path, format!("expected str keys, found {}", other.type_name())),
+            });
+        }
         let get = |key: &str| {
             entries
                 .iter()

@@ -214,11 +214,21 @@ struct Obj<'a> {
 }
 
 impl<'a> Obj<'a> {
-    fn new(path: &str, v: &'a Value) -> Result<Obj<'a>, SchemaError> {
-        match v {
-            Value::Dict(entries) => Ok(Obj { path: path.to_string(), entries }),
-            other => Err(err(path, format!("expected dict, found {}", other.type_name()))),
+    /// The dict at `path`, which may hold only the `known` keys: a key the schema does not define is refused
+    /// (a renamed key would otherwise drop its record silently, e.g. a buffer's `checksum` from `load --verify`).
+    fn new(path: &str, v: &'a Value, known: &[&str]) -> Result<Obj<'a>, SchemaError> {
+        let Value::Dict(entries) = v else {
+            return Err(err(path, format!("expected dict, found {}", v.type_name())));
+        };
+        let o = Obj { path: path.to_string(), entries };
+        for (k, _) in entries {
+            match k {
+                Value::Str(s) if known.contains(&s.as_str()) => {}
+                Value::Str(s) => return Err(err(o.at(s), "unknown key")),
+                other => return Err(err(path, format!("expected str keys, found {}", other.type_name()))),
+            }
         }
+        Ok(o)
     }
 
     fn at(&self, key: &str) -> String {
@@ -319,7 +329,7 @@ fn arg_ref(path: &str, v: &Value) -> Result<crate::device::Arg, SchemaError> {
 }
 
 fn pinned_input(path: &str, v: &Value) -> Result<PinnedInput, SchemaError> {
-    let o = Obj::new(path, v)?;
+    let o = Obj::new(path, v, &["name", "shape", "dtype", "hash"])?;
     Ok(PinnedInput {
         name: o.str("name")?.to_string(),
         shape: uints(&o.at("shape"), o.get("shape")?)?,
@@ -329,7 +339,7 @@ fn pinned_input(path: &str, v: &Value) -> Result<PinnedInput, SchemaError> {
 }
 
 fn tensor(path: &str, v: &Value) -> Result<TensorSpec, SchemaError> {
-    let o = Obj::new(path, v)?;
+    let o = Obj::new(path, v, &["name", "shape", "dtype", "buffer", "slices"])?;
     let shape = uints(&o.at("shape"), o.get("shape")?)?;
     let mut slices = Vec::new();
     if let Some(Value::Dict(entries)) = o.opt("slices") {
@@ -355,7 +365,7 @@ fn tensor(path: &str, v: &Value) -> Result<TensorSpec, SchemaError> {
 }
 
 fn buffer(path: &str, v: &Value) -> Result<BufferSpec, SchemaError> {
-    let o = Obj::new(path, v)?;
+    let o = Obj::new(path, v, &["size", "dtype", "kind", "placement", "blob", "checksum", "image"])?;
     let kind = o.str("kind")?;
     let placement = match o.str("placement")? {
         "device" => Placement::Device,
@@ -381,7 +391,7 @@ fn buffer(path: &str, v: &Value) -> Result<BufferSpec, SchemaError> {
 }
 
 fn image(path: &str, v: &Value) -> Result<ImageDesc, SchemaError> {
-    let o = Obj::new(path, v)?;
+    let o = Obj::new(path, v, &["width", "height", "pitch", "channel"])?;
     let dim = |key: &str| -> Result<u32, SchemaError> {
         let n = o.uint(key)?;
         u32::try_from(n).ok().filter(|&n| n > 0).ok_or_else(|| err(o.at(key), format!("{n} is out of range")))
@@ -410,7 +420,7 @@ fn parse_checksum(path: &str, s: &str) -> Result<u64, SchemaError> {
 }
 
 fn param(path: &str, v: &Value) -> Result<ParamSpec, SchemaError> {
-    let o = Obj::new(path, v)?;
+    let o = Obj::new(path, v, &["dtype", "writes", "bytes", "image"])?;
     let kind = match (o.opt_uint("bytes")?, o.opt("image")) {
         (Some(bytes), None | Some(Value::None)) => ParamKind::Buffer { bytes: bytes as u64 },
         (None, Some(image @ (Value::List(_) | Value::Tuple(_)))) => {
@@ -427,7 +437,7 @@ fn param(path: &str, v: &Value) -> Result<ParamSpec, SchemaError> {
 }
 
 fn program(path: &str, v: &Value) -> Result<ProgramEntry, SchemaError> {
-    let o = Obj::new(path, v)?;
+    let o = Obj::new(path, v, &["name", "format", "blob", "args", "amdgpu", "params", "global", "local"])?;
     let format = o.str("format")?;
     Ok(ProgramEntry {
         name: o.str("name")?.to_string(),
@@ -445,9 +455,12 @@ fn program(path: &str, v: &Value) -> Result<ProgramEntry, SchemaError> {
 }
 
 fn step_op(path: &str, v: &Value) -> Result<StepOp, SchemaError> {
-    let o = Obj::new(path, v)?;
-    match o.str("op")? {
+    const DISPATCH: &[&str] = &["op", "program", "args", "global", "local"];
+    const COPY: &[&str] = &["op", "src", "dst", "size"];
+    let op = Obj::new(path, v, &["op", "program", "args", "global", "local", "src", "dst", "size"])?.str("op")?;
+    match op {
         "dispatch" => {
+            let o = Obj::new(path, v, DISPATCH)?;
             let program = u32::try_from(o.uint("program")?).map_err(|_| err(o.at("program"), "exceeds u32"))?;
             let args = o
                 .list("args")?
@@ -462,12 +475,15 @@ fn step_op(path: &str, v: &Value) -> Result<StepOp, SchemaError> {
                 local: dims3(&o.at("local"), o.get("local")?)?,
             })
         }
-        "copy" => Ok(StepOp::Copy {
-            src: arg_ref(&o.at("src"), o.get("src")?)?,
-            dst: arg_ref(&o.at("dst"), o.get("dst")?)?,
-            len: o.uint("size")? as u64,
-        }),
-        other => Err(err(o.at("op"), format!("unknown step op `{other}`"))),
+        "copy" => {
+            let o = Obj::new(path, v, COPY)?;
+            Ok(StepOp::Copy {
+                src: arg_ref(&o.at("src"), o.get("src")?)?,
+                dst: arg_ref(&o.at("dst"), o.get("dst")?)?,
+                len: o.uint("size")? as u64,
+            })
+        }
+        other => Err(err(format!("{path}.op"), format!("unknown step op `{other}`"))),
     }
 }
 
@@ -483,7 +499,24 @@ impl Manifest {
     /// Pass one: decodes the payload, checking every type and bound. `buffer_count` is the number of
     /// NEXT_BUFFER opcodes the pickle held.
     pub fn decode(payload: &Value, buffer_count: usize) -> Result<Manifest, SchemaError> {
-        let o = Obj::new("", payload)?;
+        let o = Obj::new(
+            "",
+            payload,
+            &[
+                "format",
+                "version",
+                "target",
+                "inputs",
+                "outputs",
+                "buffers",
+                "programs",
+                "step",
+                "metadata",
+                "blobs",
+                "_pad",
+                "integrity",
+            ],
+        )?;
         match o.get("format") {
             Ok(Value::Str(s)) if s == FORMAT => {}
             _ => return Err(err("format", "not a pilot artifact (expected format \"pilot\")")),
@@ -495,7 +528,7 @@ impl Manifest {
             }
             other => return Err(err("version", format!("expected int, found {}", other.type_name()))),
         }
-        let t = Obj::new("target", o.get("target")?)?;
+        let t = Obj::new("target", o.get("target")?, &["backend", "arch", "image", "float16", "nolocals"])?;
         let (backend, arch) = (t.str("backend")?, t.str("arch")?);
         let target = Target {
             backend: Backend::from_name(backend).ok_or_else(|| {
@@ -526,7 +559,7 @@ impl Manifest {
         if integrity + 1 != blobs.len() {
             return Err(err("integrity", format!("record {integrity} is not the last of the {} records", blobs.len())));
         }
-        let m = Obj::new("metadata", o.get("metadata")?)?;
+        let m = Obj::new("metadata", o.get("metadata")?, &["compiler", "model_hash", "props", "pinned"])?;
         let props = match m.get("props")? {
             Value::Dict(entries) => entries
                 .iter()

@@ -262,6 +262,19 @@ fn unknown_backends_and_archs_are_refused_with_the_known_names() {
     );
 }
 
+#[test]
+fn keys_the_schema_does_not_define_are_refused() {
+    // A renamed key used to drop its value silently: `cjecksum` hid the buffer from `load --verify`.
+    let err = open(with_string_replaced(b"checksum", b"cjecksum")).unwrap_err().to_string();
+    assert!(err.contains("buffers[0].cjecksum: unknown key"), "{err}");
+    let err = open(with_string_replaced(b"nolocals", b"nolocalz")).unwrap_err().to_string();
+    assert!(err.contains("target.nolocalz: unknown key"), "{err}");
+    let err = open(with_string_replaced(b"model_hash", b"model_hasp")).unwrap_err().to_string();
+    assert!(err.contains("metadata.model_hasp: unknown key"), "{err}");
+    let err = open(with_string_replaced(b"slices", b"slicez")).unwrap_err().to_string();
+    assert!(err.contains("outputs[0].slicez: unknown key"), "{err}");
+}
+
 pub(super) fn refused(change: impl FnOnce(&mut Manifest), needle: &str) {
     let mut m = manifest();
     change(&mut m);
