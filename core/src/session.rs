@@ -55,7 +55,8 @@ pub struct Session {
 }
 
 impl Session {
-    /// Allocates every buffer, uploads weights (zero-copy where the device can), loads the programs
+    /// Allocates every buffer, uploads weights (straight from the artifact's map; every device keeps its own copy, so
+    /// the model never reads the file again after this), loads the programs
     /// and links the step.
     pub fn new(artifact: Artifact, mut device: Box<dyn Device>) -> Result<Session, SessionError> {
         let m = &artifact.manifest;

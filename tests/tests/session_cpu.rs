@@ -89,3 +89,29 @@ fn target_mismatch_is_refused() {
     let err = Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(1))).err().unwrap();
     assert!(err.to_string().contains("targets `null:"), "{err}");
 }
+
+/// The contract for the artifact file after load: the model holds its own copy of everything a step reads, so a
+/// file rewritten in place or truncated while the model is loaded changes nothing (it used to change the outputs
+/// silently, or kill the process with SIGBUS).
+#[test]
+fn a_loaded_model_never_reads_the_artifact_file_again() {
+    use std::io::{Seek, Write};
+    let (_dir, path) = build("cpu");
+    let mut session = Session::new(Artifact::open(&path).unwrap(), Box::new(CpuDevice::new(2))).unwrap();
+    let (w, b) = demo::weights();
+    let mut features = vec![0f32; demo::QUEUE * demo::WIDTH];
+    let mut check = |session: &mut Session, step: usize, what: &str| {
+        session.step(&[&bytes(&desire(step))]).unwrap();
+        let want = demo::reference_step(&desire(step), &mut features, &w, &b);
+        assert_close(&f32s(&session.outputs()[0]), &want, what);
+    };
+    check(&mut session, 0, "before any change");
+    let len = std::fs::metadata(&path).unwrap().len();
+    let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all(&vec![0x5a; len as usize]).unwrap();
+    file.sync_all().unwrap();
+    check(&mut session, 1, "after the file was rewritten in place");
+    file.set_len(0).unwrap();
+    file.rewind().unwrap();
+    check(&mut session, 2, "after the file was truncated");
+}

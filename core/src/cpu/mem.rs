@@ -6,8 +6,6 @@ use std::ptr::NonNull;
 
 use nix::sys::mman::{self, MapFlags, ProtFlags};
 
-use crate::device::HostBytes;
-
 /// Alignment of every buffer the backend allocates (a cache line; enough for any SIMD load).
 pub const BUFFER_ALIGN: usize = 64;
 
@@ -15,18 +13,18 @@ pub const BUFFER_ALIGN: usize = 64;
 #[repr(C, align(64))]
 struct CacheLine([u8; BUFFER_ALIGN]);
 
-/// The bytes behind a [`crate::device::BufferId`].
-pub(crate) enum Storage {
-    /// Allocated by the device, zero-filled, [`BUFFER_ALIGN`]-aligned. For `size == 0` the pointer is
-    /// dangling (aligned, never dereferenced) and nothing was allocated.
-    Owned { ptr: NonNull<u8>, size: usize },
-    /// Host bytes used in place (zero copy). Read-only: nothing writes through them.
-    Imported(HostBytes),
+/// The bytes behind a [`crate::device::BufferId`]: allocated by the device, [`BUFFER_ALIGN`]-aligned. For
+/// `size == 0` the pointer is dangling (aligned, never dereferenced) and nothing was allocated.
+pub(crate) struct Storage {
+    ptr: NonNull<u8>,
+    size: usize,
+    /// An imported buffer (weights): nothing writes through it.
+    read_only: bool,
 }
 
-// SAFETY: `Owned` is a unique heap allocation made and freed by this type, not tied to the thread
-// that made it (the global allocator is thread-safe); `Imported` holds `HostBytes`, which is
-// `Send + Sync` by construction. Moving a `Storage` to another thread moves the ownership with it.
+// SAFETY: the storage is a unique heap allocation made and freed by this type, not tied to the thread
+// that made it (the global allocator is thread-safe). Moving a `Storage` to another thread moves the
+// ownership with it.
 unsafe impl Send for Storage {}
 
 impl Storage {
@@ -35,46 +33,49 @@ impl Storage {
         if size == 0 {
             // A dangling but aligned pointer: a zero-length buffer is never read or written.
             let ptr = NonNull::<CacheLine>::dangling().cast();
-            return Some(Storage::Owned { ptr, size });
+            return Some(Storage { ptr, size, read_only: false });
         }
         let layout = Layout::from_size_align(size, BUFFER_ALIGN).ok()?;
         // SAFETY: `layout` has a non-zero size (checked above) and a valid power-of-two alignment.
         let ptr = NonNull::new(unsafe { alloc::alloc_zeroed(layout) })?;
-        Some(Storage::Owned { ptr, size })
+        Some(Storage { ptr, size, read_only: false })
+    }
+
+    /// A read-only copy of `bytes` (an import); `None` if the allocator refuses.
+    pub(crate) fn read_only_copy(bytes: &[u8]) -> Option<Storage> {
+        let mut s = Storage::alloc_zeroed(bytes.len())?;
+        if !bytes.is_empty() {
+            // SAFETY: `s` owns `bytes.len()` fresh bytes that cannot overlap the caller's slice.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), s.ptr.as_ptr(), bytes.len()) };
+        }
+        s.read_only = true;
+        Some(s)
     }
 
     pub(crate) fn len(&self) -> usize {
-        match self {
-            Storage::Owned { size, .. } => *size,
-            Storage::Imported(bytes) => bytes.len(),
-        }
+        self.size
     }
 
-    pub(crate) fn is_imported(&self) -> bool {
-        matches!(self, Storage::Imported(_))
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
-    /// Base address of the bytes. Writing through it is only allowed for `Owned` storage.
+    /// Base address of the bytes. Writing through it is only allowed when not [`Storage::is_read_only`].
     pub(crate) fn base(&self) -> *mut u8 {
-        match self {
-            Storage::Owned { ptr, .. } => ptr.as_ptr(),
-            Storage::Imported(bytes) => bytes.as_slice().as_ptr().cast_mut(),
-        }
+        self.ptr.as_ptr()
     }
 }
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        if let Storage::Owned { ptr, size } = *self {
-            if size != 0 {
-                // This layout was valid when the buffer was allocated, with the same size and align.
-                let Ok(layout) = Layout::from_size_align(size, BUFFER_ALIGN) else {
-                    return;
-                };
-                // SAFETY: `ptr` came from `alloc_zeroed` with exactly this layout, and this is the
-                // only place it is freed (Storage is not Clone; drop runs once).
-                unsafe { alloc::dealloc(ptr.as_ptr(), layout) };
-            }
+        if self.size != 0 {
+            // This layout was valid when the buffer was allocated, with the same size and align.
+            let Ok(layout) = Layout::from_size_align(self.size, BUFFER_ALIGN) else {
+                return;
+            };
+            // SAFETY: `ptr` came from `alloc_zeroed` with exactly this layout, and this is the only place it
+            // is freed (Storage is not Clone; drop runs once).
+            unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
         }
     }
 }

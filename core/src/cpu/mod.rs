@@ -22,8 +22,8 @@
 //!   `cc -c -O2 -ffreestanding -fno-stack-protector -fno-asynchronous-unwind-tables` with either
 //!   `-fPIC` or `-fno-pic -mcmodel=small`. The only external symbols available are `memcpy`, `memset`
 //!   and `memmove`. No TLS, no constructors, no common symbols. See [`elf`] for the loader.
-//! - Imported buffers ([`Device::import`]) are the caller's read-only bytes used in place: kernels must
-//!   not write to them (the memory may be a read-only file mapping).
+//! - Imported buffers ([`Device::import`]) are read-only copies of the caller's bytes made at import: kernels
+//!   must not write to them, and the model never reads the artifact file after its load.
 //!
 //! # Execution model
 //!
@@ -196,7 +196,7 @@ impl CpuDevice {
             StepOp::Copy { src, dst, len } => {
                 let src_ptr = self.address("link copy source", *src, *len)?;
                 let dst_ptr = self.address("link copy destination", *dst, *len)?;
-                if self.buffer(dst.buffer)?.storage.is_imported() {
+                if self.buffer(dst.buffer)?.storage.is_read_only() {
                     return Err(DeviceError::Failed {
                         op: "link copy",
                         reason: format!("destination buffer {} is imported (read-only)", dst.buffer.0),
@@ -223,9 +223,13 @@ impl Device for CpuDevice {
         self.push_buffer(storage)
     }
 
-    /// Keeps `bytes` and reads them in place (zero copy). The buffer is read-only.
+    /// Copies `bytes` into a read-only buffer of the device's own. Imports are weights, and `bytes` are a map of
+    /// the artifact: reading them in place at every step would let a change to the file after load (truncated:
+    /// SIGBUS; rewritten: other outputs, past the integrity check made at load) reach a running model.
     fn import(&mut self, bytes: HostBytes, _usage: BufferUse) -> DeviceResult<BufferId> {
-        self.push_buffer(Storage::Imported(bytes))
+        let size = bytes.len();
+        let storage = Storage::read_only_copy(bytes.as_slice()).ok_or(DeviceError::OutOfMemory { size })?;
+        self.push_buffer(storage)
     }
 
     /// Frees `buffer`. Fails if a linked step references it.
@@ -243,7 +247,7 @@ impl Device for CpuDevice {
     fn copy_in(&mut self, dst: BufferId, offset: u64, src: &[u8]) -> DeviceResult<()> {
         let arg = Arg { buffer: dst, offset };
         let ptr = self.address("copy_in", arg, src.len() as u64)?;
-        if self.buffer(dst)?.storage.is_imported() {
+        if self.buffer(dst)?.storage.is_read_only() {
             return Err(DeviceError::Failed {
                 op: "copy_in",
                 reason: format!("buffer {} is imported (read-only)", dst.0),
