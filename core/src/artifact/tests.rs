@@ -319,6 +319,25 @@ fn verification_refuses_inconsistent_manifests() {
 }
 
 #[test]
+fn grids_that_wrap_in_32_bits_are_refused() {
+    // 2^16 x 2^16 x 1 wraps a u32 product to zero: the dispatch used to run nothing and exit 0.
+    let wraps = |m: &mut Manifest| {
+        m.programs[0].global = [1 << 16, 1 << 16, 1];
+        if let StepOp::Dispatch { global, .. } = &mut m.step[0] {
+            *global = [1 << 16, 1 << 16, 1];
+        }
+    };
+    refused(wraps, "programs[0].global: [65536, 65536, 1] is over 4294967295 work-items");
+    refused(|m| m.programs[0].global = [u32::MAX; 3], "is over 4294967295 work-items");
+    refused(
+        |m| m.programs[0].local = [1024, 2, 1],
+        "programs[0].local: [1024, 2, 1] is over 1024 work-items per group",
+    );
+    refused(|m| m.programs[0].local = [0, 1, 1], "zero-sized grid");
+    refused(|m| m.programs[0].global = [4, 0, 1], "zero-sized grid");
+}
+
+#[test]
 fn unreferenced_records_and_foreign_payloads_are_refused() {
     let bytes = write(&mut manifest(), &[0u8; 64], b"code").unwrap();
     // One more record than the payload lists.

@@ -99,6 +99,7 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
             (Some(_), _) => return Err(err(format!("{path}.amdgpu"), "only amdgpu programs have one")),
             (None, _) => {}
         }
+        check_grid(&path, &p.global, &p.local)?;
         if p.params.len() != p.args {
             return Err(err(
                 format!("{path}.params"),
@@ -286,5 +287,30 @@ fn check_argument(path: &str, b: &BufferSpec, a: &Arg, param: &ParamSpec, kernel
             }
             Ok(())
         }
+    }
+}
+
+/// The most work-items one dispatch may have: the grids pilot's compilers make are far smaller, and the
+/// devices count work-items and work-groups in 32 bits.
+pub const MAX_GRID_ITEMS: u64 = u32::MAX as u64;
+/// The most work-items one work-group may have (the Adreno 630, RDNA3 and RDNA4 all stop at 1024; CPU
+/// programs use one). The devices check that a work-group divides the grid.
+pub const MAX_GROUP_ITEMS: u64 = 1024;
+
+/// A program's grid, counted in 64 bits: a product that wraps in 32 (to zero, or to a count that never ends)
+/// is refused here, before any device multiplies it.
+fn check_grid(path: &str, global: &[u32; 3], local: &[u32; 3]) -> Result<(), SchemaError> {
+    let items = |g: &[u32; 3]| g.iter().map(|&x| u64::from(x)).try_fold(1u64, u64::checked_mul);
+    // `local` all zeros leaves the work-group size to an OpenCL driver; a zero beside non-zeros means nothing.
+    if global.contains(&0) || (local.contains(&0) && *local != [0; 3]) {
+        return Err(err(format!("{path}.global"), format!("zero-sized grid {global:?} / {local:?}")));
+    }
+    match items(global) {
+        Some(n) if n <= MAX_GRID_ITEMS => {}
+        _ => return Err(err(format!("{path}.global"), format!("{global:?} is over {MAX_GRID_ITEMS} work-items"))),
+    }
+    match items(local) {
+        Some(n) if n <= MAX_GROUP_ITEMS => Ok(()),
+        _ => Err(err(format!("{path}.local"), format!("{local:?} is over {MAX_GROUP_ITEMS} work-items per group"))),
     }
 }
