@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Regenerates usbgpu/src/rdna3/tables.rs: RDNA3 (gfx11) opcode numbers, names and operand widths.
+"""Regenerates rdna3/src/tables.rs: RDNA3 (gfx11) opcode numbers, names and operand widths.
 
 The facts come from AMD's machine-readable RDNA3 ISA XML as transcribed in tinygrad 0.14.0
 (tinygrad/runtime/autogen/amd/rdna3/enum.py and operands.py). Usage:
   pip download tinygrad==0.14.0 --no-deps -d /tmp/tgw && (cd /tmp/tgw && unzip -q *.whl)
-  PYTHONPATH=/tmp/tgw python3 scripts/rdna3_tables.py > usbgpu/src/rdna3/tables.rs
+  PYTHONPATH=/tmp/tgw python3 scripts/rdna3_tables.py > rdna3/src/tables.rs
 """
 from tinygrad.runtime.autogen.amd.common import Fmt
 from tinygrad.runtime.autogen.amd.rdna3 import enum as E
