@@ -1,5 +1,5 @@
-//! HSA code objects for RDNA3 (gfx1100) and RDNA4 (gfx1201): read, cross-checked, and reduced to what
-//! a dispatch needs.
+//! pilot-amd-codeobj: HSA code objects for RDNA3 (gfx1100) and RDNA4 (gfx1201): read, cross-checked, and reduced to
+//! what a dispatch needs.
 //!
 //! [`CodeObject::parse`] reads the ELF ([`elf`]), the metadata note ([`msgpack`], [`metadata`]) and each
 //! kernel's 64-byte descriptor `NAME.kd` ([`descriptor`]), then checks that they agree with each other

@@ -1,4 +1,5 @@
-//! An RDNA3 (gfx11) emulator: runs the machine code of AMDGPU code objects built for gfx1100 (wave32).
+//! pilot-rdna3: an RDNA3 (gfx11) emulator, for tests and desktop tools (never the on-device runtime): runs the machine
+//! code of AMDGPU code objects built for gfx1100 (wave32).
 //!
 //! - [`decode`]: machine words to instructions ([`tables`] holds the opcode tables), once per kernel;
 //!   [`disasm`] prints them in LLVM's syntax; `dpp` reads src0 across lanes for DPP forms.

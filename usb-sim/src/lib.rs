@@ -1,6 +1,6 @@
-//! The bridge simulator (`--device sim`): an in-process [`Transport`] that behaves as the custom firmware does
-//! on the control and bulk level, the PCIe tree and GPU behind it, a stand-in for the GPU's DMA engine, a
-//! timing model and fault injection.
+//! pilot-usb-sim: the bridge simulator (`--device sim`), tests and desktop tools only: an in-process [`Transport`] that
+//! behaves as the custom firmware does on the control and bulk level, the PCIe tree and GPU behind it, a stand-in for
+//! the GPU's DMA engine, a timing model and fault injection.
 //!
 //! Gaps against tinygrad's mock that this fills (see tinygrad `test/mockgpu/usb.py`): the 0x822000 read
 //! trigger, the E4 length clamp, F0 error/timeout and UR completions, LTSSM and F3, strict routing through the
