@@ -31,6 +31,10 @@ device-bench MODEL:
 usb-bench MODEL:
     scripts/usb_bench.sh {{MODEL}}
 
+# Rewrite every committed generated file from its generator (the list: regen/src/lib.rs).
+regen:
+    cargo run -p pilot-regen
+
 fmt:
     cargo fmt --all
 

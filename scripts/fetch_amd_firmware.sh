@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Fetches the real AMD GPU firmware (Debian trixie's `firmware-amd-graphics`, component non-free-firmware)
-# for pilot-usbgpu's firmware tests, WITHOUT touching the machine's apt configuration: a private sources
+# for pilot-amd's firmware tests, WITHOUT touching the machine's apt configuration: a private sources
 # file, lists and cache under target/amd-firmware/apt, `apt-get download` (no install) and `dpkg -x` into
 # target/amd-firmware/root. The files land in target/amd-firmware/root/usr/lib/firmware/amdgpu/ (plain *.bin in
 # this version; tests read PILOT_AMD_FIRMWARE or that path). Idempotent and quiet when done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Pinned: usbgpu/tests/firmware_real.rs asserts this version's header values. When trixie moves on, the
+# Pinned: amd/tests/firmware_real.rs asserts this version's header values. When trixie moves on, the
 # download below fails naming it; update both together.
 version=20250410-2
 
@@ -47,7 +47,7 @@ echo "setup: fetching firmware-amd-graphics (Debian trixie, non-free-firmware) i
 apt-get "${apt_opts[@]}" update -qq >/dev/null
 (cd "$apt_dir/debs" && apt-get "${apt_opts[@]}" download -qq "firmware-amd-graphics=$version" >/dev/null) || {
   echo "fetch_amd_firmware: firmware-amd-graphics $version is not in $mirror trixie any more:" \
-    "set \$version in $0 to the current one and update usbgpu/tests/firmware_real.rs" >&2
+    "set \$version in $0 to the current one and update amd/tests/firmware_real.rs" >&2
   exit 1
 }
 deb=$apt_dir/debs/firmware-amd-graphics_${version}_all.deb

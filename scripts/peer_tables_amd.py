@@ -2,7 +2,7 @@
 """Prints tinygrad 0.14.0's values for the AMD names read from stdin (one request per line), one line each:
 `REQUEST VALUE`, VALUE an integer or `none` when tinygrad does not define the name.
 
-tinygrad is the peer the simulated GPU's own tables are checked against (usbgpu/tests/sim_gpu_peer_tables.rs).
+tinygrad is the peer the simulated GPU's own tables are checked against (usb-sim/tests/sim_gpu_peer_tables.rs).
 A request is
 - `reg:MODULE:NAME`: the register's `offset*16+segment` from tinygrad/runtime/autogen/am/regs.py MODULE
   (e.g. `reg:gc_11_0_0:regCP_HQD_ACTIVE`);

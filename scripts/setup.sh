@@ -38,5 +38,5 @@ if ! .venv/bin/python -c 'import numpy, onnx, onnxruntime, tinygrad' 2>/dev/null
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
 fi
 
-# The real AMD GPU firmware (Debian trixie firmware-amd-graphics) for usbgpu/tests/firmware_real.rs.
+# The real AMD GPU firmware (Debian trixie firmware-amd-graphics) for amd/tests/firmware_real.rs.
 scripts/fetch_amd_firmware.sh

@@ -5,9 +5,9 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 
-# core, qcom and usbgpu must never link protobuf/ONNX code (the dependency rule in ARCHITECTURE.md); nor may
+# The runtime crates must never link protobuf/ONNX code (the dependency rule in ARCHITECTURE.md); nor may
 # the C ABI and the Python module.
-for crate in pilot-core pilot-qcom pilot-usbgpu pilot-capi pilot-python; do
+for crate in pilot-core pilot-qcom pilot-usb-bridge pilot-amd-codeobj pilot-amd pilot-rdna3 pilot-usb-sim pilot-capi pilot-python; do
   if cargo tree -p "$crate" -e normal --prefix none | grep -Eiq '^(prost|protobuf|onnx|pilot-compiler)'; then
     echo "dependency rule broken: $crate depends on protobuf/ONNX/compiler code" >&2
     cargo tree -p "$crate" -e normal -i prost 2>/dev/null || true
@@ -21,30 +21,41 @@ if cargo tree -p pilot-tools --no-default-features -e normal --prefix none | gre
   exit 1
 fi
 cargo build --quiet -p pilot-tools --no-default-features
-# The bridge simulator and the RDNA3 emulator never reach the lean runtime.
-if cargo tree -p pilot-tools --no-default-features -e normal --prefix none -f '{p} {f}' | grep -E '^pilot-usbgpu .*\b(sim|emu)\b'; then
+# The compiler needs only the code-object reader of the AMD path: not the driver, the bridge or the simulator.
+if cargo tree -p pilot-compiler -e normal --prefix none | grep -E '^pilot-(amd|usb-bridge|usb-sim|rdna3) '; then
+  echo "dependency rule broken: the compiler depends on the AMD driver, the USB bridge, the simulator or the emulator" >&2
+  exit 1
+fi
+# The bridge simulator and the RDNA3 emulator never reach the lean runtime (optional dependencies of pilot-tools
+# behind its `sim` and `amd-emu` features).
+if cargo tree -p pilot-tools --no-default-features -e normal --prefix none | grep -E '^pilot-(usb-sim|rdna3) '; then
   echo "dependency rule broken: pilot without default features contains the USB bridge simulator or the RDNA3 emulator" >&2
   exit 1
 fi
 # The USB transport (rusb with libusb built from source) must build for the comma device (the cross
 # linker and C compiler are set in .cargo/config.toml).
-cargo build --quiet --target aarch64-unknown-linux-gnu -p pilot-usbgpu
+cargo build --quiet --target aarch64-unknown-linux-gnu -p pilot-usb-bridge --features usb
 
-# The runtime a comma device runs contains no fake and no simulator: no symbol of pilot's crates has a path component
-# naming one (`pilot_qcom::fake::FakeKgsl`, `pilot_qcom::fake_shader`, `..::sim::..`), and it stays at most 2 MiB
-# stripped. The same pattern must find the fake KGSL in a build that has it, so the check cannot pass vacuously.
+# The runtime a comma device runs contains no fake, no simulator and no emulator: no symbol of pilot's crates has a
+# path component naming one (`pilot_qcom::fake::FakeKgsl`, `pilot_qcom::fake_shader`, `..::sim::..`), nor is in the
+# simulator's or the emulator's crate (`pilot_usb_sim::`, `pilot_rdna3::`), and it stays at most 2 MiB stripped. The
+# same pattern must find each of them in a build that has them, so the check cannot pass vacuously.
 fake_symbols() {
-  nm -C "$1" | grep -Eio 'pilot_[a-z_]+(::[A-Za-z0-9_]+)*::(fake[A-Za-z0-9_]*|sim|sim_[A-Za-z0-9_]*|[A-Za-z0-9_]*_sim|simulator[A-Za-z0-9_]*)(::|\b)' |
+  nm -C "$1" |
+    grep -Eio 'pilot_[a-z_]+(::[A-Za-z0-9_]+)*::(fake[A-Za-z0-9_]*|sim|sim_[A-Za-z0-9_]*|[A-Za-z0-9_]*_sim|simulator[A-Za-z0-9_]*)(::|\b)|\bpilot_(usb_sim|rdna3)::[A-Za-z0-9_]+' |
     sort -u || true
 }
 runtime_dir=$(mktemp -d)
 trap 'rm -rf "$runtime_dir"' EXIT
-cargo build --quiet --release -p pilot-tools --no-default-features --features fake-kgsl
+cargo build --quiet --release -p pilot-tools --no-default-features --features fake-kgsl,sim,amd-emu
 cp target/release/pilot "$runtime_dir/with-fake"
-if ! fake_symbols "$runtime_dir/with-fake" | grep -q 'pilot_qcom::fake::FakeKgsl'; then
-  echo "fake-symbol check is blind: a build with --features fake-kgsl shows no pilot_qcom::fake::FakeKgsl symbol" >&2
-  exit 1
-fi
+fake_symbols "$runtime_dir/with-fake" >"$runtime_dir/with-fake.symbols"
+for expected in 'pilot_qcom::fake::FakeKgsl' 'pilot_usb_sim::' 'pilot_rdna3::'; do
+  if ! grep -q "$expected" "$runtime_dir/with-fake.symbols"; then
+    echo "fake-symbol check is blind: a build with --features fake-kgsl,sim,amd-emu shows no $expected symbol" >&2
+    exit 1
+  fi
+done
 cargo build --quiet --release -p pilot-tools --no-default-features
 cp target/release/pilot "$runtime_dir/runtime"
 leaked=$(fake_symbols "$runtime_dir/runtime")

@@ -17,10 +17,10 @@ use std::path::{Path, PathBuf};
 mod common;
 
 use common::node::{check_manifest_on, check_reasons, listed, node_dir, run_case_on};
+use pilot_amd::boot::BootOptions;
+use pilot_amd::device::AmdDevice;
 use pilot_core::{Arch, Backend, Target};
-use pilot_usbgpu::amd::boot::BootOptions;
-use pilot_usbgpu::amd::device::AmdDevice;
-use pilot_usbgpu::sim::{SimConfig, Simulator};
+use pilot_usb_sim::{SimConfig, Simulator};
 
 /// The real firmware the simulated PSP checks: `PILOT_AMD_FIRMWARE`, else what `scripts/setup.sh` fetched.
 fn firmware_dir() -> PathBuf {
@@ -40,7 +40,7 @@ thread_local! {
 /// The device the cases run on: `usb+amd` on the simulated bridge and GPU (`--device sim`).
 fn amd_device() -> Result<Box<dyn pilot_core::Device>, String> {
     SIM.with(|sim| {
-        let bridge = pilot_usbgpu::Bridge::open(sim.transport(), None).map_err(|e| e.to_string())?;
+        let bridge = pilot_usb_bridge::Bridge::open(sim.transport(), None).map_err(|e| e.to_string())?;
         let device = AmdDevice::open(bridge, &firmware_dir(), BootOptions::default())
             .map_err(|e| format!("open: {e}; GPU faults: {:?}", sim.gpu_faults()))?;
         Ok(Box::new(device) as Box<dyn pilot_core::Device>)

@@ -22,7 +22,8 @@
 //! The hardware-neutral half (relocations, argument arena, timeline signal) is [`pilot_core::hcq`], shared with the
 //! next command-queue backends. This crate never depends on the compiler or on protobuf/ONNX.
 
-pub mod a6xx;
+// `pub mod a6xx`, generated from `qcom/regs/a6xx.regs` by build.rs.
+include!(concat!(env!("OUT_DIR"), "/a6xx.rs"));
 pub mod blob;
 pub mod device;
 pub mod dispatch;

@@ -1,10 +1,10 @@
 //! pilot's register-table generator: a small data file of the registers a backend programs (offsets, bitfields,
-//! enums) becomes a Rust module of typed packers, committed next to the code that uses it.
+//! enums) becomes a Rust module of typed packers, at build time (as Mesa generates its headers from XML).
 //!
-//! Every register family lives in `<crate>/regs/<family>.regs` and generates `<crate>/src/<family>.rs` (folders under
-//! `regs/` mirror those under `src/`: `usbgpu/regs/amd/regs/gc_11_0_0.regs` generates
-//! `usbgpu/src/amd/regs/gc_11_0_0.rs`); the test `regs-gen/tests/generated.rs` fails when a generated file is stale
-//! and rewrites it under `PILOT_BLESS=1`.
+//! Every register family lives in `<crate>/regs/<family>.regs`. The crate's `build.rs` calls [`build`], which
+//! writes `$OUT_DIR/<family>.rs` holding one item, `pub mod <family> { .. }`; the crate `include!`s it where the
+//! module belongs (`amd/src/regs/mod.rs`, `qcom/src/lib.rs`). Nothing generated is committed: an edit to a data
+//! file is in effect at the next build, and a malformed one fails the build with `file:line: reason`.
 //!
 //! # The data format
 //!
@@ -40,6 +40,37 @@ mod render;
 
 pub use parse::parse;
 pub use render::render;
+
+use std::path::Path;
+
+/// For a build script: renders every `*.regs` file in `<crate>/regs/` (not recursive) to `$OUT_DIR/<stem>.rs`
+/// (`pub mod <stem>`) and tells Cargo to rerun when the folder or a data file changes. Panics with the first
+/// unreadable or malformed file (`file:line: reason`), which fails the build.
+pub fn build() {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR: run from a build script");
+    let out = std::env::var_os("OUT_DIR").expect("OUT_DIR: run from a build script");
+    let krate = Path::new(&manifest);
+    let dir = krate.join("regs");
+    let crate_name = krate.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    println!("cargo::rerun-if-changed={}", dir.display());
+    let read = |e: std::io::Error| -> ! { panic!("{}: {e}", dir.display()) };
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| read(e))
+        .map(|e| e.unwrap_or_else(|e| read(e)).path())
+        .filter(|p| p.extension().is_some_and(|x| x == "regs"))
+        .collect();
+    files.sort();
+    for path in files {
+        println!("cargo::rerun-if-changed={}", path.display());
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let source = format!("{crate_name}/regs/{stem}.regs");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{source}: {e}"));
+        let parsed = parse(&source, &text).unwrap_or_else(|e| panic!("{e}"));
+        let target = Path::new(&out).join(format!("{stem}.rs"));
+        std::fs::write(&target, render(&parsed, &source, &stem))
+            .unwrap_or_else(|e| panic!("{}: {e}", target.display()));
+    }
+}
 
 /// A parsed register data file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

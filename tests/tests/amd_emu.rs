@@ -1,6 +1,6 @@
 //! The model tests (vision, policy, dmonitoring and exporter from `scripts/make_models.py`) compiled
 //! for `usb+amd` gfx1100 and EXECUTED: the code object pilot ships runs on the RDNA3 emulator through
-//! `pilot_usbgpu::emu_device::EmuDevice` and the session, and its outputs are compared with
+//! `pilot_rdna3::device::EmuDevice` and the session, and its outputs are compared with
 //! onnxruntime on the same seeded inputs (scaled error `|got - ref| / max(1, |ref|)` ≤ 1e-4). Each
 //! program's `amdgpu` record in the artifact must equal the one the device derives from the code object.
 
@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use pilot_core::device::{Device, ProgramSpec};
 use pilot_core::target::Modes;
 use pilot_core::{Artifact, Session, SessionError, Target};
+use pilot_rdna3::device::EmuDevice;
 use pilot_tests::models::{compare_with_onnxruntime, seeded_inputs, test_models};
-use pilot_usbgpu::emu_device::EmuDevice;
 
 fn compile(name: &str, arch: &str, shapes: &[(&str, &[usize])], dir: &Path) -> PathBuf {
     let target = Target::parse("usb+amd", Some(arch), Modes::default()).unwrap();

@@ -13,13 +13,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use pilot_amd::boot::{BootKind, BootOptions};
+use pilot_amd::device::AmdDevice;
 use pilot_core::target::Modes;
 use pilot_core::{Artifact, Session, Target};
 use pilot_tests::models::{compare_with_onnxruntime, seeded_inputs, test_models};
-use pilot_usbgpu::amd::boot::{BootKind, BootOptions};
-use pilot_usbgpu::amd::device::AmdDevice;
-use pilot_usbgpu::sim::{SimConfig, Simulator};
-use pilot_usbgpu::Bridge;
+use pilot_usb_bridge::Bridge;
+use pilot_usb_sim::{SimConfig, Simulator};
 
 use pilot_test_support::amd_firmware_dir as firmware_dir;
 

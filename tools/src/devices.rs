@@ -83,7 +83,7 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
         #[cfg(feature = "amd-emu")]
         "amd-emu" => {
             let threads = host_threads(threads)?;
-            Box::new(pilot_usbgpu::emu_device::EmuDevice::new(threads))
+            Box::new(pilot_rdna3::device::EmuDevice::new(threads))
         }
         #[cfg(not(feature = "amd-emu"))]
         "amd-emu" => bail!("this pilot was built without the AMD emulator (cargo feature `amd-emu`)"),
@@ -109,21 +109,21 @@ pub fn parse_usb_name(s: &str) -> Option<(u8, u8)> {
 }
 
 /// Whether to skip a partial boot (tinygrad's `AM_RESET=1`).
-fn amd_boot_options() -> pilot_usbgpu::amd::boot::BootOptions {
-    pilot_usbgpu::amd::boot::BootOptions { force_reset: std::env::var("AM_RESET").as_deref() == Ok("1") }
+fn amd_boot_options() -> pilot_amd::boot::BootOptions {
+    pilot_amd::boot::BootOptions { force_reset: std::env::var("AM_RESET").as_deref() == Ok("1") }
 }
 
-fn open_usb_amd(which: Option<(u8, u8)>) -> anyhow::Result<pilot_usbgpu::amd::device::AmdDevice> {
-    let (t, lock) = pilot_usbgpu::usb::open(which)?;
-    let bridge = pilot_usbgpu::Bridge::open(t, Some(lock))?;
-    let dir = pilot_usbgpu::firmware::firmware_dir();
-    Ok(pilot_usbgpu::amd::device::AmdDevice::open(bridge, &dir, amd_boot_options())?)
+fn open_usb_amd(which: Option<(u8, u8)>) -> anyhow::Result<pilot_amd::device::AmdDevice> {
+    let (t, lock) = pilot_usb_bridge::usb::open(which)?;
+    let bridge = pilot_usb_bridge::Bridge::open(t, Some(lock))?;
+    let dir = pilot_amd::firmware::firmware_dir();
+    Ok(pilot_amd::device::AmdDevice::open(bridge, &dir, amd_boot_options())?)
 }
 
 /// VRAM of the simulated board (`PILOT_SIM_VRAM_MB`, a power of two; default 512).
 #[cfg(feature = "sim")]
-fn open_sim_amd(target: &Target) -> anyhow::Result<pilot_usbgpu::amd::device::AmdDevice> {
-    use pilot_usbgpu::sim::{Board, SimConfig, Simulator};
+fn open_sim_amd(target: &Target) -> anyhow::Result<pilot_amd::device::AmdDevice> {
+    use pilot_usb_sim::{Board, SimConfig, Simulator};
     let mb: u64 =
         match std::env::var("PILOT_SIM_VRAM_MB") {
             Ok(v) => v.parse().ok().filter(|m: &u64| m.is_power_of_two() && *m >= 256).ok_or_else(|| {
@@ -132,9 +132,9 @@ fn open_sim_amd(target: &Target) -> anyhow::Result<pilot_usbgpu::amd::device::Am
             Err(_) => 512,
         };
     let board = if target.arch == pilot_core::target::Arch::Gfx1201 { Board::Navi48 } else { Board::Navi31 };
-    let dir = pilot_usbgpu::firmware::firmware_dir();
+    let dir = pilot_amd::firmware::firmware_dir();
     let cfg = SimConfig { vram_bytes: mb << 20, board, firmware_dir: Some(dir.clone()), ..SimConfig::default() };
     let sim = Simulator::new(cfg);
-    let bridge = pilot_usbgpu::Bridge::open(sim.transport(), None)?;
-    Ok(pilot_usbgpu::amd::device::AmdDevice::open(bridge, &dir, amd_boot_options())?)
+    let bridge = pilot_usb_bridge::Bridge::open(sim.transport(), None)?;
+    Ok(pilot_amd::device::AmdDevice::open(bridge, &dir, amd_boot_options())?)
 }

@@ -6,9 +6,9 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use pilot_usbgpu::copy::{Copier, DeviceDma};
-use pilot_usbgpu::pcie::{bring_up, Layout, Topology};
-use pilot_usbgpu::{proto, Bridge, Stats};
+use pilot_usb_bridge::copy::{Copier, DeviceDma};
+use pilot_usb_bridge::pcie::{bring_up, Layout, Topology};
+use pilot_usb_bridge::{proto, Bridge, Stats};
 use std::time::Duration;
 
 #[derive(Subcommand)]
@@ -76,7 +76,7 @@ fn open(arg: &DeviceArg, vram_hint: usize) -> Result<Opened> {
 
 #[cfg(feature = "sim")]
 fn open_sim(vram_hint: usize) -> Result<Opened> {
-    use pilot_usbgpu::sim::{SimConfig, Simulator};
+    use pilot_usb_sim::{SimConfig, Simulator};
     let vram = (vram_hint as u64).next_power_of_two().max(512 << 20);
     let sim = Simulator::new(SimConfig { vram_bytes: vram, ..SimConfig::default() });
     let bridge = Bridge::open(sim.transport(), None)?;
@@ -89,7 +89,7 @@ fn open_sim(_: usize) -> Result<Opened> {
 }
 
 fn open_usb(which: Option<(u8, u8)>) -> Result<Opened> {
-    let (t, lock) = pilot_usbgpu::usb::open(which)?;
+    let (t, lock) = pilot_usb_bridge::usb::open(which)?;
     Ok(Opened { bridge: Bridge::open(t, Some(lock))?, dma: None, simulated: false })
 }
 
@@ -102,14 +102,14 @@ fn link_name(ltssm: u8) -> String {
 }
 
 fn list() -> Result<bool> {
-    let found = pilot_usbgpu::usb::list()?;
+    let found = pilot_usb_bridge::usb::list()?;
     if found.is_empty() {
         let ids = proto::BRIDGE_IDS.iter().map(|(v, p)| format!("{v:04x}:{p:04x}")).collect::<Vec<_>>();
-        return Err(pilot_usbgpu::Error::NotFound { ids: ids.join(", ") }.into());
+        return Err(pilot_usb_bridge::Error::NotFound { ids: ids.join(", ") }.into());
     }
     for f in found {
         let product = f.product.clone().unwrap_or_else(|e| format!("? ({e})"));
-        let link = match pilot_usbgpu::usb::read_ltssm(&f) {
+        let link = match pilot_usb_bridge::usb::read_ltssm(&f) {
             Ok(l) => link_name(l),
             Err(e) => format!("unknown ({e})"),
         };
@@ -188,7 +188,7 @@ struct Measured {
     stats: Stats,
 }
 
-fn measure(b: &mut Bridge, f: impl FnOnce(&mut Bridge) -> pilot_usbgpu::Result<()>) -> Result<Measured> {
+fn measure(b: &mut Bridge, f: impl FnOnce(&mut Bridge) -> pilot_usb_bridge::Result<()>) -> Result<Measured> {
     let (t0, c0, s0) = (b.now(), cpu_time(), b.stats());
     f(b)?;
     let s = b.stats();
@@ -259,9 +259,9 @@ fn copy_speed(a: &CopySpeedArgs) -> Result<bool> {
 /// copy-speed on a real GPU: booted (firmware from `PILOT_AMD_FIRMWARE` or /lib/firmware/amdgpu), its SDMA queue
 /// on the GPU side of the copies, into and out of one VRAM buffer.
 fn copy_speed_on_gpu(bridge: Bridge, a: &CopySpeedArgs) -> Result<bool> {
+    use pilot_amd::{boot::BootOptions, device::AmdDevice};
     use pilot_core::device::{BufferUse, Device};
-    use pilot_usbgpu::amd::{boot::BootOptions, device::AmdDevice};
-    let dir = pilot_usbgpu::firmware::firmware_dir();
+    let dir = pilot_amd::firmware::firmware_dir();
     let mut dev = AmdDevice::open(bridge, &dir, BootOptions::default())?;
     let buffer = dev.alloc(a.size, BufferUse::Scratch)?;
     let data = pattern(a.size, 0x5EED);

@@ -1,7 +1,7 @@
 //! `--target usb+amd` (gfx1100, gfx1201): the OpenCL renderer's kernels ([`crate::target::cl`]) with
 //! the AMD prelude ([`prelude`]), compiled by clang for `amdgcn-amd-amdhsa` and linked into ONE code
 //! object for the whole model ([`clang`]). The code object is then read back with pilot's own reader
-//! ([`pilot_usbgpu::codeobj`]): a kernel it cannot account for fails the compile, and each kernel's
+//! ([`pilot_amd_codeobj`]): a kernel it cannot account for fails the compile, and each kernel's
 //! descriptor and metadata become the program's `amdgpu` record (what the dispatch needs).
 
 pub mod clang;
@@ -9,10 +9,10 @@ pub mod prelude;
 
 use std::path::PathBuf;
 
+use pilot_amd_codeobj::{CodeObject, Kernel};
 use pilot_core::artifact::AmdDispatch;
 use pilot_core::device::ProgramFormat;
 use pilot_core::Target;
-use pilot_usbgpu::codeobj::{CodeObject, Kernel};
 
 use super::cl::{default_local, prepare, render};
 use super::{Built, BuiltKernel, Codegen, Gates};

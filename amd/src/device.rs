@@ -1,0 +1,448 @@
+//! `--device usb+amd`: a [`Device`] for an AMD GPU behind the bridge, booted by [`super::boot`] and fed through
+//! the compute and SDMA queues ([`super::queue`]).
+//!
+//! - Open: PCIe bring-up behind the bridge, the boot (cold, partial or after a mode-1 reset), the queues.
+//!   Dropping the device ends the session cleanly ([`super::boot::fini`]), so the next open boots partially.
+//! - GPU addresses are MC addresses for VRAM (`fb_base + paddr`, inside both hubs' system aperture, which the boot
+//!   programs over all of VRAM) and VAs for the bridge's windows, mapped at open in VMID 0's page table.
+//! - Every buffer lives in VRAM (tinygrad `USBIface.alloc`: the GPU cannot reach host memory over the bridge).
+//!   Host copies are the pipelined SRAM copies ([`pilot_usb_bridge::copy`]) with SDMA on the GPU side ([`super::dma`]),
+//!   ordered after all submitted work (the host waits for the timeline first).
+//! - [`Device::load_program`] reads the code object with pilot's reader, checks the artifact's `amdgpu` record
+//!   against what the code object says, and uploads the code object's image once per artifact.
+//! - [`Device::link_step`] encodes the step once ([`super::step`]) and writes the indirect buffer and the kernarg
+//!   blocks to VRAM; [`Device::submit`] is one ring write and one doorbell; [`Device::wait`] polls the timeline
+//!   signal in VRAM (no interrupts over USB).
+//! - `counters()` reports the bridge's USB transactions and bytes, and the transport's clock (modelled time on
+//!   the simulator).
+
+use super::boot::gmc::{self, Hub};
+use super::boot::hw::Hw;
+use super::boot::vm::Target as VmTarget;
+use super::boot::{self, BootError, BootKind, BootOptions, Booted};
+use super::bridge_bus::{BridgeBus, BusMap};
+use super::bus::GpuBus;
+use super::dma::SdmaDma;
+use super::queue::{gpu_err, ComputeMem, ComputeQueue, Mem, SdmaQueue, VaMap, BRIDGE_WINDOWS};
+use super::step::{self, Kernel, Launch, ShRegs};
+use crate::firmware::Card;
+use pilot_amd_codeobj::CodeObject;
+use pilot_core::artifact::AmdDispatch;
+use pilot_core::device::{
+    BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ProgramFormat, ProgramId, ProgramSpec, StepId,
+    StepOp,
+};
+use pilot_core::hcq::reloc::{FnResolve, Sym, ValueSym};
+use pilot_core::hcq::signal;
+use pilot_core::target::{Arch, Backend, Target};
+use pilot_usb_bridge::bridge::Bridge;
+use pilot_usb_bridge::copy::Copier;
+use pilot_usb_bridge::pcie::{self, Layout};
+use std::path::Path;
+use std::time::Duration;
+
+/// Why the device did not open.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Bridge(#[from] pilot_usb_bridge::Error),
+    #[error("GPU bring-up: {0}")]
+    Boot(#[from] BootError),
+}
+
+/// How long a step may take before the wait calls the GPU hung (tinygrad's `HCQDEV_WAIT_TIMEOUT_MS`).
+pub const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+const WAIT_POLL: Duration = Duration::from_micros(50);
+/// Buffer alignment in VRAM (the allocator's page).
+const ALIGN: u64 = 0x1000;
+
+/// See the module docs.
+pub struct AmdDevice {
+    bridge: Bridge,
+    bars: BusMap,
+    booted: Booted,
+    card: Card,
+    va: VaMap,
+    sh: ShRegs,
+    compute: ComputeQueue,
+    sdma: SdmaQueue,
+    copier: Copier,
+    signal: Mem,
+    buffers: Vec<Option<Mem>>,
+    programs: Vec<Kernel>,
+    /// The last code object uploaded: its bytes, where its image lies, and the parse.
+    code: Option<(Vec<u8>, Mem, CodeObject)>,
+    steps: Vec<(Mem, usize)>,
+    submitted: u64,
+    completed: u64,
+    /// Set when the session ended (cleanly or not): nothing more is sent to the GPU.
+    closed: bool,
+}
+
+fn failed(op: &'static str) -> impl Fn(pilot_usb_bridge::Error) -> DeviceError {
+    move |e| DeviceError::Failed { op, reason: e.to_string() }
+}
+
+fn program_err(name: &str, reason: impl std::fmt::Display) -> DeviceError {
+    DeviceError::Program { name: name.to_string(), reason: reason.to_string() }
+}
+
+impl AmdDevice {
+    /// Brings up PCIe behind `bridge`, boots the GPU with the firmware in `firmware_dir`, creates the queues and
+    /// the timeline signal.
+    pub fn open(mut bridge: Bridge, firmware_dir: &Path, opts: BootOptions) -> Result<AmdDevice, OpenError> {
+        let topo = pcie::bring_up(&mut bridge, &Layout::default())?;
+        let mut bars = BusMap::from_topology(bridge.name(), &topo)?;
+        let mut booted = {
+            let mut bus = BridgeBus::new(&mut bridge, bars);
+            let booted = boot::boot(&mut bus, firmware_dir, opts)?;
+            bars = *bus.map();
+            booted
+        };
+        let card = booted.card();
+        let va = map_windows(&mut BridgeBus::new(&mut bridge, bars), &mut booted)?;
+        let sh = ShRegs::resolve(card, &booted.discovery)?;
+        let mut alloc = |(size, align): (u64, u64)| -> pilot_usb_bridge::Result<Mem> {
+            let paddr = booted.vram.alloc(size, align).map_err(|e| gpu_err("VRAM", e.to_string()))?;
+            Ok(Mem { paddr, va: va.vram(paddr), size })
+        };
+        let [ring, eop, _, gart] = ComputeQueue::MEMORY;
+        let mqd = booted.boot_memory.mqd[0];
+        let compute_mem = ComputeMem {
+            ring: alloc(ring)?,
+            eop: alloc(eop)?,
+            mqd: Mem { paddr: mqd, va: va.vram(mqd), size: ComputeQueue::MEMORY[2].0 },
+            gart: alloc(gart)?,
+        };
+        let [sdma_ring, sdma_gart] = SdmaQueue::MEMORY;
+        let (sdma_ring, sdma_gart) = (alloc(sdma_ring)?, alloc(sdma_gart)?);
+        let signal = alloc((0x100, 0x100))?;
+        let mut bus = BridgeBus::new(&mut bridge, bars);
+        bus.write_vram(signal.paddr, &[0u8; 0x100])?;
+        let compute = ComputeQueue::create(&mut bus, &booted.discovery, card, compute_mem)?;
+        let sdma = SdmaQueue::create(&mut bus, &booted.discovery, card, sdma_ring, sdma_gart)?;
+        Ok(AmdDevice {
+            bridge,
+            bars,
+            booted,
+            card,
+            va,
+            sh,
+            compute,
+            sdma,
+            copier: Copier::new(),
+            signal,
+            buffers: Vec::new(),
+            programs: Vec::new(),
+            code: None,
+            steps: Vec::new(),
+            submitted: 0,
+            completed: 0,
+            closed: false,
+        })
+    }
+
+    /// The dispatch facts program `id` is linked with. Tests alter them to show that a wrong dispatch encoding
+    /// (a kernarg offset, the user SGPR count) gives wrong outputs or a GPU fault, never silence.
+    pub fn program_mut(&mut self, id: ProgramId) -> Option<&mut Kernel> {
+        self.programs.get_mut(id.0 as usize)
+    }
+
+    /// How this session's boot went.
+    pub fn boot_kind(&self) -> BootKind {
+        self.booted.kind
+    }
+
+    /// Ends the session: queues down, clocks low, and the "clean" mark that lets the next open boot partially.
+    pub fn close(mut self) -> Result<(), OpenError> {
+        self.finish(false)
+    }
+
+    /// Leaves the GPU as a crashed process would (no fini): the next open resets it (tests).
+    pub fn abandon(mut self) {
+        self.closed = true;
+    }
+
+    fn finish(&mut self, err_state: bool) -> Result<(), OpenError> {
+        if std::mem::replace(&mut self.closed, true) {
+            return Ok(());
+        }
+        let mut bus = BridgeBus::new(&mut self.bridge, self.bars);
+        Ok(boot::fini(&mut bus, &self.booted, err_state)?)
+    }
+
+    pub fn bridge(&self) -> &Bridge {
+        &self.bridge
+    }
+
+    fn alloc_mem(&mut self, size: u64, align: u64) -> DeviceResult<Mem> {
+        let paddr =
+            self.booted.vram.alloc(size.max(1), align).map_err(|_| DeviceError::OutOfMemory { size: size as usize })?;
+        Ok(Mem { paddr, va: self.va.vram(paddr), size })
+    }
+
+    fn buffer(&self, b: BufferId) -> DeviceResult<Mem> {
+        self.buffers.get(b.0 as usize).copied().flatten().ok_or(DeviceError::InvalidHandle { kind: "buffer", id: b.0 })
+    }
+
+    fn range(&self, op: &'static str, b: BufferId, offset: u64, len: u64) -> DeviceResult<Mem> {
+        let m = self.buffer(b)?;
+        pilot_core::bounds::check_range(op, offset, len, m.size)?;
+        Ok(Mem { paddr: m.paddr + offset, va: m.va + offset, size: len })
+    }
+
+    /// Host bytes into VRAM at physical `paddr` through the pipelined copy.
+    fn upload(&mut self, paddr: u64, data: &[u8]) -> pilot_usb_bridge::Result<()> {
+        let mut dma = SdmaDma { queue: &mut self.sdma, bars: self.bars, va: self.va };
+        self.copier.copy_in(&mut self.bridge, &mut dma, paddr, data)
+    }
+
+    fn download(&mut self, paddr: u64, buf: &mut [u8]) -> pilot_usb_bridge::Result<()> {
+        let mut dma = SdmaDma { queue: &mut self.sdma, bars: self.bars, va: self.va };
+        self.copier.copy_out(&mut self.bridge, &mut dma, paddr, buf)
+    }
+
+    /// The timeline signal's value as the GPU last wrote it.
+    fn read_signal(&mut self) -> pilot_usb_bridge::Result<u32> {
+        let mut b = [0u8; 4];
+        BridgeBus::new(&mut self.bridge, self.bars).read_vram(self.signal.paddr + signal::SIGNAL_VALUE, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    /// Uploads `code` once (every program of an artifact shares one code object) and returns its parse and image.
+    fn code_object(&mut self, name: &str, code: &[u8]) -> DeviceResult<(Mem, &CodeObject)> {
+        if self.code.as_ref().is_none_or(|(bytes, _, _)| bytes != code) {
+            let obj = CodeObject::parse(code).map_err(|e| program_err(name, e))?;
+            let want = match self.card {
+                Card::Gfx1100 => Arch::Gfx1100,
+                Card::Gfx1201 => Arch::Gfx1201,
+            };
+            if obj.arch != want {
+                return Err(program_err(
+                    name,
+                    format!("the code object is for {}, the GPU is {}", obj.arch.name(), want.name()),
+                ));
+            }
+            let image = self.alloc_mem(obj.image.len() as u64, 0x1000)?;
+            self.upload(image.paddr, &obj.image).map_err(failed("load_program"))?;
+            self.code = Some((code.to_vec(), image, obj));
+        }
+        let (_, image, obj) = self.code.as_ref().expect("set above");
+        Ok((*image, obj))
+    }
+
+    fn link(&mut self, ops: &[StepOp]) -> DeviceResult<(Mem, usize)> {
+        let mut launches = Vec::with_capacity(ops.len());
+        for op in ops {
+            match op {
+                StepOp::Dispatch { program, args, global, local } => {
+                    let kernel = self
+                        .programs
+                        .get(program.0 as usize)
+                        .ok_or(DeviceError::InvalidHandle { kind: "program", id: program.0 })?;
+                    for a in args {
+                        self.range("link_step", a.buffer, a.offset, 0)?;
+                    }
+                    let args = args.iter().map(|a| (a.buffer.0, a.offset)).collect();
+                    launches.push(Launch { kernel, args, global: *global, local: *local });
+                }
+                StepOp::Copy { .. } => return Err(DeviceError::Unsupported("an in-step buffer copy on usb+amd")),
+            }
+        }
+        let enc = step::encode(self.card, &self.sh, &launches).map_err(failed("link_step"))?;
+        let args_mem = self.alloc_mem(enc.arena.size().max(4), 256)?;
+        let ib_mem = self.alloc_mem(enc.ib.len() as u64 * 4, 256)?;
+        let buffers = &self.buffers;
+        let arena = &enc.arena;
+        let resolve = FnResolve(
+            |s: Sym| match s {
+                Sym::Buffer(i) => buffers.get(i as usize).copied().flatten().map(|m| m.va),
+                Sym::Args(n) => arena.addr(args_mem.va, n),
+                _ => None,
+            },
+            |_: ValueSym| None,
+        );
+        let link_err =
+            |e: pilot_core::hcq::reloc::LinkError| DeviceError::Failed { op: "link_step", reason: e.to_string() };
+        let mut args_bytes = vec![0u8; args_mem.size as usize];
+        for (block, &off) in enc.blocks.iter().zip(arena.offsets()) {
+            let words = block.link(&resolve).map_err(link_err)?;
+            let at = off as usize;
+            args_bytes[at..at + words.len() * 4].copy_from_slice(&super::queue::le_bytes(&words));
+        }
+        let ib = super::queue::le_bytes(&enc.ib.link(&resolve).map_err(link_err)?);
+        let mut bus = BridgeBus::new(&mut self.bridge, self.bars);
+        bus.write_vram(args_mem.paddr, &args_bytes).map_err(failed("link_step"))?;
+        bus.write_vram(ib_mem.paddr, &ib).map_err(failed("link_step"))?;
+        Ok((ib_mem, enc.ib.len()))
+    }
+}
+
+/// The artifact's record against what pilot's reader derives from the code object: `None` when equal.
+fn record_mismatch(recorded: &AmdDispatch, k: &pilot_amd_codeobj::Kernel) -> Option<String> {
+    let derived = k.dispatch_record();
+    (recorded != &derived)
+        .then(|| format!("the artifact's amdgpu record {recorded:?} differs from the code object's {derived:?}"))
+}
+
+impl Device for AmdDevice {
+    fn info(&self) -> DeviceInfo {
+        let arch = match self.card {
+            Card::Gfx1100 => Arch::Gfx1100,
+            Card::Gfx1201 => Arch::Gfx1201,
+        };
+        DeviceInfo { backend: Backend::UsbAmd.name().into(), arch: arch.name().into() }
+    }
+
+    fn runs(&self, target: &Target) -> bool {
+        target.backend == Backend::UsbAmd && target.arch.name() == self.info().arch
+    }
+
+    fn alloc(&mut self, size: usize, _usage: BufferUse) -> DeviceResult<BufferId> {
+        let m = self.alloc_mem(size as u64, ALIGN)?;
+        self.buffers.push(Some(m));
+        Ok(BufferId(self.buffers.len() as u32 - 1))
+    }
+
+    fn free(&mut self, buffer: BufferId) -> DeviceResult<()> {
+        let m = self.buffer(buffer)?;
+        self.buffers[buffer.0 as usize] = None;
+        self.booted.vram.free(m.paddr).map_err(|e| DeviceError::Failed { op: "free", reason: e.to_string() })
+    }
+
+    fn copy_in(&mut self, dst: BufferId, offset: u64, src: &[u8]) -> DeviceResult<()> {
+        let m = self.range("copy_in", dst, offset, src.len() as u64)?;
+        self.synchronize()?;
+        self.upload(m.paddr, src).map_err(failed("copy_in"))
+    }
+
+    fn copy_out(&mut self, src: BufferId, offset: u64, dst: &mut [u8]) -> DeviceResult<()> {
+        let m = self.range("copy_out", src, offset, dst.len() as u64)?;
+        self.synchronize()?;
+        self.download(m.paddr, dst).map_err(failed("copy_out"))
+    }
+
+    fn load_program(&mut self, spec: &ProgramSpec<'_>) -> DeviceResult<ProgramId> {
+        let name = spec.name;
+        if spec.format != ProgramFormat::AmdCodeObject {
+            return Err(program_err(name, format!("{:?} is not an AMD code object", spec.format)));
+        }
+        let Some(recorded) = spec.amdgpu else {
+            return Err(program_err(name, "the artifact carries no amdgpu dispatch record"));
+        };
+        let (image, obj) = self.code_object(name, spec.code)?;
+        let k = obj.kernel(name).ok_or_else(|| program_err(name, "not in the code object"))?;
+        if let Some(msg) = record_mismatch(recorded, k) {
+            return Err(program_err(name, msg));
+        }
+        if recorded.arg_offsets.len() != spec.arg_count {
+            return Err(program_err(
+                name,
+                format!("takes {} arguments, the artifact says {}", recorded.arg_offsets.len(), spec.arg_count),
+            ));
+        }
+        if recorded.scratch > 0 {
+            return Err(program_err(name, "the kernel needs scratch memory, which usb+amd does not set up yet"));
+        }
+        let workgroup = k
+            .reqd_workgroup_size
+            .ok_or_else(|| program_err(name, "the code object records no reqd_work_group_size"))?;
+        let kernel = Kernel {
+            name: name.to_string(),
+            code_va: image.va + recorded.code,
+            rsrc: recorded.rsrc,
+            user_sgprs: recorded.user_sgprs,
+            kernarg_size: recorded.kernarg_size,
+            kernarg_align: recorded.kernarg_align,
+            arg_offsets: recorded.arg_offsets.clone(),
+            lds: recorded.lds,
+            workgroup,
+        };
+        self.programs.push(kernel);
+        Ok(ProgramId(self.programs.len() as u32 - 1))
+    }
+
+    fn link_step(&mut self, ops: &[StepOp]) -> DeviceResult<StepId> {
+        let linked = self.link(ops)?;
+        self.steps.push(linked);
+        Ok(StepId(self.steps.len() as u32 - 1))
+    }
+
+    fn submit(&mut self, step: StepId) -> DeviceResult<u64> {
+        let (ib, dwords) =
+            *self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
+        let value = self.submitted + 1;
+        let mut packets = [0u32; step::RING_SUBMIT_DWORDS];
+        step::write_ring_packets(&mut packets, ib.va, dwords, self.signal.va + signal::SIGNAL_VALUE, value);
+        self.compute.submit(&mut BridgeBus::new(&mut self.bridge, self.bars), &packets).map_err(failed("submit"))?;
+        self.submitted = value;
+        Ok(value)
+    }
+
+    fn wait(&mut self, value: u64) -> DeviceResult<()> {
+        pilot_core::device::check_submitted(value, self.submitted)?;
+        if value <= self.completed {
+            return Ok(());
+        }
+        let start = self.bridge.now();
+        loop {
+            let seen = self.read_signal().map_err(failed("wait"))?;
+            if signal::reached(seen, value) {
+                self.completed = value;
+                return Ok(());
+            }
+            let waited = self.bridge.now().saturating_sub(start);
+            if waited > WAIT_TIMEOUT {
+                return Err(DeviceError::Failed {
+                    op: "wait",
+                    reason: format!(
+                        "the GPU did not reach timeline value {value} within {} s (signal holds {seen}): hung or faulted",
+                        waited.as_secs()
+                    ),
+                });
+            }
+            self.bridge.sleep(WAIT_POLL);
+        }
+    }
+
+    fn synchronize(&mut self) -> DeviceResult<()> {
+        if self.submitted > self.completed {
+            self.wait(self.submitted)?;
+        }
+        Ok(())
+    }
+
+    /// USB transactions and bytes through the bridge so far, and the bridge clock in nanoseconds (modelled time
+    /// on the simulator).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = self.bridge.stats();
+        vec![
+            ("usb_transactions", s.transactions()),
+            ("usb_bytes", s.bytes_in + s.bytes_out),
+            ("bridge_clock_ns", self.bridge.now().as_nanos() as u64),
+        ]
+    }
+}
+
+/// Maps the bridge windows the copies use into VMID 0 as uncached system memory (tinygrad
+/// `USBIface._dma_region`) and returns the address map.
+fn map_windows(bus: &mut BridgeBus<'_>, booted: &mut Booted) -> Result<VaMap, BootError> {
+    let Booted { discovery, vm, vram, layout, .. } = booted;
+    let mut hw = Hw { bus, disc: discovery, step: "VM" };
+    let mut windows = [(0, 0, 0); 3];
+    for (slot, &(bus_addr, size)) in windows.iter_mut().zip(&BRIDGE_WINDOWS) {
+        let va = vm.alloc_va(size, 0x1000);
+        vm.map(&mut hw, va, size, VmTarget::System(bus_addr), true, &mut || vram.alloc(0x1000, 0x1000))?;
+        *slot = (bus_addr, size, va);
+    }
+    gmc::flush_tlb(&mut hw, Hub::Gc, true)?;
+    Ok(VaMap { vram: layout.fb_base, windows })
+}
+
+impl Drop for AmdDevice {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish(false) {
+            log::warn!("usb+amd: ending the session: {e}");
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! The prebuilt step: every dispatch of a step encoded once into one PM4 indirect buffer, with a kernarg block
+//! per dispatch (tinygrad `AMDComputeQueue.exec` and `bind`, `HCQProgram.fill_kernargs`).
+//!
+//! Per dispatch, in tinygrad's order: SET_SH_REG of COMPUTE_PGM_LO/HI, RSRC1/2, RSRC3, TMPRING_SIZE, RESTART_X..Z,
+//! USER_DATA_0.. (the kernarg address, a relocation to the dispatch's block, then zeros up to the kernel's user
+//! SGPR count), RESOURCE_LIMITS, START_X..Z with NUM_THREAD_X..Z; DISPATCH_DIRECT; and, before a dispatch that
+//! touches a buffer an earlier one since the last barrier touched, the barrier: EVENT_WRITE CS_PARTIAL_FLUSH and
+//! ACQUIRE_MEM. The buffer starts with the HDP flush and a full ACQUIRE_MEM (the kernargs and the buffer were written
+//! through BAR0, the inputs by SDMA).
+//!
+//! The timeline signal is not in the buffer: the ring submission is INDIRECT_BUFFER, then RELEASE_MEM of the
+//! timeline value ([`ring_packets`]), so no dword of the prebuilt buffer changes between steps and a step costs
+//! one ring write and one doorbell.
+
+use super::pm4;
+use super::queue::{gpu_err, RegMap};
+use super::regs::{gc, nbio, reg, HwIp};
+use crate::firmware::Card;
+use pilot_core::hcq::args::{ArgsArena, BlockExtent};
+use pilot_core::hcq::reloc::{Addr, RelocBuf, Sym, Word};
+use pilot_usb_bridge::error::Result;
+
+/// The compute registers a dispatch sets, as absolute dword addresses on this GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShRegs {
+    pub pgm_lo: u32,
+    pub pgm_rsrc1: u32,
+    pub pgm_rsrc3: u32,
+    pub tmpring_size: u32,
+    pub restart_x: u32,
+    pub user_data_0: u32,
+    pub resource_limits: u32,
+    pub start_x: u32,
+    /// The HDP flush request/done pair (NBIO `BIF_BX_PF0_GPU_HDP_FLUSH_REQ/DONE`).
+    pub hdp_flush: (u32, u32),
+}
+
+impl ShRegs {
+    pub fn resolve(card: Card, regs: &dyn RegMap) -> Result<ShRegs> {
+        let named = gc!(card, m => [
+            reg!(HwIp::Gc, m::COMPUTE_PGM_LO),
+            reg!(HwIp::Gc, m::COMPUTE_PGM_RSRC1),
+            reg!(HwIp::Gc, m::COMPUTE_PGM_RSRC3),
+            reg!(HwIp::Gc, m::COMPUTE_TMPRING_SIZE),
+            reg!(HwIp::Gc, m::COMPUTE_RESTART_X),
+            reg!(HwIp::Gc, m::COMPUTE_USER_DATA_0),
+            reg!(HwIp::Gc, m::COMPUTE_RESOURCE_LIMITS),
+            reg!(HwIp::Gc, m::COMPUTE_START_X),
+        ]);
+        let hdp = nbio!(card, m => [
+            reg!(HwIp::Nbio, m::BIF_BX_PF0_GPU_HDP_FLUSH_REQ),
+            reg!(HwIp::Nbio, m::BIF_BX_PF0_GPU_HDP_FLUSH_DONE),
+        ]);
+        let a = |i: usize| regs.addr(named[i]);
+        Ok(ShRegs {
+            pgm_lo: a(0)?,
+            pgm_rsrc1: a(1)?,
+            pgm_rsrc3: a(2)?,
+            tmpring_size: a(3)?,
+            restart_x: a(4)?,
+            user_data_0: a(5)?,
+            resource_limits: a(6)?,
+            start_x: a(7)?,
+            hdp_flush: (regs.addr(hdp[0])?, regs.addr(hdp[1])?),
+        })
+    }
+}
+
+/// A loaded kernel as the step needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    pub name: String,
+    /// GPU address of the first instruction (256-byte aligned).
+    pub code_va: u64,
+    /// COMPUTE_PGM_RSRC1..3 as the descriptor holds them.
+    pub rsrc: [u32; 3],
+    pub user_sgprs: u32,
+    pub kernarg_size: u32,
+    pub kernarg_align: u32,
+    /// Byte offset of each buffer argument's address in the kernarg segment.
+    pub arg_offsets: Vec<u32>,
+    pub lds: u32,
+    /// The work-group size the kernel was compiled for.
+    pub workgroup: [u32; 3],
+}
+
+/// One dispatch of a step: a kernel, its arguments (a device buffer id and byte offset each), the NDRange.
+#[derive(Clone, Debug)]
+pub struct Launch<'a> {
+    pub kernel: &'a Kernel,
+    pub args: Vec<(u32, u64)>,
+    pub global: [u32; 3],
+    pub local: [u32; 3],
+}
+
+/// The encoded step: the indirect buffer (relocations to [`Sym::Args`]) and the kernarg blocks (relocations to
+/// [`Sym::Buffer`]), laid out by `arena` in one allocation.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    pub ib: RelocBuf,
+    pub arena: ArgsArena,
+    pub blocks: Vec<RelocBuf>,
+    /// Barriers placed between dispatches.
+    pub barriers: usize,
+}
+
+/// gfx11's `COMPUTE_PGM_RSRC1.PRIV`, which tinygrad sets on gfx11 (a CWSR workaround; `AMDProgram.__init__`).
+const RSRC1_PRIV: u32 = 1 << 20;
+/// `COMPUTE_PGM_RSRC2.LDS_SIZE` (bits 15-23) in 512-byte units on gfx11+ (tinygrad `AMDProgram.__init__`).
+const RSRC2_LDS_SHIFT: u32 = 15;
+const LDS_GRANULE: u32 = 512;
+
+/// RSRC1 and RSRC2 as programmed for `k` on `card`.
+pub fn rsrc12(card: Card, k: &Kernel) -> [u32; 2] {
+    let priv_bit = if card == Card::Gfx1100 { RSRC1_PRIV } else { 0 };
+    let lds = (k.lds.div_ceil(LDS_GRANULE) & 0x1FF) << RSRC2_LDS_SHIFT;
+    [k.rsrc[0] | priv_bit, k.rsrc[1] | lds]
+}
+
+/// Encodes every launch of a step. Fails with the kernel's name when a launch does not match its kernel.
+pub fn encode(card: Card, r: &ShRegs, launches: &[Launch<'_>]) -> Result<Encoded> {
+    let arena = ArgsArena::new(launches.iter().map(|l| {
+        let size = u64::from(l.kernel.kernarg_size.max(4)).next_multiple_of(4);
+        let align = u64::from(l.kernel.kernarg_align.max(16));
+        BlockExtent { stride: size.next_multiple_of(align), footprint: size }
+    }));
+    let mut ib = RelocBuf::new();
+    let (req, done) = r.hdp_flush;
+    pm4::write_wait_reg(&mut ib, pm4::wait::FUNC_GEQ, req, done, !0, !0);
+    pm4::acquire_mem(&mut ib, pm4::acquire::ALL);
+    let mut blocks = Vec::with_capacity(launches.len());
+    let mut touched: Vec<u32> = Vec::new();
+    let mut barriers = 0;
+    for (n, l) in launches.iter().enumerate() {
+        let k = l.kernel;
+        check(l)?;
+        if l.args.iter().any(|(b, _)| touched.contains(b)) {
+            pm4::event_write(&mut ib, pm4::event::CS_PARTIAL_FLUSH, pm4::event::INDEX_PARTIAL_FLUSH);
+            pm4::acquire_mem(&mut ib, pm4::acquire::BEFORE_DISPATCH);
+            touched.clear();
+            barriers += 1;
+        }
+        touched.extend(l.args.iter().map(|(b, _)| *b));
+        blocks.push(kernarg_block(k, &l.args));
+        dispatch(&mut ib, card, r, k, n as u32, l)?;
+    }
+    pm4::event_write(&mut ib, pm4::event::CS_PARTIAL_FLUSH, pm4::event::INDEX_PARTIAL_FLUSH);
+    if ib.len() > pm4::INDIRECT_BUFFER_MAX_DWORDS {
+        return Err(gpu_err("link step", format!("{} dwords exceed one indirect buffer", ib.len())));
+    }
+    Ok(Encoded { ib, arena, blocks, barriers })
+}
+
+fn check(l: &Launch<'_>) -> Result<()> {
+    let k = l.kernel;
+    let fail = |msg: String| Err(gpu_err("link step", format!("`{}`: {msg}", k.name)));
+    if l.args.len() != k.arg_offsets.len() {
+        return fail(format!(
+            "the dispatch passes {} arguments, the kernel takes {}",
+            l.args.len(),
+            k.arg_offsets.len()
+        ));
+    }
+    if l.local != k.workgroup {
+        return fail(format!("launched with {:?}, built for {:?}", l.local, k.workgroup));
+    }
+    if (0..3).any(|d| l.local[d] == 0 || !l.global[d].is_multiple_of(l.local[d])) {
+        return fail(format!("global {:?} is not whole work-groups of {:?}", l.global, l.local));
+    }
+    if k.args_need_sgprs() && k.user_sgprs < 2 {
+        return fail(format!("{} user SGPRs cannot hold the kernarg address", k.user_sgprs));
+    }
+    Ok(())
+}
+
+impl Kernel {
+    fn args_need_sgprs(&self) -> bool {
+        self.kernarg_size > 0
+    }
+}
+
+/// The kernarg segment of one dispatch: each buffer argument's address at its offset, zeros elsewhere.
+fn kernarg_block(k: &Kernel, args: &[(u32, u64)]) -> RelocBuf {
+    let mut b = RelocBuf::zeroed(k.kernarg_size.max(4).div_ceil(4) as usize);
+    for (&(buffer, offset), &at) in args.iter().zip(&k.arg_offsets) {
+        b.set(at as usize / 4, Addr::new(Sym::Buffer(buffer), offset));
+    }
+    b
+}
+
+fn dispatch(ib: &mut RelocBuf, card: Card, r: &ShRegs, k: &Kernel, n: u32, l: &Launch<'_>) -> Result<()> {
+    let sh = |ib: &mut RelocBuf, reg: u32, v: &[Word]| {
+        pm4::set_sh_reg(ib, reg, v).map_err(|e| gpu_err("link step", e.to_string()))
+    };
+    let imm = |v: &[u32]| v.iter().map(|&x| Word::Imm(x)).collect::<Vec<_>>();
+    let code = k.code_va >> 8;
+    sh(ib, r.pgm_lo, &imm(&[code as u32, (code >> 32) as u32]))?;
+    sh(ib, r.pgm_rsrc1, &imm(&rsrc12(card, k)))?;
+    sh(ib, r.pgm_rsrc3, &imm(&[k.rsrc[2]]))?;
+    sh(ib, r.tmpring_size, &imm(&[0]))?;
+    sh(ib, r.restart_x, &imm(&[0, 0, 0]))?;
+    if k.user_sgprs > 0 {
+        let mut user = vec![Word::Addr(Addr::base(Sym::Args(n)))];
+        user.extend((2..k.user_sgprs).map(|_| Word::Imm(0)));
+        sh(ib, r.user_data_0, &user)?;
+    }
+    sh(ib, r.resource_limits, &imm(&[0]))?;
+    let [x, y, z] = l.local;
+    sh(ib, r.start_x, &imm(&[0, 0, 0, x, y, z, 0, 0]))?;
+    let groups = [0, 1, 2].map(|d| l.global[d] / l.local[d]);
+    pm4::dispatch_direct(ib, groups, pm4::initiator::WAVE32);
+    Ok(())
+}
+
+/// Dwords of one ring submission ([`ring_packets`]): a power of two, so submissions tile the ring exactly.
+pub const RING_SUBMIT_DWORDS: usize = 16;
+
+/// Writes the ring submission of one step into `out` without allocating: run the `ib_dwords`-dword buffer at
+/// `ib`, then signal `value` at `signal` (a RELEASE_MEM with the cache flush, as [`pm4::signal`]), then a NOP to
+/// [`RING_SUBMIT_DWORDS`].
+pub fn write_ring_packets(out: &mut [u32; RING_SUBMIT_DWORDS], ib: u64, ib_dwords: usize, signal: u64, value: u64) {
+    let event = pm4::release::EVENT_CACHE_FLUSH_AND_INV_TS
+        | pm4::release::EVENT_INDEX_END_OF_PIPE << 8
+        | pm4::release::CACHE_FLUSH;
+    let sel = pm4::release::DATA_SEL_32 << pm4::release::DATA_SEL_SHIFT;
+    *out = [
+        pm4::header(pm4::op::INDIRECT_BUFFER, 3),
+        ib as u32,
+        (ib >> 32) as u32,
+        ib_dwords as u32 | pm4::INDIRECT_BUFFER_VALID,
+        pm4::header(pm4::op::RELEASE_MEM, 7),
+        event,
+        sel,
+        signal as u32,
+        (signal >> 32) as u32,
+        value as u32,
+        0,
+        0,
+        pm4::header(pm4::op::NOP, 3),
+        0,
+        0,
+        0,
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pm4::Va;
+
+    fn regs() -> ShRegs {
+        // gfx1100 with GC segment 0 at 0x1260 (Navi31's discovery table).
+        let g = |off: u32| 0x1260 + off;
+        ShRegs {
+            pgm_lo: g(0x1BAC),
+            pgm_rsrc1: g(0x1BB2),
+            pgm_rsrc3: g(0x1BC8),
+            tmpring_size: g(0x1BB8),
+            restart_x: g(0x1BBB),
+            user_data_0: g(0x1BE0),
+            resource_limits: g(0x1BB5),
+            start_x: g(0x1BA4),
+            hdp_flush: (0x14 + 0x106, 0x14 + 0x107),
+        }
+    }
+
+    fn kernel() -> Kernel {
+        Kernel {
+            name: "k".into(),
+            code_va: 0x8000_0010_0100,
+            rsrc: [0x60AF_0000, 0x0000_0088, 0],
+            user_sgprs: 2,
+            kernarg_size: 16,
+            kernarg_align: 8,
+            arg_offsets: vec![0, 8],
+            lds: 1000,
+            workgroup: [32, 1, 1],
+        }
+    }
+
+    #[test]
+    fn one_dispatch_encodes_in_tinygrads_order() {
+        let k = kernel();
+        let l = Launch { kernel: &k, args: vec![(1, 0), (2, 64)], global: [128, 1, 1], local: [32, 1, 1] };
+        let e = encode(Card::Gfx1100, &regs(), &[l]).unwrap();
+        let w = e.ib.words();
+        // HDP barrier, ACQUIRE_MEM, then PGM_LO/HI = code >> 8.
+        assert_eq!(pm4::opcode(w[0]), Some(pm4::op::WAIT_REG_MEM));
+        assert_eq!(pm4::opcode(w[7]), Some(pm4::op::ACQUIRE_MEM));
+        assert_eq!(&w[15..19], &[pm4::header(pm4::op::SET_SH_REG, 3), 0x2E0C - 0x2C00, 0x0000_1001, 0x80]);
+        // RSRC1 gains PRIV on gfx11, RSRC2 the LDS size in 512-byte units.
+        assert_eq!(&w[21..23], &[0x60BF_0000, 0x88 | 2 << 15]);
+        assert_eq!(e.blocks[0].relocs().len(), 2);
+        assert_eq!(e.ib.relocs().len(), 1, "the kernarg address is the only relocation");
+        let end = w.len();
+        assert_eq!(&w[end - 7..end - 2], &[pm4::header(pm4::op::DISPATCH_DIRECT, 4), 4, 1, 1, pm4::initiator::WAVE32]);
+        assert_eq!(e.barriers, 0);
+    }
+
+    #[test]
+    fn dependent_dispatches_get_a_barrier_and_independent_ones_none() {
+        let k = kernel();
+        let l =
+            |a: u32, b: u32| Launch { kernel: &k, args: vec![(a, 0), (b, 0)], global: [32, 1, 1], local: [32, 1, 1] };
+        let e = encode(Card::Gfx1100, &regs(), &[l(1, 2), l(3, 4), l(5, 1)]).unwrap();
+        assert_eq!(e.barriers, 1);
+        assert_eq!(e.arena.offsets(), &[0, 16, 32]);
+    }
+
+    #[test]
+    fn mismatched_launches_are_refused_with_the_kernels_name() {
+        let k = kernel();
+        let bad = Launch { kernel: &k, args: vec![(1, 0)], global: [32, 1, 1], local: [32, 1, 1] };
+        let e = encode(Card::Gfx1100, &regs(), &[bad]).unwrap_err().to_string();
+        assert!(e.contains("`k`: the dispatch passes 1 arguments, the kernel takes 2"), "{e}");
+        let bad = Launch { kernel: &k, args: vec![(1, 0), (2, 0)], global: [48, 1, 1], local: [32, 1, 1] };
+        assert!(encode(Card::Gfx1100, &regs(), &[bad]).unwrap_err().to_string().contains("not whole work-groups"));
+    }
+
+    /// The same submission from the packet encoders.
+    fn ring_packets(ib: u64, ib_dwords: usize, signal: u64, value: u64) -> Vec<u32> {
+        let mut b = RelocBuf::new();
+        pm4::indirect_buffer(&mut b, Va::At(ib), ib_dwords);
+        pm4::signal(&mut b, Va::At(signal), Word::Imm(value as u32));
+        let pad = RING_SUBMIT_DWORDS - b.len();
+        pm4::nop(&mut b, pad);
+        b.words().to_vec()
+    }
+
+    #[test]
+    fn a_ring_submission_is_sixteen_dwords_of_the_encoders_packets() {
+        let p = ring_packets(0x8000_0000_1000, 300, 0x8000_0000_2000, 7);
+        let mut fast = [0u32; RING_SUBMIT_DWORDS];
+        write_ring_packets(&mut fast, 0x8000_0000_1000, 300, 0x8000_0000_2000, 7);
+        assert_eq!(fast.to_vec(), p);
+        assert_eq!(p.len(), RING_SUBMIT_DWORDS);
+        assert_eq!(&p[..4], &[pm4::header(pm4::op::INDIRECT_BUFFER, 3), 0x1000, 0x8000, 300 | 1 << 23]);
+        assert_eq!((pm4::opcode(p[4]), p[7], p[9]), (Some(pm4::op::RELEASE_MEM), 0x2000, 7));
+        assert_eq!(pm4::opcode(p[12]), Some(pm4::op::NOP));
+    }
+}

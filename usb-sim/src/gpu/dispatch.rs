@@ -1,0 +1,177 @@
+//! DISPATCH_DIRECT: the kernel runs on pilot's RDNA3 emulator ([`pilot_rdna3`]) from what the hardware reads —
+//! registers only, never the kernel descriptor:
+//! - the program at `COMPUTE_PGM_LO/HI << 8` (a GC-hub address), its machine code read from simulated VRAM
+//!   and decoded from there up to `s_code_end`, or up to the first undecodable word after an `s_endpgm`;
+//! - `COMPUTE_PGM_RSRC1/2/3` (VGPRs, float modes, USER_SGPR_COUNT, system SGPRs, work-item id VGPRs, LDS in
+//!   512-byte units), `COMPUTE_USER_DATA_0..` for the user SGPRs, `COMPUTE_NUM_THREAD_X/Y/Z` (bits 0-9),
+//!   the workgroup counts from the packet, `COMPUTE_DISPATCH_INITIATOR` (bit 0 compute shader enable, bit 15
+//!   wave32 — wave64 is refused), `COMPUTE_TMPRING_SIZE.WAVESIZE` for private memory (WAVESIZE x 4 bytes per
+//!   work-item, tinygrad's encoding) with `COMPUTE_DISPATCH_SCRATCH_BASE` in VRAM when it is used.
+//!
+//! gfx1201 (RDNA4) dispatches are refused: the emulator decodes gfx11 only.
+//! `PILOT_SIM_EXEC` unset or `emulator` runs the code; any other value is refused (there is no host stand-in).
+//! Workgroups run on `PILOT_SIM_THREADS` host threads (default: the machine's parallelism, at most 8).
+
+use super::kernel_mem::KernelVram;
+use super::mem::{Fabric, Hub};
+use super::regs::{Reg, USER_DATA_COUNT};
+use super::Gpu;
+use pilot_rdna3::decode::decode_one;
+use pilot_rdna3::kernel::props;
+use pilot_rdna3::{CodeObjectKernel, Dispatch, KernelDescriptor};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The most machine code read for one program.
+const MAX_CODE: usize = 4 << 20;
+const INITIATOR_COMPUTE_SHADER_EN: u32 = 1;
+const INITIATOR_CS_W32_EN: u32 = 1 << 15;
+
+/// How many bytes of `code` form the program: up to `s_code_end`, or the first word that does not decode
+/// once an `s_endpgm` was seen. `None`: `code` ended first (read more).
+fn program_len(name: &str, code: &[u8]) -> Result<Option<usize>, String> {
+    let words: Vec<u32> = code.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
+    // An instruction is at most 3 dwords: stop early enough that the last one is whole.
+    let limit = words.len().saturating_sub(3);
+    let (mut at, mut ended) = (0usize, false);
+    while at < limit {
+        match decode_one(name, &words, at) {
+            Ok(i) if i.info.name == "s_code_end" => return Ok(Some(4 * at)),
+            Ok(i) => {
+                ended |= i.info.name == "s_endpgm";
+                at += i.words as usize;
+            }
+            Err(_) if ended => return Ok(Some(4 * at)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(None)
+}
+
+/// Host threads for a dispatch's workgroups: `PILOT_SIM_THREADS`, else the machine's parallelism (at most 8).
+fn threads() -> usize {
+    std::env::var("PILOT_SIM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
+        .max(1)
+}
+
+impl Gpu {
+    /// Runs one DISPATCH_DIRECT of `grid` workgroups; the modelled time it takes.
+    pub(super) fn dispatch(
+        &mut self,
+        grid: [u32; 3],
+        initiator: u32,
+        fabric: &mut dyn Fabric,
+    ) -> Result<Duration, String> {
+        match std::env::var("PILOT_SIM_EXEC").as_deref() {
+            Err(_) | Ok("emulator") => {}
+            Ok(other) => {
+                return Err(format!(
+                    "PILOT_SIM_EXEC={other}: the simulated GPU runs code objects on the emulator only (unset it or use `emulator`)"
+                ))
+            }
+        }
+        if self.board != super::board::Board::Navi31 {
+            return Err(format!(
+                "DISPATCH_DIRECT on {}: the RDNA3 emulator runs gfx11 (gfx1100) code only",
+                self.board.name()
+            ));
+        }
+        if initiator & INITIATOR_COMPUTE_SHADER_EN == 0 {
+            return Err(format!("DISPATCH_INITIATOR {initiator:#x} without COMPUTE_SHADER_EN"));
+        }
+        if initiator & INITIATOR_CS_W32_EN == 0 {
+            return Err(format!(
+                "DISPATCH_INITIATOR {initiator:#x}: wave64 dispatches are not emulated (set CS_W32_EN)"
+            ));
+        }
+        let pgm = (u64::from(self.get(Reg::PgmLo)) | u64::from(self.get(Reg::PgmHi)) << 32) << 8;
+        let (rsrc1, rsrc2, rsrc3) = (self.get(Reg::Rsrc1), self.get(Reg::Rsrc2), self.get(Reg::Rsrc3));
+        let workgroup = [Reg::NumThreadX, Reg::NumThreadY, Reg::NumThreadZ].map(|r| self.get(r) & 0x3FF);
+        if workgroup.contains(&0) || grid.contains(&0) {
+            return Err(format!("dispatch of {grid:?} workgroups of {workgroup:?} work-items"));
+        }
+        let user_count = (rsrc2 >> 1) & 0x1F;
+        if user_count > USER_DATA_COUNT {
+            return Err(format!(
+                "USER_SGPR_COUNT {user_count} exceeds the {USER_DATA_COUNT} COMPUTE_USER_DATA registers"
+            ));
+        }
+        let base = self.map.index(Reg::UserData0);
+        let user_sgprs: Vec<u32> = (0..user_count).map(|i| self.stored(base + i)).collect();
+        let wavesize = (self.get(Reg::TmpringSize) >> 12) & 0x7FFF;
+        let scratch_bytes = wavesize * 4;
+        if scratch_bytes > 0 {
+            let sb = (u64::from(self.get(Reg::ScratchBaseLo)) | u64::from(self.get(Reg::ScratchBaseHi)) << 32) << 8;
+            self.mem(Hub::Gc, fabric, self.now).resolve(sb, 4).map_err(|e| format!("scratch base: {e}"))?;
+        }
+        let kernel = self.program(pgm, rsrc1, rsrc2, rsrc3, fabric)?;
+        let d = Dispatch {
+            grid,
+            workgroup,
+            user_sgprs,
+            rsrc1,
+            rsrc2,
+            lds_bytes: ((rsrc2 >> 15) & 0x1FF) * 512,
+            scratch_bytes,
+            step_limit: pilot_rdna3::dispatch::DEFAULT_STEP_LIMIT,
+        };
+        let ranges = self.hub_view(Hub::Gc).vram_ranges(fabric.vram());
+        let mem = KernelVram::new(fabric.vram(), ranges).ok_or("VRAM is not word-aligned in host memory")?;
+        let stats = pilot_rdna3::dispatch_parallel(&kernel, &d, &mem, threads()).map_err(|e| e.to_string())?;
+        self.dispatched.instructions += stats.instructions;
+        self.dispatched.dispatches += 1;
+        Ok(self.timing.dispatch(stats.instructions, self.board.gc_info().cus()))
+    }
+
+    /// The program at `pgm`, decoded once and reused while its bytes are unchanged.
+    fn program(
+        &mut self,
+        pgm: u64,
+        rsrc1: u32,
+        rsrc2: u32,
+        rsrc3: u32,
+        fabric: &mut dyn Fabric,
+    ) -> Result<Arc<CodeObjectKernel>, String> {
+        let start = match self.mem(Hub::Gc, fabric, self.now).resolve(pgm, 4)? {
+            super::mem::Target::Vram(off) => off,
+            super::mem::Target::Bridge(_) => return Err(format!("program address {pgm:#x} is not in VRAM")),
+        };
+        let vram = fabric.vram();
+        let name = format!("program@{pgm:#x}");
+        let descriptor = KernelDescriptor {
+            group_segment_fixed_size: ((rsrc2 >> 15) & 0x1FF) * 512,
+            private_segment_fixed_size: 0,
+            kernarg_size: 0,
+            entry_offset: 0,
+            rsrc3,
+            rsrc1,
+            rsrc2,
+            code_properties: props::WAVEFRONT_SIZE32,
+            kernarg_preload: 0,
+        };
+        if let Some((code, k)) = self.kernels.get(&pgm) {
+            if vram.get(start..start + code.len()) == Some(&code[..]) && k.descriptor == descriptor {
+                return Ok(k.clone());
+            }
+        }
+        // Read 64 KB, then four times more while the program runs past what was read.
+        let mut window = 64 << 10;
+        let len = loop {
+            let end = (start + window).min(vram.len());
+            if let Some(len) = program_len(&name, &vram[start..end])? {
+                break len;
+            }
+            if end == vram.len() || window >= MAX_CODE {
+                return Err(format!("no end of the program within {} bytes of {pgm:#x}", end - start));
+            }
+            window *= 4;
+        };
+        let code = vram[start..start + len].to_vec();
+        let k = Arc::new(CodeObjectKernel::from_parts(&name, descriptor, &code).map_err(|e| e.to_string())?);
+        self.kernels.insert(pgm, (code, k.clone()));
+        Ok(k)
+    }
+}
