@@ -275,6 +275,34 @@ pub struct Instr {
     pub op: Op,
 }
 
+impl Instr {
+    /// The operation's name as the executor's tables know it (`add.f`, `cmps.s`, `mov`, `cov`,
+    /// `ldg.a`, `atomic.g.add`, …): what the guard tests count.
+    pub fn mnemonic(&self) -> String {
+        match &self.op {
+            Op::Flow0(n) | Op::FlowImm(n, _) => n.to_string(),
+            Op::Branch { kind, .. } => format!("{kind:?}").to_lowercase(),
+            Op::Kill { .. } => "kill".into(),
+            Op::Mov { src_type, dst_type, dst, .. } => match dst {
+                Dst::Gpr(0xf4) if *src_type == Type::S16 && *dst_type == Type::S16 => "mova".into(),
+                Dst::Gpr(0xf5) if *src_type == Type::U16 && *dst_type == Type::U16 => "mova1".into(),
+                _ if src_type == dst_type => "mov".into(),
+                _ => "cov".into(),
+            },
+            Op::Alu2 { name, .. } | Op::Alu3 { name, .. } | Op::Sfu { name, .. } => name.to_string(),
+            Op::Ldg { addr, .. } => if matches!(addr, GAddr::Imm(_)) { "ldg" } else { "ldg.a" }.into(),
+            Op::Stg { addr, .. } => if matches!(addr, GAddr::Imm(_)) { "stg" } else { "stg.a" }.into(),
+            Op::Ldl { w, .. } => if *w { "ldlw" } else { "ldl" }.into(),
+            Op::Stl { w, .. } => if *w { "stlw" } else { "stl" }.into(),
+            Op::AtomicL { name, .. } | Op::AtomicG { name, .. } | Op::Ibo { name, .. } => name.to_string(),
+            Op::Stc { .. } => "stc".into(),
+            Op::Barrier { name, .. } => name.to_string(),
+            Op::Cat7(text) => text.split('.').next().unwrap_or("").to_string(),
+            Op::Tex(t) => t.name.to_string(),
+        }
+    }
+}
+
 /// Global address forms of `ldg`/`stg` (ir3-cat6.xml, `ldg`, `ldg.a`, `stg`, `stg.a` for gen 600..699).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GAddr {

@@ -8,13 +8,20 @@
 //!   Anything not implemented, out of bounds, or read stale (a missing `(ss)`/`(sy)`) stops the
 //!   dispatch with a [`Fault`] naming the instruction offset and the reason: never a silent result.
 
+mod alu;
 mod decode;
 mod decode6;
 mod disasm;
+mod exec;
+mod exec_ops;
+mod memory;
 mod tex;
 
 pub use decode::{cat2_names, cat3_names, cat4_names, decode, Branch, Cond, Dst, GAddr, Instr, Op, Src, SrcKind, Type};
 pub use decode6::cat6_names;
+pub use exec::{run, Dispatch, Fault, Program, ProgramInfo, Stats};
+pub use exec_ops::implemented_mnemonics;
+pub use memory::{Buffers, Memory};
 pub use tex::{tex_names, Tex};
 
 /// A word the decoder does not know.

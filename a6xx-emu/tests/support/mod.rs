@@ -87,3 +87,70 @@ pub fn mesa_disasm(code: &[u8]) -> Vec<String> {
     }
     lines
 }
+
+use pilot_a6xx_emu::{Buffers, Dispatch, Fault, Program, ProgramInfo, Stats};
+
+/// Local invocation id x, y, z arrive in r0.x..z, the work-group id in r1.x..z.
+pub const LOCAL_ID_REG: u16 = 0;
+pub const WG_ID_REG: u16 = 4;
+
+/// A program assembled by Mesa, decoded for the emulator with Mesa's register footprint.
+pub fn program(asm: &Assembled) -> Program {
+    Program::decode(&asm.code, ProgramInfo { max_reg: asm.max_reg, wave_size: 64 }).unwrap()
+}
+
+/// Runs `asm` on `mem` with `consts`, one work-group of `local` fibers per grid cell.
+pub fn run(
+    asm: &Assembled,
+    consts: &[u32],
+    mem: &Buffers,
+    grid: [u32; 3],
+    local: [u32; 3],
+    local_mem: u32,
+) -> Result<Stats, Fault> {
+    let d = Dispatch {
+        consts,
+        grid,
+        local_size: local,
+        local_id_reg: Some(LOCAL_ID_REG),
+        wg_id_reg: Some(WG_ID_REG),
+        local_mem_bytes: local_mem,
+        threads: 1,
+    };
+    pilot_a6xx_emu::run(&program(asm), &d, mem)
+}
+
+/// Every instruction of `asm` decodes and prints as `ir3-disasm` prints it.
+pub fn assert_disasm_matches(asm: &Assembled) {
+    let theirs = mesa_disasm(&asm.code);
+    let ours: Vec<String> = pilot_a6xx_emu::decode_all(&asm.code)
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.unwrap_or_else(|e| panic!("instruction {i}: {e} (ir3-disasm: {:?})", theirs.get(i))).to_string()
+        })
+        .collect();
+    assert_eq!(ours.len(), theirs.len(), "instruction counts differ");
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a, b, "instruction {i} prints differently from ir3-disasm");
+    }
+}
+
+pub fn u32s(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+pub fn bytes(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A small deterministic generator for test inputs.
+pub fn lcg(seed: u32, n: usize) -> Vec<u32> {
+    let mut s = seed.wrapping_mul(2654435761).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(1664525).wrapping_add(1013904223);
+            s ^ (s >> 13)
+        })
+        .collect()
+}
