@@ -67,6 +67,12 @@ pub struct Dispatch<'a> {
     pub wg_id_reg: Option<u16>,
     /// Bytes of local (`l[]`) memory per work-group.
     pub local_mem_bytes: u32,
+    /// Texture descriptors (`A6XX_TEX_CONST`), by `t#` index.
+    pub textures: &'a [[u32; 16]],
+    /// Sampler descriptors (`A6XX_TEX_SAMP`), by `s#` index.
+    pub samplers: &'a [[u32; 4]],
+    /// Image descriptors (`A6XX_TEX_CONST` layout), by the index `ldib`/`stib` name.
+    pub ibos: &'a [[u32; 16]],
     /// Host threads to spread work-groups over (1 = in order on the caller's thread).
     pub threads: usize,
 }
@@ -206,6 +212,9 @@ pub(crate) enum Loc {
 
 pub(crate) struct Group<'a> {
     pub(crate) program: &'a Program,
+    pub(crate) textures: &'a [[u32; 16]],
+    pub(crate) samplers: &'a [[u32; 4]],
+    pub(crate) ibos: &'a [[u32; 16]],
     wg: [u32; 3],
     pub(crate) consts: Vec<u32>,
     pub(crate) local: Vec<u8>,
@@ -258,6 +267,9 @@ impl<'a> Group<'a> {
         }
         Group {
             program,
+            textures: d.textures,
+            samplers: d.samplers,
+            ibos: d.ibos,
             wg,
             consts: d.consts.to_vec(),
             local: vec![0; d.local_mem_bytes as usize],

@@ -24,7 +24,7 @@ const FLUT: [f32; 12] = [
 
 /// Which sync flag a result needs before it may be read.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Sync {
+pub(crate) enum Sync {
     Now,
     Ss,
     Sy,
@@ -178,8 +178,8 @@ impl Exec<'_, '_> {
                 let w = self.wave();
                 self.g.const_written[w] = Some(self.pc as u32);
             }
-            Op::Ibo { name, .. } => return stop(format!("{name} (IBO access) is not implemented yet")),
-            Op::Tex(t) => return stop(format!("{} (texture sampling) is not implemented yet", t.name)),
+            Op::Ibo { .. } => return self.ibo(),
+            Op::Tex(t) => return self.tex(t),
             Op::Barrier { name, .. } => {
                 // `fence` orders memory, which this model never reorders.
                 if *name == "bar" {
@@ -317,7 +317,7 @@ impl Exec<'_, '_> {
     }
 
     /// Writes register `n`; `sync` says which flag a later reader needs.
-    fn write(&mut self, n: u16, half: bool, v: u32, sync: Sync) -> R<()> {
+    pub(crate) fn write(&mut self, n: u16, half: bool, v: u32, sync: Sync) -> R<()> {
         let loc = self.locate(n, half)?;
         self.check_sync(loc, n, half, "writes")?;
         let (pc, wave) = (self.pc, self.wave());
@@ -585,7 +585,8 @@ fn convert(raw: u32, st: Type, dt: Type) -> Option<u32> {
 pub fn implemented_mnemonics() -> Vec<String> {
     let mut v: Vec<String> = [
         "nop", "end", "jump", "shps", "shpe", "getone", "br", "brao", "braa", "bany", "ball", "mov", "cov", "mova",
-        "mova1", "ldg", "ldg.a", "stg", "stg.a", "ldl", "ldlw", "stl", "stlw", "stc", "bar", "fence", "sleep",
+        "mova1", "ldg", "ldg.a", "stg", "stg.a", "ldl", "ldlw", "stl", "stlw", "stc", "bar", "fence", "sleep", "isam",
+        "sam", "ldib.b", "stib.b",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -11,14 +11,17 @@
 mod alu;
 mod decode;
 mod decode6;
+mod desc;
 mod disasm;
 mod exec;
 mod exec_ops;
+mod exec_tex;
 mod memory;
 mod tex;
 
 pub use decode::{cat2_names, cat3_names, cat4_names, decode, Branch, Cond, Dst, GAddr, Instr, Op, Src, SrcKind, Type};
 pub use decode6::cat6_names;
+pub use desc::{Format, SampDesc, TexDesc, Wrap};
 pub use exec::{run, Dispatch, Fault, Program, ProgramInfo, Stats};
 pub use exec_ops::implemented_mnemonics;
 pub use memory::{Buffers, Memory};

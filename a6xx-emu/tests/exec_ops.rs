@@ -477,7 +477,146 @@ fn local_atomic_cases(ran: &mut Ran) {
     }
 }
 
+const TEX: u64 = 0x1_0004_0000;
+const IMG: u64 = 0x1_0005_0000;
+
+/// An `A6XX_TEX_CONST` for a linear 2D texture (fields from Mesa's a6xx.xml), swizzle xyzw.
+fn tex_const(fmt: u32, w: u32, h: u32, pitch: u32, base: u64) -> [u32; 16] {
+    let mut d = [0u32; 16];
+    d[0] = fmt << 22 | 1 << 7 | 2 << 10 | 3 << 13;
+    d[1] = w | h << 15;
+    d[2] = pitch << 7 | 1 << 29;
+    d[4] = base as u32;
+    d[5] = (base >> 32) as u32;
+    d
+}
+
+/// An `A6XX_TEX_SAMP`, nearest, with WRAP_S = WRAP_T = `wrap`.
+fn tex_samp(wrap: u32) -> [u32; 4] {
+    [wrap << 5 | wrap << 8, 0, 0, 0]
+}
+
+/// Texel (x, y) channel c of the test textures: x + 10 y + 100 c.
+fn texel(x: i64, y: i64, c: usize) -> f32 {
+    (x + 10 * y + 100 * c as i64) as f32
+}
+
+/// `isam`/`sam` on an 8x4 RGBA32F texture with a padded pitch, border and clamp samplers, and an
+/// RGBA16F one read as (f16); `stib.b`/`ldib.b` on an RGBA16F image.
+fn texture_cases(ran: &mut Ran) {
+    let (w, h) = (8u32, 4u32);
+    let pitch = 192;
+    let mut f32tex = vec![0u8; (pitch * h) as usize];
+    let mut f16tex = vec![0u8; (w * 8 * h) as usize];
+    for y in 0..h as i64 {
+        for x in 0..w as i64 {
+            for c in 0..4 {
+                let o = (y * pitch as i64 + x * 16 + 4 * c as i64) as usize;
+                f32tex[o..o + 4].copy_from_slice(&texel(x, y, c).to_le_bytes());
+                let o = (y * w as i64 * 8 + x * 8 + 2 * c as i64) as usize;
+                f16tex[o..o + 2].copy_from_slice(&f16::from_f32(texel(x, y, c)).to_le_bytes());
+            }
+        }
+    }
+    let descs = |wrap: u32| support::Descriptors {
+        textures: vec![tex_const(0x82, w, h, pitch, TEX), tex_const(0x62, w, h, w * 8, IMG)],
+        samplers: vec![tex_samp(wrap)],
+        ibos: vec![tex_const(0x62, w, h, w * 8, IMG)],
+    };
+    let xs: Vec<u32> = (0..N as i32).map(|i| (i % 8 - 1) as u32).collect();
+    let ys: Vec<u32> = (0..N as u32).map(|i| i / 8 % 4).collect();
+    let sum = |x: i64, y: i64| (0..4).map(|c| texel(x, y, c)).sum::<f32>();
+    let isam = "isam (f32)(xyzw)r6.x, r4.x, s#0, t#0\n(sy)add.f r5.x, r6.x, r6.y\nadd.f r5.x, r5.x, r6.z\nadd.f r5.x, r5.x, r6.w";
+    // CLAMP_TO_BORDER (3): x = -1 reads zeros; CLAMP_TO_EDGE (1): x = -1 reads x = 0.
+    for (wrap, edge) in [(3, None), (1, Some(0))] {
+        let got = ran
+            .run_full(
+                &kernel(isam, false, false),
+                &xs,
+                &ys,
+                &ys,
+                &[(TEX, f32tex.clone()), (IMG, f16tex.clone())],
+                &descs(wrap),
+            )
+            .0;
+        for i in 0..N {
+            let (x, y) = (xs[i] as i32 as i64, ys[i] as i64);
+            let want = if x >= 0 { sum(x, y) } else { edge.map_or(0.0, |e| sum(e, y)) };
+            assert_eq!(f(got[i]), want, "isam wrap {wrap}, fiber {i} at ({x}, {y})");
+        }
+    }
+    let isam16 = "isam (f16)(xyzw)hr14.x, r4.x, s#0, t#1\n(sy)nop";
+    let got = ran
+        .run_full(
+            &kernel(isam16, false, true),
+            &xs,
+            &ys,
+            &ys,
+            &[(TEX, f32tex.clone()), (IMG, f16tex.clone())],
+            &descs(1),
+        )
+        .0;
+    for i in 0..N {
+        let x = (xs[i] as i32).max(0) as i64;
+        assert_eq!(got[i] & 0xffff, hb(texel(x, ys[i] as i64, 0)), "isam (f16), fiber {i}");
+    }
+    let sam = "sam (f32)(xyzw)r6.x, r4.x, s#0, t#0\n(sy)add.f r5.x, r6.x, r6.w";
+    let nx: Vec<u32> = (0..N).map(|i| fb(((i % 8) as f32 + 0.5) / 8.0)).collect();
+    let ny: Vec<u32> = (0..N).map(|i| fb(((i / 8 % 4) as f32 + 0.5) / 4.0)).collect();
+    let got = ran
+        .run_full(&kernel(sam, false, false), &nx, &ny, &ny, &[(TEX, f32tex.clone()), (IMG, f16tex.clone())], &descs(1))
+        .0;
+    for (i, g) in got.iter().enumerate() {
+        let (x, y) = ((i % 8) as i64, (i / 8 % 4) as i64);
+        assert_eq!(f(*g), texel(x, y, 0) + texel(x, y, 3), "sam, fiber {i}");
+    }
+    let ib = "cov.u32f32 r6.x, r4.x
+cov.u32f32 r6.y, r4.y
+mov.f32f32 r6.z, c2.x
+mov.f32f32 r6.w, (0.5)
+stib.b.typed.2d.f32.4.imm r6.x, r4.x, 0
+ldib.b.typed.2d.f32.4.imm r7.x, r4.x, 0
+(sy)add.f r5.x, r7.x, r7.y
+add.f r5.x, r5.x, r7.z
+add.f r5.x, r5.x, r7.w";
+    let xs: Vec<u32> = (0..N as u32).map(|i| i % 8).collect();
+    let (got, mem) = ran.run_full(&kernel(ib, false, false), &xs, &ys, &ys, &[(TEX, f32tex), (IMG, f16tex)], &descs(1));
+    let img = mem.get(IMG).unwrap();
+    for i in 0..N {
+        let (x, y) = (xs[i] as usize, ys[i] as usize);
+        assert_eq!(f(got[i]), x as f32 + y as f32 + 2.0, "stib.b/ldib.b, fiber {i}");
+        let o = y * 64 + x * 8;
+        assert_eq!(f16::from_le_bytes([img[o + 4], img[o + 5]]).to_f32(), 1.5, "stib.b wrote f16 z at ({x}, {y})");
+    }
+}
+
 impl Ran {
+    #[allow(clippy::too_many_arguments)]
+    fn run_full(
+        &mut self,
+        src: &str,
+        a: &[u32],
+        b: &[u32],
+        c: &[u32],
+        extra: &[(u64, Vec<u8>)],
+        descs: &support::Descriptors,
+    ) -> (Vec<u32>, Buffers) {
+        let asm = assemble(src);
+        assert_disasm_matches(&asm);
+        let mem = Buffers::new();
+        mem.insert(A, bytes(a));
+        mem.insert(B, bytes(b));
+        mem.insert(C, bytes(c));
+        mem.insert(OUT, vec![0; N * 4]);
+        for (addr, data) in extra {
+            mem.insert(*addr, data.clone());
+        }
+        let stats = support::run_with(&asm, &consts(), &mem, [1, 1, 1], [N as u32, 1, 1], 0, descs)
+            .unwrap_or_else(|e| panic!("{e}\n{src}"));
+        self.note(&asm.code, &stats.executed);
+        (u32s(&mem.get(OUT).unwrap()), mem)
+    }
+
     fn run_with_c(&mut self, src: &str, a: &[u32], b: &[u32]) -> Vec<u32> {
         let asm = assemble(src);
         assert_disasm_matches(&asm);
@@ -541,6 +680,7 @@ fn every_implemented_op_is_exercised_or_listed() {
     local_cases(&mut ran);
     local_atomic_cases(&mut ran);
     preamble_cases(&mut ran);
+    texture_cases(&mut ran);
     let listed: BTreeSet<String> = include_str!("exec_unexercised.txt")
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())

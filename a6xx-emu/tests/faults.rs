@@ -108,6 +108,9 @@ fn register_footprint_is_enforced() {
         local_id_reg: None,
         wg_id_reg: None,
         local_mem_bytes: 0,
+        textures: &[],
+        samplers: &[],
+        ibos: &[],
         threads: 1,
     };
     let mem = Buffers::new();
@@ -155,6 +158,9 @@ fn unimplemented_and_unknown_fault_with_the_offset() {
         local_id_reg: None,
         wg_id_reg: None,
         local_mem_bytes: 0,
+        textures: &[],
+        samplers: &[],
+        ibos: &[],
         threads: 1,
     };
     let p = Program::decode(&code, ProgramInfo { max_reg: 0, wave_size: 64 }).unwrap();
@@ -189,6 +195,9 @@ end
             local_id_reg: Some(support::LOCAL_ID_REG),
             wg_id_reg: Some(support::WG_ID_REG),
             local_mem_bytes: 0,
+            textures: &[],
+            samplers: &[],
+            ibos: &[],
             threads,
         };
         let stats = pilot_a6xx_emu::run(&support::program(&asm), &d, &mem).unwrap();

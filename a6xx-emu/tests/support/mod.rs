@@ -108,6 +108,27 @@ pub fn run(
     local: [u32; 3],
     local_mem: u32,
 ) -> Result<Stats, Fault> {
+    run_with(asm, consts, mem, grid, local, local_mem, &Descriptors::default())
+}
+
+/// Texture, sampler and image descriptors for a dispatch.
+#[derive(Default)]
+pub struct Descriptors {
+    pub textures: Vec<[u32; 16]>,
+    pub samplers: Vec<[u32; 4]>,
+    pub ibos: Vec<[u32; 16]>,
+}
+
+/// [`run`] with descriptors.
+pub fn run_with(
+    asm: &Assembled,
+    consts: &[u32],
+    mem: &Buffers,
+    grid: [u32; 3],
+    local: [u32; 3],
+    local_mem: u32,
+    descs: &Descriptors,
+) -> Result<Stats, Fault> {
     let d = Dispatch {
         consts,
         grid,
@@ -115,6 +136,9 @@ pub fn run(
         local_id_reg: Some(LOCAL_ID_REG),
         wg_id_reg: Some(WG_ID_REG),
         local_mem_bytes: local_mem,
+        textures: &descs.textures,
+        samplers: &descs.samplers,
+        ibos: &descs.ibos,
         threads: 1,
     };
     pilot_a6xx_emu::run(&program(asm), &d, mem)
