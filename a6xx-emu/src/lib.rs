@@ -1,12 +1,39 @@
 //! An Adreno a6xx shader-ISA emulator (desktop and tests only; the lean runtime never links it).
 //!
-//! - [`decode()`]: 64-bit instruction words to [`Instr`], with pilot's own field tables written from
-//!   Mesa's ISA description (`src/freedreno/isa/ir3-cat0.xml` … `ir3-cat7.xml`, `ir3-common.xml`).
-//!   [`Instr`]'s `Display` prints Mesa's syntax, so it compares line by line with Mesa's `ir3-disasm`.
-//!   Encodings outside the tables are [`DecodeError::Unknown`].
-//! - [`Program`] + [`Dispatch`] + [`Memory`]: runs a compute program over a grid (see `exec`).
-//!   Anything not implemented, out of bounds, or read stale (a missing `(ss)`/`(sy)`) stops the
-//!   dispatch with a [`Fault`] naming the instruction offset and the reason: never a silent result.
+//! **Decoder.** [`decode()`] turns a 64-bit word into an [`Instr`] with pilot's own field tables,
+//! written from Mesa's ISA description (`src/freedreno/isa/ir3-cat0.xml` … `ir3-cat7.xml`,
+//! `ir3-common.xml`; bitset names cited at each decoder). [`Instr`]'s `Display` is Mesa's syntax, so
+//! it compares line by line with Mesa's `ir3-disasm` (tests: Mesa's `disasm.c` vectors and every
+//! kernel the tests assemble). Encodings outside the tables are [`DecodeError::Unknown`]: cat0 flow
+//! (`nop` … `prede`, `jump`, `br`/`brao`/`braa`/`bany`/`ball`, `shps`, `getone`, `kill`), cat1
+//! `mov`/`cov`/`mova`/`mova1` (immediate, const, register, relative), cat2 and cat3 (all but
+//! `bary.f`/`flat.b`/`msad`/`dp*acc`/`wmm`), cat4, cat5 `isam`/`isaml`/`sam`/`samb`/`saml`/
+//! `getsize`/`getinfo` in the direct `s#`/`t#` form, cat6 `ldg`/`stg` (and `.a`), `ldl`/`stl`,
+//! `ldlw`/`stlw`, `stc`, local and `.g` atomics, `ldib.b`/`stib.b`/`atomic.b.*`, cat7 `bar`,
+//! `fence`, `sleep`, `icinv`, `dccln`/`dcinv`/`dcflu`.
+//!
+//! **Executor.** [`Program::decode`] + [`Dispatch`] + [`run`] against a [`Memory`] (GPU virtual
+//! addresses, bounds-checked by the implementation; [`Buffers`] is one). Each fiber runs the scalar
+//! program on its own registers; fibers of a work-group run in order, meeting at `bar`; work-groups
+//! may spread over host threads (`Dispatch::threads`); results are deterministic for race-free
+//! programs. [`implemented_mnemonics`] lists what executes: the ALU of cat2/cat3/cat4 in full and
+//! half precision with `(sat)`, `(rptN)` and `(r)`, source modifiers, flow and predicates, moves and
+//! conversions, `a0.x`/`a1.x` relative addressing, global/local loads, stores and atomics, `stc` in
+//! the preamble (`shps`…`shpe`, run once per wave), nearest `isam`/`sam` and typed `ldib.b`/`stib.b`
+//! on linear textures/images whose `A6XX_TEX_CONST`/`A6XX_TEX_SAMP` descriptors [`TexDesc`]/
+//! [`SampDesc`] decode.
+//!
+//! **Faults** ([`Fault`], naming the instruction offset, work-group and fiber): anything not
+//! implemented (including an undecodable word when it is reached); a register above the program's
+//! declared footprint (`ProgramInfo::max_reg`, half registers merged as `ir3_collect_info` counts
+//! them); a read or overwrite of a result still in flight without the sync flag ir3's legalizer
+//! would set — `(ss)` for SFU and local-memory results and for constants written by `stc`, `(sy)`
+//! for texture, global-memory and image results; memory, local memory, constants or descriptors out
+//! of bounds. Not modelled: the ALU delay slots (`(nopN)`, `nop` counts), write-after-read hazards
+//! on sources of in-flight instructions, cross-fiber operations (`getone` outside the preamble,
+//! shuffles, ballots), `mad` as fused (it rounds twice). Assumptions without a hardware witness:
+//! half register `hr(2n)`/`hr(2n+1)` are the low/high halves of full `r(n)`; a half constant reads
+//! the low 16 bits of its 32-bit slot.
 
 mod alu;
 mod decode;
