@@ -180,18 +180,18 @@ pub enum Op {
         addr: GAddr,
         size: u8,
     },
-    /// `ldl`, `ldlw` (local and local-workgroup loads): `dst <- l[src + off]`.
+    /// `ldl`, `ldlw`, `ldp` (local, local-workgroup, private loads): `dst <- l[src + off]`.
     Ldl {
-        w: bool,
+        space: Space,
         ty: Type,
         dst: u16,
         src: u16,
         off: i32,
         size: u8,
     },
-    /// `stl`, `stlw`: `l[dst + off] <- src`.
+    /// `stl`, `stlw`, `stp`: `l[dst + off] <- src`.
     Stl {
-        w: bool,
+        space: Space,
         ty: Type,
         dst: u16,
         src: u16,
@@ -292,8 +292,8 @@ impl Instr {
             Op::Alu2 { name, .. } | Op::Alu3 { name, .. } | Op::Sfu { name, .. } => name.to_string(),
             Op::Ldg { addr, .. } => if matches!(addr, GAddr::Imm(_)) { "ldg" } else { "ldg.a" }.into(),
             Op::Stg { addr, .. } => if matches!(addr, GAddr::Imm(_)) { "stg" } else { "stg.a" }.into(),
-            Op::Ldl { w, .. } => if *w { "ldlw" } else { "ldl" }.into(),
-            Op::Stl { w, .. } => if *w { "stlw" } else { "stl" }.into(),
+            Op::Ldl { space, .. } => ["ldl", "ldlw", "ldp"][*space as usize].into(),
+            Op::Stl { space, .. } => ["stl", "stlw", "stp"][*space as usize].into(),
             Op::AtomicL { name, .. } | Op::AtomicG { name, .. } | Op::Ibo { name, .. } => name.to_string(),
             Op::Stc { .. } => "stc".into(),
             Op::Barrier { name, .. } => name.to_string(),
@@ -301,6 +301,14 @@ impl Instr {
             Op::Tex(t) => t.name.to_string(),
         }
     }
+}
+
+/// The memory of `ldl`/`stl` (local), `ldlw`/`stlw` (local, workgroup form) and `ldp`/`stp` (private, per fiber).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Space {
+    L,
+    Lw,
+    P,
 }
 
 /// Global address forms of `ldg`/`stg` (ir3-cat6.xml, `ldg`, `ldg.a`, `stg`, `stg.a` for gen 600..699).

@@ -1,6 +1,6 @@
 //! Cat6 (memory) decoding, from Mesa's `src/freedreno/isa/ir3-cat6.xml` (a6xx forms, gen 600..699).
 
-use crate::decode::{bits, GAddr, Instr, Op, Src, SrcKind, Type};
+use crate::decode::{bits, GAddr, Instr, Op, Space, Src, SrcKind, Type};
 
 fn bit(w: u64, pos: u32) -> bool {
     (w >> pos) & 1 != 0
@@ -17,10 +17,11 @@ const ATOMIC_B_OPC: [u64; 11] = [0x10, 0x11, 0x12, 0xff, 0xff, 0x15, 0x16, 0x17,
 
 /// The cat6 mnemonics the decoder knows (atomics by family), for the guard tests.
 pub fn cat6_names() -> Vec<String> {
-    let mut v: Vec<String> = ["ldg", "ldg.a", "stg", "stg.a", "ldl", "ldlw", "stl", "stlw", "stc", "ldib.b", "stib.b"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut v: Vec<String> =
+        ["ldg", "ldg.a", "stg", "stg.a", "ldl", "ldlw", "ldp", "stl", "stlw", "stp", "stc", "ldib.b", "stib.b"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
     for a in ATOMICS {
         v.push(format!("atomic.{a}"));
         v.push(format!("atomic.g.{a}"));
@@ -99,7 +100,7 @@ pub(crate) fn decode_cat6(w: u64, i: &mut Instr) -> Option<()> {
         };
         return Some(());
     }
-    if bits(w, 52, 53) != 0 && !matches!(opc, 0b00001 | 0b01010 | 0b00100 | 0b01011 | 0b11100) {
+    if bits(w, 52, 53) != 0 && !matches!(opc, 0b00001 | 0b01010 | 0b00010 | 0b00100 | 0b01011 | 0b00101 | 0b11100) {
         // ldg.a/stg.a use bit 52 as the `.a` marker; everything else with 52..53 set is not implemented.
         if !(bits(w, 52, 53) == 1 && (opc == 0b00011 || (0b10000..=0b11010).contains(&opc))) {
             return None;
@@ -144,13 +145,17 @@ pub(crate) fn decode_cat6(w: u64, i: &mut Instr) -> Option<()> {
             };
             Op::Stg { ty, src: bits(w, 1, 8) as u16, base: bits(w, 41, 48) as u16, addr, size: bits(w, 24, 26) as u8 }
         }
-        // `#instruction-cat6-a3xx-ld`: ldl, ldlw.
-        0b00001 | 0b01010 => {
+        // `#instruction-cat6-a3xx-ld`: ldl, ldlw, ldp.
+        0b00001 | 0b01010 | 0b00010 => {
             if !bit(w, 0) || !bit(w, 23) {
                 return None;
             }
             Op::Ldl {
-                w: opc == 0b01010,
+                space: match opc {
+                    0b00001 => Space::L,
+                    0b01010 => Space::Lw,
+                    _ => Space::P,
+                },
                 ty,
                 dst: bits(w, 32, 39) as u16,
                 src: bits(w, 14, 21) as u16,
@@ -158,13 +163,17 @@ pub(crate) fn decode_cat6(w: u64, i: &mut Instr) -> Option<()> {
                 size: bits(w, 24, 31) as u8,
             }
         }
-        // `#instruction-cat6-a3xx-st`: stl, stlw.
-        0b00100 | 0b01011 => {
-            if !bit(w, 23) || !bit(w, 40) {
+        // `#instruction-cat6-a3xx-st`: stl, stlw, stp (bit 0 clear).
+        0b00100 | 0b01011 | 0b00101 => {
+            if !bit(w, 23) || !bit(w, 40) || (opc == 0b00101 && bit(w, 0)) {
                 return None;
             }
             Op::Stl {
-                w: opc == 0b01011,
+                space: match opc {
+                    0b00100 => Space::L,
+                    0b01011 => Space::Lw,
+                    _ => Space::P,
+                },
                 ty,
                 dst: bits(w, 41, 48) as u16,
                 src: bits(w, 1, 8) as u16,

@@ -88,10 +88,12 @@ impl Format {
     }
 }
 
-/// A decoded `A6XX_TEX_CONST`: a linear 1D/2D texture or image.
+/// A decoded `A6XX_TEX_CONST`: a linear 1D/2D texture or image, or a buffer (`A6XX_TEX_BUFFER`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TexDesc {
     pub format: Format,
+    /// `A6XX_TEX_BUFFER`: `width` counts elements (WIDTH plus HEIGHT << 15), `height` is 1.
+    pub buffer: bool,
     /// `SWIZ_X..W`: 0–3 pick a channel, 4 is zero, 5 is one.
     pub swizzle: [u8; 4],
     pub width: u32,
@@ -114,19 +116,26 @@ impl TexDesc {
         let format =
             Format::from_fmt6(fmt).ok_or_else(|| format!("texture format FMT6 {fmt:#x} is not implemented"))?;
         let ty = field(d[2], 29, 31);
-        if ty > 1 {
-            return Err(format!("texture TYPE {ty} (only 1D and 2D are implemented)"));
+        if ty > 1 && ty != 4 {
+            return Err(format!("texture TYPE {ty} (only 1D, 2D and buffers are implemented)"));
         }
+        let buffer = ty == 4;
         let swizzle = [field(d[0], 4, 6), field(d[0], 7, 9), field(d[0], 10, 12), field(d[0], 13, 15)].map(|s| s as u8);
         if swizzle.iter().any(|&s| s > 5) {
             return Err(format!("texture swizzle {swizzle:?}"));
         }
+        let (width, height) = if buffer {
+            (field(d[1], 0, 14) | field(d[1], 15, 29) << 15, 1)
+        } else {
+            (field(d[1], 0, 14), field(d[1], 15, 29))
+        };
         Ok(TexDesc {
             format,
+            buffer,
             swizzle,
-            width: field(d[1], 0, 14),
-            height: field(d[1], 15, 29),
-            pitch: field(d[2], 7, 28),
+            width,
+            height,
+            pitch: if buffer { 0 } else { field(d[2], 7, 28) },
             base: (d[4] & !0x1f) as u64 | (field(d[5], 0, 16) as u64) << 32,
         })
     }

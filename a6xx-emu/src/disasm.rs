@@ -3,7 +3,7 @@
 
 use std::fmt::{self, Write};
 
-use crate::decode::{Branch, Cond, Dst, GAddr, Instr, Op, Src, SrcKind, Type};
+use crate::decode::{Branch, Cond, Dst, GAddr, Instr, Op, Space, Src, SrcKind, Type};
 
 const SWIZ: [char; 4] = ['x', 'y', 'z', 'w'];
 
@@ -311,15 +311,31 @@ impl fmt::Display for Instr {
                 let name = if matches!(addr, GAddr::Imm(_)) { "stg" } else { "stg.a" };
                 write!(o, "{name}.{} {g}, {}{}, {size}", ty.name(), h(ty.is_half()), gpr(*src))?;
             }
-            Op::Ldl { w, ty, dst, src, off, size } => {
+            Op::Ldl { space, ty, dst, src, off, size } => {
                 flag(&mut o, self.jp, "(jp)");
-                let name = if *w { "ldlw" } else { "ldl" };
-                write!(o, "{name}.{} {}, l[{}{}], {size}", ty.name(), gpr(*dst), gpr(*src), offset(*off as i64))?;
+                // Only `ldp`'s display template carries TYPE_HALF.
+                let (name, file, hh) = match space {
+                    Space::L => ("ldl", 'l', ""),
+                    Space::Lw => ("ldlw", 'l', ""),
+                    Space::P => ("ldp", 'p', h(ty.is_half())),
+                };
+                write!(
+                    o,
+                    "{name}.{} {hh}{}, {file}[{}{}], {size}",
+                    ty.name(),
+                    gpr(*dst),
+                    gpr(*src),
+                    offset(*off as i64)
+                )?;
             }
-            Op::Stl { w, ty, dst, src, off, size } => {
+            Op::Stl { space, ty, dst, src, off, size } => {
                 flag(&mut o, self.jp, "(jp)");
-                let name = if *w { "stlw" } else { "stl" };
-                write!(o, "{name}.{} l[{}{}], {}, {size}", ty.name(), gpr(*dst), offset(*off as i64), gpr(*src))?;
+                let (name, file) = match space {
+                    Space::L => ("stl", 'l'),
+                    Space::Lw => ("stlw", 'l'),
+                    Space::P => ("stp", 'p'),
+                };
+                write!(o, "{name}.{} {file}[{}{}], {}, {size}", ty.name(), gpr(*dst), offset(*off as i64), gpr(*src))?;
             }
             Op::AtomicL { name, typed, d, ty, type_size, dst, src1, src2 } => {
                 flag(&mut o, self.jp, "(jp)");

@@ -67,6 +67,8 @@ pub struct Dispatch<'a> {
     pub wg_id_reg: Option<u16>,
     /// Bytes of local (`l[]`) memory per work-group.
     pub local_mem_bytes: u32,
+    /// Bytes of private (`p[]`) memory per fiber.
+    pub private_mem_bytes: u32,
     /// Texture descriptors (`A6XX_TEX_CONST`), by `t#` index.
     pub textures: &'a [[u32; 16]],
     /// Sampler descriptors (`A6XX_TEX_SAMP`), by `s#` index.
@@ -112,6 +114,11 @@ pub fn run(program: &Program, d: &Dispatch, mem: &dyn Memory) -> Result<Stats, F
     let n = d.local_size.iter().map(|&v| v as u64).product::<u64>();
     if n == 0 || n > 1024 {
         return Err(Fault::Setup(format!("work-group size {:?} is not 1..=1024 fibers", d.local_size)));
+    }
+    for r in [d.local_id_reg, d.wg_id_reg].into_iter().flatten() {
+        if r as usize + 3 > 224 {
+            return Err(Fault::Setup(format!("id register {r} (three components from it) is past r55.w")));
+        }
     }
     let groups: Vec<[u32; 3]> =
         (0..d.grid[2]).flat_map(|z| (0..d.grid[1]).flat_map(move |y| (0..d.grid[0]).map(move |x| [x, y, z]))).collect();
@@ -183,6 +190,8 @@ pub(crate) struct Fiber {
     pub(crate) sy: Pending,
     state: FiberState,
     pub(crate) in_preamble: bool,
+    /// Private (`p[]`) memory.
+    pub(crate) private: Vec<u8>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -240,6 +249,7 @@ impl<'a> Group<'a> {
         let n = (d.local_size[0] * d.local_size[1] * d.local_size[2]) as usize;
         let waves = n.div_ceil(program.info.wave_size as usize);
         let mut fibers = Vec::with_capacity(n);
+        let mut shared = vec![vec![0u16; SHARED_SLOTS]; waves];
         for i in 0..n {
             let mut f = Fiber {
                 pc: 0,
@@ -251,16 +261,20 @@ impl<'a> Group<'a> {
                 sy: Pending::new(),
                 state: FiberState::Running,
                 in_preamble: false,
+                private: vec![0; d.private_mem_bytes as usize],
             };
             let (lx, ly) = (d.local_size[0] as usize, d.local_size[1] as usize);
             let lid = [(i % lx) as u32, (i / lx % ly) as u32, (i / (lx * ly)) as u32];
             for (base, vals) in [(d.local_id_reg, lid), (d.wg_id_reg, wg)] {
-                if let Some(r) = base {
-                    for (k, v) in vals.iter().enumerate() {
-                        let s = 2 * (r as usize + k);
-                        f.regs[s] = *v as u16;
-                        f.regs[s + 1] = (*v >> 16) as u16;
-                    }
+                let Some(r) = base else { continue };
+                for (k, v) in vals.iter().enumerate() {
+                    // Full registers r0-r47 are per fiber, r48-r55 per wave (the shared file).
+                    let (file, s) = match 2 * (r as usize + k) {
+                        s if s < PRIVATE_SLOTS => (&mut f.regs, s),
+                        s => (&mut shared[i / program.info.wave_size as usize], s - PRIVATE_SLOTS),
+                    };
+                    file[s] = *v as u16;
+                    file[s + 1] = (*v >> 16) as u16;
                 }
             }
             fibers.push(f);
@@ -273,7 +287,7 @@ impl<'a> Group<'a> {
             wg,
             consts: d.consts.to_vec(),
             local: vec![0; d.local_mem_bytes as usize],
-            shared: vec![vec![0; SHARED_SLOTS]; waves],
+            shared,
             preamble_done: vec![false; waves],
             const_written: vec![None; waves],
             fibers,

@@ -3,7 +3,7 @@
 use half::f16;
 
 use crate::alu::{self, Domain};
-use crate::decode::{Branch, Dst, GAddr, Op, Src, SrcKind, Type};
+use crate::decode::{Branch, Dst, GAddr, Op, Space, Src, SrcKind, Type};
 use crate::exec::{stop, Exec, Flow, Loc, Stop, R};
 
 /// `#flut` (ir3-common.xml).
@@ -126,18 +126,20 @@ impl Exec<'_, '_> {
                     self.store(a + k * ty.bytes() as u64, *ty, v)?;
                 }
             }
-            Op::Ldl { ty, dst, src, off, size, .. } => {
+            Op::Ldl { space, ty, dst, src, off, size } => {
                 let a = self.read(*src, false)? as i64 + *off as i64;
+                // ir3_legalize: local loads need (ss), private ones (like all other loads) (sy).
+                let sync = if *space == Space::P { Sync::Sy } else { Sync::Ss };
                 for k in 0..*size as i64 {
-                    let v = self.local_load(a + k * ty.bytes() as i64, *ty)?;
-                    self.write(*dst + k as u16, ty.is_half(), v, Sync::Ss)?;
+                    let v = self.space_load(*space, a + k * ty.bytes() as i64, *ty)?;
+                    self.write(*dst + k as u16, ty.is_half(), v, sync)?;
                 }
             }
-            Op::Stl { ty, dst, src, off, size, .. } => {
+            Op::Stl { space, ty, dst, src, off, size } => {
                 let a = self.read(*dst, false)? as i64 + *off as i64;
                 for k in 0..*size as i64 {
                     let v = self.read(*src + k as u16, ty.is_half())?;
-                    self.local_store(a + k * ty.bytes() as i64, *ty, v)?;
+                    self.space_store(*space, a + k * ty.bytes() as i64, *ty, v)?;
                 }
             }
             Op::AtomicL { name, ty, dst, src1, src2, type_size, .. } => {
@@ -498,6 +500,41 @@ impl Exec<'_, '_> {
         }
     }
 
+    fn space_load(&self, space: Space, a: i64, ty: Type) -> R<u32> {
+        if space != Space::P {
+            return self.local_load(a, ty);
+        }
+        let n = ty.bytes() as usize;
+        let p = &self.f().private;
+        match usize::try_from(a) {
+            Ok(s) if s + n <= p.len() => {
+                let mut buf = [0u8; 4];
+                buf[..n].copy_from_slice(&p[s..s + n]);
+                Ok(u32::from_le_bytes(buf))
+            }
+            _ => {
+                stop(format!("private memory access of {n} bytes at {a} outside the {} bytes per fiber given", p.len()))
+            }
+        }
+    }
+
+    fn space_store(&mut self, space: Space, a: i64, ty: Type, v: u32) -> R<()> {
+        if space != Space::P {
+            return self.local_store(a, ty, v);
+        }
+        let n = ty.bytes() as usize;
+        let p = &mut self.f_mut().private;
+        match usize::try_from(a) {
+            Ok(s) if s + n <= p.len() => {
+                p[s..s + n].copy_from_slice(&v.to_le_bytes()[..n]);
+                Ok(())
+            }
+            _ => {
+                stop(format!("private memory access of {n} bytes at {a} outside the {} bytes per fiber given", p.len()))
+            }
+        }
+    }
+
     fn local_load(&self, a: i64, ty: Type) -> R<u32> {
         let n = ty.bytes() as usize;
         let s = self.local_range(a, n)?;
@@ -585,8 +622,8 @@ fn convert(raw: u32, st: Type, dt: Type) -> Option<u32> {
 pub fn implemented_mnemonics() -> Vec<String> {
     let mut v: Vec<String> = [
         "nop", "end", "jump", "shps", "shpe", "getone", "br", "brao", "braa", "bany", "ball", "mov", "cov", "mova",
-        "mova1", "ldg", "ldg.a", "stg", "stg.a", "ldl", "ldlw", "stl", "stlw", "stc", "bar", "fence", "sleep", "isam",
-        "sam", "ldib.b", "stib.b",
+        "mova1", "ldg", "ldg.a", "stg", "stg.a", "ldl", "ldlw", "ldp", "stl", "stlw", "stp", "stc", "bar", "fence",
+        "sleep", "isam", "sam", "ldib.b", "stib.b",
     ]
     .iter()
     .map(|s| s.to_string())

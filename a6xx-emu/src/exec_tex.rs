@@ -62,27 +62,55 @@ impl Exec<'_, '_> {
         Ok(Flow::Next)
     }
 
-    /// `ldib.b` / `stib.b` on a typed 1D/2D image: `src1` holds the value, `src2` the coordinates.
+    /// `ldib.b` / `stib.b`: `src1` holds the value, `src2` the coordinates. Typed access reads and
+    /// writes texels of the descriptor's format; untyped access (SSBOs, on a buffer descriptor)
+    /// reads `type_size` consecutive elements of the instruction's type from element `x`.
     pub(crate) fn ibo(&mut self) -> R<Flow> {
         let Op::Ibo { name, typed, d, ty, type_size, mode, bindless, src1, src2, offset, ssbo, .. } = &self.instr.op
         else {
             unreachable!()
         };
-        if !typed || *mode != 0 || *bindless || *offset != 0 || *d > 2 || name.starts_with("atomic") {
+        if *mode != 0 || *bindless || *d > 2 || name.starts_with("atomic") || (!typed && *d != 1) {
             return stop(format!(
-                "{} is not implemented (typed 1D/2D ldib.b/stib.b with an immediate index are)",
+                "{} is not implemented (ldib.b/stib.b, typed 1D/2D or untyped 1D, with an immediate index are)",
                 self.instr
             ));
         }
         let crate::decode::SrcKind::Imm(index) = ssbo.kind else { unreachable!() };
         let img = TexDesc::decode(desc(self.g.ibos, index as usize, "IBO")?).map_err(Stop)?;
-        let x = self.read(*src2, false)?;
+        let x = self.read(*src2, false)?.wrapping_add(*offset);
         let y = if *d == 2 { self.read(*src2 + 1, false)? } else { 0 };
+        let half = ty.is_half();
+        if !typed {
+            if !img.buffer {
+                return stop("untyped image access on a descriptor that is not a buffer");
+            }
+            let n = *type_size as u64;
+            if x as u64 + n > img.width as u64 {
+                return stop(format!(
+                    "buffer access to elements {x}..{} outside the {} given",
+                    x as u64 + n,
+                    img.width
+                ));
+            }
+            let size = ty.bytes() as u64;
+            for c in 0..n {
+                let addr = img.base + (x as u64 + c) * size;
+                if *name == "stib.b" {
+                    let v = self.read(*src1 + c as u16, half)?;
+                    self.mem.write(addr, &v.to_le_bytes()[..size as usize]).map_err(Stop)?;
+                } else {
+                    let mut b = [0u8; 4];
+                    self.mem.read(addr, &mut b[..size as usize]).map_err(Stop)?;
+                    self.write(*src1 + c as u16, half, u32::from_le_bytes(b), Sync::Sy)?;
+                }
+            }
+            return Ok(Flow::Next);
+        }
         if x >= img.width || y >= img.height.max(1) {
             return stop(format!("image access at ({x}, {y}) outside the {}x{} image", img.width, img.height));
         }
         let addr = img.texel_addr(x, y);
-        let half = ty.is_half();
         let widen = |v: u32| if *ty == Type::F16 { f16::from_bits(v as u16).to_f32().to_bits() } else { v };
         if *name == "stib.b" {
             let mut v = [0u32; 4];

@@ -9,7 +9,7 @@
 //! `mov`/`cov`/`mova`/`mova1` (immediate, const, register, relative), cat2 and cat3 (all but
 //! `bary.f`/`flat.b`/`msad`/`dp*acc`/`wmm`), cat4, cat5 `isam`/`isaml`/`sam`/`samb`/`saml`/
 //! `getsize`/`getinfo` in the direct `s#`/`t#` form, cat6 `ldg`/`stg` (and `.a`), `ldl`/`stl`,
-//! `ldlw`/`stlw`, `stc`, local and `.g` atomics, `ldib.b`/`stib.b`/`atomic.b.*`, cat7 `bar`,
+//! `ldlw`/`stlw`, `ldp`/`stp`, `stc`, local and `.g` atomics, `ldib.b`/`stib.b`/`atomic.b.*`, cat7 `bar`,
 //! `fence`, `sleep`, `icinv`, `dccln`/`dcinv`/`dcflu`.
 //!
 //! **Executor.** [`Program::decode`] + [`Dispatch`] + [`run`] against a [`Memory`] (GPU virtual
@@ -18,9 +18,10 @@
 //! may spread over host threads (`Dispatch::threads`); results are deterministic for race-free
 //! programs. [`implemented_mnemonics`] lists what executes: the ALU of cat2/cat3/cat4 in full and
 //! half precision with `(sat)`, `(rptN)` and `(r)`, source modifiers, flow and predicates, moves and
-//! conversions, `a0.x`/`a1.x` relative addressing, global/local loads, stores and atomics, `stc` in
-//! the preamble (`shps`…`shpe`, run once per wave), nearest `isam`/`sam` and typed `ldib.b`/`stib.b`
-//! on linear textures/images whose `A6XX_TEX_CONST`/`A6XX_TEX_SAMP` descriptors [`TexDesc`]/
+//! conversions, `a0.x`/`a1.x` relative addressing, global/local/private loads and stores, global and
+//! local atomics, `stc` in
+//! the preamble (`shps`…`shpe`, run once per wave), nearest `isam`/`sam`, typed `ldib.b`/`stib.b` on linear
+//! textures/images and untyped ones on buffers (SSBOs), whose `A6XX_TEX_CONST`/`A6XX_TEX_SAMP` descriptors [`TexDesc`]/
 //! [`SampDesc`] decode.
 //!
 //! **Faults** ([`Fault`], naming the instruction offset, work-group and fiber): anything not
@@ -46,7 +47,9 @@ mod exec_tex;
 mod memory;
 mod tex;
 
-pub use decode::{cat2_names, cat3_names, cat4_names, decode, Branch, Cond, Dst, GAddr, Instr, Op, Src, SrcKind, Type};
+pub use decode::{
+    cat2_names, cat3_names, cat4_names, decode, Branch, Cond, Dst, GAddr, Instr, Op, Space, Src, SrcKind, Type,
+};
 pub use decode6::cat6_names;
 pub use desc::{Format, SampDesc, TexDesc, Wrap};
 pub use exec::{run, Dispatch, Fault, Program, ProgramInfo, Stats};

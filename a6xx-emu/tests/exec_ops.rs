@@ -522,6 +522,7 @@ fn texture_cases(ran: &mut Ran) {
         textures: vec![tex_const(0x82, w, h, pitch, TEX), tex_const(0x62, w, h, w * 8, IMG)],
         samplers: vec![tex_samp(wrap)],
         ibos: vec![tex_const(0x62, w, h, w * 8, IMG)],
+        private_mem: 0,
     };
     let xs: Vec<u32> = (0..N as i32).map(|i| (i % 8 - 1) as u32).collect();
     let ys: Vec<u32> = (0..N as u32).map(|i| i / 8 % 4).collect();
@@ -587,6 +588,18 @@ add.f r5.x, r5.x, r7.w";
         assert_eq!(f(got[i]), x as f32 + y as f32 + 2.0, "stib.b/ldib.b, fiber {i}");
         let o = y * 64 + x * 8;
         assert_eq!(f16::from_le_bytes([img[o + 4], img[o + 5]]).to_f32(), 1.5, "stib.b wrote f16 z at ({x}, {y})");
+    }
+}
+
+/// Private memory: each fiber stores A and B at p[8], p[12], then reads them back as a pair (ldp
+/// results need (sy)).
+fn private_cases(ran: &mut Ran) {
+    let op = "mov.u32u32 r7.x, 8\nstp.u32 p[r7.x], r4.x, 1\nstp.u32 p[r7.x+4], r4.y, 1\nldp.u32 r6.x, p[r7.x], 2\n(sy)sub.u r5.x, r6.x, r6.y";
+    let (a, b) = (ints(90), ints(91));
+    let descs = support::Descriptors { private_mem: 16, ..Default::default() };
+    let got = ran.run_full(&kernel(op, false, false), &a, &b, &b, &[], &descs).0;
+    for i in 0..N {
+        assert_eq!(got[i], a[i].wrapping_sub(b[i]), "private memory, fiber {i}");
     }
 }
 
@@ -681,6 +694,7 @@ fn every_implemented_op_is_exercised_or_listed() {
     local_atomic_cases(&mut ran);
     preamble_cases(&mut ran);
     texture_cases(&mut ran);
+    private_cases(&mut ran);
     let listed: BTreeSet<String> = include_str!("exec_unexercised.txt")
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())

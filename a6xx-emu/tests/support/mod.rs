@@ -111,12 +111,13 @@ pub fn run(
     run_with(asm, consts, mem, grid, local, local_mem, &Descriptors::default())
 }
 
-/// Texture, sampler and image descriptors for a dispatch.
+/// Texture, sampler and image descriptors for a dispatch, and its private memory per fiber.
 #[derive(Default)]
 pub struct Descriptors {
     pub textures: Vec<[u32; 16]>,
     pub samplers: Vec<[u32; 4]>,
     pub ibos: Vec<[u32; 16]>,
+    pub private_mem: u32,
 }
 
 /// [`run`] with descriptors.
@@ -136,6 +137,7 @@ pub fn run_with(
         local_id_reg: Some(LOCAL_ID_REG),
         wg_id_reg: Some(WG_ID_REG),
         local_mem_bytes: local_mem,
+        private_mem_bytes: descs.private_mem,
         textures: &descs.textures,
         samplers: &descs.samplers,
         ibos: &descs.ibos,
