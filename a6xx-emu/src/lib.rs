@@ -9,8 +9,8 @@
 //! `mov`/`cov`/`mova`/`mova1` (immediate, const, register, relative), cat2 and cat3 (all but
 //! `bary.f`/`flat.b`/`msad`/`dp*acc`/`wmm`), cat4, cat5 `isam`/`isaml`/`sam`/`samb`/`saml`/
 //! `getsize`/`getinfo` in the direct `s#`/`t#` form, cat6 `ldg`/`stg` (and `.a`), `ldl`/`stl`,
-//! `ldlw`/`stlw`, `ldp`/`stp`, `stc`, local and `.g` atomics, `ldib.b`/`stib.b`/`atomic.b.*`, cat7 `bar`,
-//! `fence`, `sleep`, `icinv`, `dccln`/`dcinv`/`dcflu`.
+//! `ldlw`/`stlw`, `ldp`/`stp`, `stc`, local and `.g` atomics, `ldib.b`/`stib.b`/`atomic.b.*`,
+//! cat7 `bar`, `fence`, `sleep`, `icinv`, `dccln`/`dcinv`/`dcflu`.
 //!
 //! **Executor.** [`Program::decode`] + [`Dispatch`] + [`run`] against a [`Memory`] (GPU virtual
 //! addresses, bounds-checked by the implementation; [`Buffers`] is one). Each fiber runs the scalar
@@ -19,22 +19,24 @@
 //! programs. [`implemented_mnemonics`] lists what executes: the ALU of cat2/cat3/cat4 in full and
 //! half precision with `(sat)`, `(rptN)` and `(r)`, source modifiers, flow and predicates, moves and
 //! conversions, `a0.x`/`a1.x` relative addressing, global/local/private loads and stores, global and
-//! local atomics, `stc` in
-//! the preamble (`shps`…`shpe`, run once per wave), nearest `isam`/`sam`, typed `ldib.b`/`stib.b` on linear
-//! textures/images and untyped ones on buffers (SSBOs), whose `A6XX_TEX_CONST`/`A6XX_TEX_SAMP` descriptors [`TexDesc`]/
-//! [`SampDesc`] decode.
+//! local atomics, `stc` in the preamble (`shps`…`shpe`, run once per wave), nearest `isam`/`sam`,
+//! typed `ldib.b`/`stib.b` on linear textures/images and untyped ones on buffers (SSBOs), with the
+//! `A6XX_TEX_CONST`/`A6XX_TEX_SAMP` descriptors [`TexDesc`]/[`SampDesc`] decode.
 //!
 //! **Faults** ([`Fault`], naming the instruction offset, work-group and fiber): anything not
 //! implemented (including an undecodable word when it is reached); a register above the program's
 //! declared footprint (`ProgramInfo::max_reg`, half registers merged as `ir3_collect_info` counts
 //! them); a read or overwrite of a result still in flight without the sync flag ir3's legalizer
-//! would set — `(ss)` for SFU and local-memory results and for constants written by `stc`, `(sy)`
-//! for texture, global-memory and image results; memory, local memory, constants or descriptors out
-//! of bounds. Not modelled: the ALU delay slots (`(nopN)`, `nop` counts), write-after-read hazards
-//! on sources of in-flight instructions, cross-fiber operations (`getone` outside the preamble,
-//! shuffles, ballots), `mad` as fused (it rounds twice). Assumptions without a hardware witness:
-//! half register `hr(2n)`/`hr(2n+1)` are the low/high halves of full `r(n)`; a half constant reads
-//! the low 16 bits of its 32-bit slot.
+//! (`ir3_legalize.c`) would set — `(ss)` for SFU and local-memory results and for constants written
+//! by `stc`, `(sy)` for texture, global/private-memory and image results; memory, local or private
+//! memory, constants or descriptors out of bounds.
+//!
+//! **Not modelled:** the ALU delay slots (`(nopN)`, `nop` counts), write-after-read hazards on the
+//! sources of in-flight instructions, cross-fiber operations (`getone` outside the preamble,
+//! shuffles, ballots) and races within a wave (fibers run one after another), `mad` as fused (it
+//! rounds twice). Half register `hrN.c` overlaps full `r(N/2)` as Mesa's `ra_num_to_physreg`
+//! (`ir3_ra.h`) counts them; that the even half is the low 16 bits, and that a half constant reads
+//! the low 16 bits of its 32-bit slot, are assumptions no witness here checks.
 
 mod alu;
 mod decode;
