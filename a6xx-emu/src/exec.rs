@@ -53,7 +53,15 @@ impl Program {
     }
 }
 
-/// One dispatch: everything the command stream gave the shader.
+/// One dispatch: everything the command stream gave the shader. A fake KGSL fills it from the
+/// registers and state its `CP_EXEC_CS` finds, nothing else: the program at `SP_CS_OBJ_START`
+/// (`SP_CS_INSTRLEN` instructions) with `ProgramInfo { max_reg: SP_CS_CNTL_0.FULLREGFOOTPRINT - 1,
+/// wave_size: 64 or 128 from THREADSIZE }`; `consts`, `textures`, `samplers`, `ibos` from the
+/// `CP_LOAD_STATE6` loads for the compute stage (constants up to the const length, descriptors up to
+/// `SP_CS_CONFIG`'s counts); `grid`/`local_size` from `HLSQ_CS_NDRANGE_*` and `CP_EXEC_CS`;
+/// `local_id_reg`/`wg_id_reg` from `HLSQ_CS_CNTL_0.LOCALIDREGID`/`WGIDCONSTID` (a register id
+/// despite the name; 0xfc means none); `local_mem_bytes` from `SP_CS_CNTL_1.SHARED_SIZE`;
+/// `private_mem_bytes` from `SP_CS_PVT_MEM_PARAM`.
 pub struct Dispatch<'a> {
     /// The constant file, 32-bit values (`c0.x` = index 0); reading past it faults.
     pub consts: &'a [u32],
