@@ -151,6 +151,8 @@ pub(crate) fn cat3(name: &str, a: u32, b: u32, c: u32, half: bool) -> Option<u32
         "shrg" => (b >> (a & (bits - 1))) | c,
         "shlg" => (b << (a & (bits - 1))) | c,
         "andg" => (a & b) | c,
+        // ir3 emits nir `iadd3` (a + b + c) as `sad.s32`/`sad.s16` (ir3_compiler_nir.c).
+        "sad.s32" | "sad.s16" => a.wrapping_add(b).wrapping_add(c),
         _ => return None,
     })
 }

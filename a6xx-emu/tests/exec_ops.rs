@@ -229,7 +229,8 @@ fn int_cases(ran: &mut Ran) {
     for (op, want) in cases {
         check(ran, op, false, false, iv(), want);
     }
-    let more: [(&str, Ref); 2] = [
+    let more: [(&str, Ref); 3] = [
+        ("sad.s32 r5.x, r4.x, r4.y, r4.z", |a, b, c| a.wrapping_add(b).wrapping_add(c)),
         ("shlm r5.x, r4.y, r4.x, r4.z", |a, b, c| (a << (b & 31)) & c),
         ("shrg r5.x, r4.y, r4.x, r4.z", |a, b, c| (a >> (b & 31)) | c),
     ];
@@ -263,6 +264,7 @@ fn half_cases(ran: &mut Ran) {
     for (op, want) in ints {
         check(ran, op, true, true, sv(), want);
     }
+    check(ran, "sad.s16 hr14.x, hr12.x, hr12.y, hr12.z", true, true, sv(), |a, b, c| a.wrapping_add(b).wrapping_add(c));
     check(ran, "mad.s16 hr14.x, hr12.x, hr12.y, hr12.z", true, true, sv(), |a, b, c| {
         ((a as u16 as i16 as i32) * (b as u16 as i16 as i32) + c as u16 as i16 as i32) as u32 & 0xffff
     });
