@@ -495,7 +495,7 @@ fn dest_half(full: bool, conv: bool, dst: u16) -> bool {
     full == conv && dst <= 0xf7
 }
 
-const CAT2: [(u8, &str, u8); 44] = [
+pub(crate) const CAT2: [(u8, &str, u8); 44] = [
     // (opc, name, kind) kind: 1 = one source, 2 = two sources, 3 = two sources with a condition.
     (0, "add.f", 2),
     (1, "min.f", 2),
@@ -629,6 +629,14 @@ const CAT3: [(&str, bool); 16] = [
 ];
 const CAT3_ALT: [&str; 5] = ["shrm", "shlm", "shrg", "shlg", "andg"];
 
+/// (alt, opc, name) of every cat3 opcode.
+pub(crate) fn cat3_table() -> impl Iterator<Item = (bool, u8, &'static str)> {
+    CAT3.iter()
+        .enumerate()
+        .map(|(i, e)| (false, i as u8, e.0))
+        .chain(CAT3_ALT.iter().enumerate().map(|(i, n)| (true, 8 + i as u8, *n)))
+}
+
 /// The cat3 opcode names (both tables), for the guard tests.
 pub fn cat3_names() -> impl Iterator<Item = &'static str> {
     CAT3.iter().map(|e| e.0).chain(CAT3_ALT)
@@ -668,7 +676,7 @@ fn decode_cat3(w: u64, i: &mut Instr) -> Option<()> {
     Some(())
 }
 
-const CAT4: [(u8, &str); 10] = [
+pub(crate) const CAT4: [(u8, &str); 10] = [
     (0, "rcp"),
     (1, "rsq"),
     (2, "log2"),

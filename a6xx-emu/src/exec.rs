@@ -83,6 +83,8 @@ pub struct Dispatch<'a> {
     pub samplers: &'a [[u32; 4]],
     /// Image descriptors (`A6XX_TEX_CONST` layout), by the index `ldib`/`stib` name.
     pub ibos: &'a [[u32; 16]],
+    /// Instructions one fiber may execute before the dispatch faults as hung.
+    pub fiber_step_limit: u64,
     /// Host threads to spread work-groups over (1 = in order on the caller's thread).
     pub threads: usize,
 }
@@ -183,7 +185,10 @@ impl Pending {
         self.set[slot / 64] |= 1 << (slot % 64);
         self.from[slot] = pc as u32;
     }
-    fn clear(&mut self) {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.set == [0; 7]
+    }
+    pub(crate) fn clear(&mut self) {
         self.set = [0; 7];
     }
 }
@@ -200,6 +205,7 @@ pub(crate) struct Fiber {
     pub(crate) in_preamble: bool,
     /// Private (`p[]`) memory.
     pub(crate) private: Vec<u8>,
+    steps: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -241,6 +247,7 @@ pub(crate) struct Group<'a> {
     pub(crate) const_written: Vec<Option<u32>>,
     pub(crate) fibers: Vec<Fiber>,
     stats: Stats,
+    step_limit: u64,
 }
 
 /// Why the current instruction cannot go on.
@@ -270,6 +277,7 @@ impl<'a> Group<'a> {
                 state: FiberState::Running,
                 in_preamble: false,
                 private: vec![0; d.private_mem_bytes as usize],
+                steps: 0,
             };
             let (lx, ly) = (d.local_size[0] as usize, d.local_size[1] as usize);
             let lid = [(i % lx) as u32, (i / lx % ly) as u32, (i / (lx * ly)) as u32];
@@ -300,6 +308,7 @@ impl<'a> Group<'a> {
             const_written: vec![None; waves],
             fibers,
             stats: Stats { instructions: 0, executed: vec![false; program.code.len()] },
+            step_limit: d.fiber_step_limit,
         }
     }
 
@@ -336,6 +345,10 @@ impl<'a> Group<'a> {
         self.stats.instructions += 1;
         self.stats.executed[pc] = true;
         let f = &mut self.fibers[i];
+        f.steps += 1;
+        if f.steps > self.step_limit {
+            return stop(format!("the fiber executed more than {} instructions (a hang?)", self.step_limit));
+        }
         if instr.ss {
             f.ss.clear();
             let w = i / program.info.wave_size as usize;

@@ -71,43 +71,38 @@ impl Exec<'_, '_> {
             }
             Op::Kill { .. } => return stop("kill is not implemented (fragment shaders only)"),
             Op::Mov { src_type, dst_type, round, dst, src } => self.mov(*src_type, *dst_type, *round, *dst, src)?,
-            Op::Alu2 { name, cond, dst, dst_half, src1, src2, .. } => {
-                let dom = alu::domain(name);
+            Op::Alu2 { name, opc, cond, dst, dst_half, src1, src2, .. } => {
+                let dom = alu::domain2(*opc);
                 for rep in 0..=i.repeat as u16 {
                     let a = self.src(src1, rep, dom)?;
                     let b = match src2 {
                         Some(s) => self.src(s, rep, dom)?,
                         None => 0,
                     };
-                    let v = alu::cat2(name, *cond, a, b, src1.half)
+                    let v = alu::cat2(*opc, *cond, a, b, src1.half)
                         .ok_or_else(|| Stop(format!("{name} is not implemented")))?;
-                    let out_dom = if name.starts_with("cmps") { Domain::B } else { dom };
+                    // cmps.f/u/s produce 0 or 1, whatever their operands.
+                    let out_dom = if matches!(opc, 5 | 20 | 21) { Domain::B } else { dom };
                     let v = self.saturate(v, out_dom)?;
                     self.write(*dst + rep, *dst_half, narrow(v, *dst_half, out_dom), Sync::Now)?;
                 }
             }
-            Op::Alu3 { name, dst, dst_half, src, .. } => {
-                let dom = if name.starts_with("mad.f") || name.starts_with("sel.f") {
-                    Domain::F
-                } else if name.starts_with("mad.s") || name.starts_with("sel.s") {
-                    Domain::S
-                } else {
-                    Domain::U
-                };
+            Op::Alu3 { name, opc, alt, dst, dst_half, src, .. } => {
+                let dom = alu::domain3(*alt, *opc);
                 for rep in 0..=i.repeat as u16 {
                     let a = self.src(&src[0], rep, dom)?;
                     let b = self.src(&src[1], rep, dom)?;
                     let c = self.src(&src[2], rep, dom)?;
-                    let v = alu::cat3(name, a, b, c, src[0].half)
+                    let v = alu::cat3(*alt, *opc, a, b, c, src[0].half)
                         .ok_or_else(|| Stop(format!("{name} is not implemented")))?;
                     let v = self.saturate(v, dom)?;
                     self.write(*dst + rep, *dst_half, narrow(v, *dst_half, dom), Sync::Now)?;
                 }
             }
-            Op::Sfu { name, dst, dst_half, src, .. } => {
+            Op::Sfu { name, opc, dst, dst_half, src, .. } => {
                 for rep in 0..=i.repeat as u16 {
                     let a = self.src(src, rep, Domain::F)?;
-                    let v = alu::cat4(name, a).ok_or_else(|| Stop(format!("{name} is not implemented")))?;
+                    let v = alu::cat4(*opc, a).ok_or_else(|| Stop(format!("{name} is not implemented")))?;
                     let v = self.saturate(v, Domain::F)?;
                     self.write(*dst + rep, *dst_half, narrow(v, *dst_half, Domain::F), Sync::Ss)?;
                 }
@@ -279,6 +274,9 @@ impl Exec<'_, '_> {
             _ => return Ok(()),
         };
         let f = self.f();
+        if f.ss.is_empty() && f.sy.is_empty() {
+            return Ok(());
+        }
         for s in base..base + len {
             if let Some(p) = f.ss.get(s) {
                 return stop(format!(
@@ -629,10 +627,15 @@ pub fn implemented_mnemonics() -> Vec<String> {
     .map(|s| s.to_string())
     .collect();
     v.extend(
-        crate::cat2_names().filter(|n| alu::cat2(n, Some(crate::Cond::Lt), 1, 2, false).is_some()).map(String::from),
+        crate::decode::CAT2
+            .iter()
+            .filter(|e| alu::cat2(e.0, Some(crate::Cond::Lt), 1, 2, false).is_some())
+            .map(|e| e.1.to_string()),
     );
-    v.extend(crate::cat3_names().filter(|n| alu::cat3(n, 1, 2, 3, false).is_some()).map(String::from));
-    v.extend(crate::cat4_names().filter(|n| alu::cat4(n, 1).is_some()).map(String::from));
+    v.extend(
+        crate::decode::cat3_table().filter(|e| alu::cat3(e.0, e.1, 1, 2, 3, false).is_some()).map(|e| e.2.to_string()),
+    );
+    v.extend(crate::decode::CAT4.iter().filter(|e| alu::cat4(e.0, 1).is_some()).map(|e| e.1.to_string()));
     v.extend(
         crate::cat6_names()
             .into_iter()

@@ -112,6 +112,7 @@ fn register_footprint_is_enforced() {
         textures: &[],
         samplers: &[],
         ibos: &[],
+        fiber_step_limit: 1 << 24,
         threads: 1,
     };
     let mem = Buffers::new();
@@ -163,6 +164,7 @@ fn unimplemented_and_unknown_fault_with_the_offset() {
         textures: &[],
         samplers: &[],
         ibos: &[],
+        fiber_step_limit: 1 << 24,
         threads: 1,
     };
     let p = Program::decode(&code, ProgramInfo { max_reg: 0, wave_size: 64 }).unwrap();
@@ -201,6 +203,7 @@ end
             textures: &[],
             samplers: &[],
             ibos: &[],
+            fiber_step_limit: 1 << 24,
             threads,
         };
         let stats = pilot_a6xx_emu::run(&support::program(&asm), &d, &mem).unwrap();
@@ -213,4 +216,27 @@ end
         // Fiber x of group (gx, gy) writes 1000 + x + 8 gx + 64 gy at that index.
         assert_eq!(*v, i as u32 + 1000, "slot {i}");
     }
+}
+
+/// A program that never ends stops at the step limit instead of hanging the caller.
+#[test]
+fn a_hang_stops_at_the_step_limit() {
+    let asm = assemble("nop\njump #-1\nend\n");
+    assert_disasm_matches(&asm);
+    let d = Dispatch {
+        consts: &[],
+        grid: [1, 1, 1],
+        local_size: [2, 1, 1],
+        local_id_reg: None,
+        wg_id_reg: None,
+        local_mem_bytes: 0,
+        private_mem_bytes: 0,
+        textures: &[],
+        samplers: &[],
+        ibos: &[],
+        fiber_step_limit: 1000,
+        threads: 1,
+    };
+    let e = pilot_a6xx_emu::run(&support::program(&asm), &d, &Buffers::new()).unwrap_err().to_string();
+    assert!(e.contains("more than 1000 instructions") && e.contains("fiber 0"), "{e}");
 }

@@ -138,6 +138,7 @@ fn run_example(name: &str) -> Result<Vec<Vec<u32>>, Fault> {
         textures: &[],
         samplers: &[],
         ibos: &ibos,
+        fiber_step_limit: 1 << 24,
         threads: 1,
     };
     pilot_a6xx_emu::run(&support::program(&asm), &d, &mem)?;

@@ -141,6 +141,7 @@ pub fn run_with(
         textures: &descs.textures,
         samplers: &descs.samplers,
         ibos: &descs.ibos,
+        fiber_step_limit: 1 << 24,
         threads: 1,
     };
     pilot_a6xx_emu::run(&program(asm), &d, mem)
