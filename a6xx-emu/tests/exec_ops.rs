@@ -479,8 +479,9 @@ fn local_atomic_cases(ran: &mut Ran) {
     }
 }
 
-const TEX: u64 = 0x1_0004_0000;
-const IMG: u64 = 0x1_0005_0000;
+/// Texture and image addresses use all 49 bits of a GPU address (BASE_HI is 17 bits).
+const TEX: u64 = 0x1_8000_0004_0000;
+const IMG: u64 = 0x1_8000_0005_0000;
 
 /// An `A6XX_TEX_CONST` for a linear 2D texture (fields from Mesa's a6xx.xml), swizzle xyzw.
 fn tex_const(fmt: u32, w: u32, h: u32, pitch: u32, base: u64) -> [u32; 16] {
