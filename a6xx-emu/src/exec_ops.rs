@@ -64,8 +64,13 @@ impl Exec<'_, '_> {
                     Branch::Br => a,
                     Branch::Brao => a || b,
                     Branch::Braa => a && b,
-                    // One fiber per wave in this model: any == all == its own predicate.
-                    Branch::Bany | Branch::Ball => a,
+                    // Any/all over the wave's fibers, which run one after another here.
+                    Branch::Bany | Branch::Ball => {
+                        return stop(format!(
+                            "{} needs the whole wave's predicates, which this model does not have",
+                            self.instr
+                        ))
+                    }
                 };
                 return Ok(if taken { Flow::Jump(*target as i64) } else { Flow::Next });
             }
@@ -619,9 +624,9 @@ fn convert(raw: u32, st: Type, dt: Type) -> Option<u32> {
 /// atomic tables probed, plus the flow, move and memory operations handled above.
 pub fn implemented_mnemonics() -> Vec<String> {
     let mut v: Vec<String> = [
-        "nop", "end", "jump", "shps", "shpe", "getone", "br", "brao", "braa", "bany", "ball", "mov", "cov", "mova",
-        "mova1", "ldg", "ldg.a", "stg", "stg.a", "ldl", "ldlw", "ldp", "stl", "stlw", "stp", "stc", "bar", "fence",
-        "sleep", "isam", "sam", "ldib.b", "stib.b",
+        "nop", "end", "jump", "shps", "shpe", "getone", "br", "brao", "braa", "mov", "cov", "mova", "mova1", "ldg",
+        "ldg.a", "stg", "stg.a", "ldl", "ldlw", "ldp", "stl", "stlw", "stp", "stc", "bar", "fence", "sleep", "isam",
+        "sam", "ldib.b", "stib.b",
     ]
     .iter()
     .map(|s| s.to_string())

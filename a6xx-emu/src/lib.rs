@@ -32,11 +32,11 @@
 //! memory, constants or descriptors out of bounds.
 //!
 //! **Not modelled:** the ALU delay slots (`(nopN)`, `nop` counts), write-after-read hazards on the
-//! sources of in-flight instructions, cross-fiber operations (`getone` outside the preamble,
-//! shuffles, ballots) and races within a wave (fibers run one after another), `mad` as fused (it
-//! rounds twice). Half register `hrN.c` overlaps full `r(N/2)` as Mesa's `ra_num_to_physreg`
-//! (`ir3_ra.h`) counts them; that the even half is the low 16 bits, and that a half constant reads
-//! the low 16 bits of its 32-bit slot, are assumptions no witness here checks.
+//! sources of in-flight instructions, races within a wave (fibers run one after another), `mad` as
+//! fused (it rounds twice); cross-fiber operations (`getone` outside the preamble, `bany`/`ball`,
+//! shuffles, ballots) fault. Half register `hrN.c` overlaps full `r(N/2)` as Mesa's
+//! `ra_num_to_physreg` (`ir3_ra.h`) counts them; that the even half is the low 16 bits, and that a
+//! half constant reads the low 16 bits of its 32-bit slot, are assumptions no witness here checks.
 
 mod alu;
 mod decode;

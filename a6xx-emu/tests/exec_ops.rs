@@ -362,7 +362,7 @@ add.u r5.x, r5.x, 2
         let (x, y) = ((a as i32) < (b as i32), (a as i32) > (c as i32));
         (x && y) as u32 + if x && y { 0 } else { 2 }
     });
-    let br = "cmps.u.eq p0.x, r4.x, r4.x\nmov.u32u32 r5.x, 5\nbr p0.x, #2\nmov.u32u32 r5.x, 6\n(jp)nop\nbany p0.x, #2\nmov.u32u32 r5.x, 7\n(jp)nop\nball p0.x, #2\nmov.u32u32 r5.x, 8\n(jp)nop\nsleep.l\nfence.g.l.r.w";
+    let br = "cmps.u.eq p0.x, r4.x, r4.x\nmov.u32u32 r5.x, 5\nbr p0.x, #2\nmov.u32u32 r5.x, 6\n(jp)nop\nsleep.l\nfence.g.l.r.w";
     check(ran, br, false, false, [ints(56), ints(57), ints(58)], |_, _, _| 5);
 }
 

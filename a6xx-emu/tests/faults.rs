@@ -148,6 +148,8 @@ fn out_of_bounds_memory_and_constants_fault() {
 fn unimplemented_and_unknown_fault_with_the_offset() {
     let e = fault_of("nop\ncmpv.f.lt r1.x, r1.x, r1.y\nend\n", &[], &Buffers::new(), 0);
     assert!(e.contains("instruction 1 (byte 0x8)") && e.contains("cmpv.f is not implemented"), "{e}");
+    let e = fault_of("bany p0.x, #2\nnop\nend\n", &[], &Buffers::new(), 0);
+    assert!(e.contains("bany p0.x, #2 needs the whole wave"), "{e}");
     let e = fault_of("jump #100\nend\n", &[], &Buffers::new(), 0);
     assert!(e.contains("outside the program"), "{e}");
     // An encoding the decoder rejects (Mesa prints it as `raw`) faults when reached, not before.
