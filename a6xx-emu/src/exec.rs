@@ -200,6 +200,10 @@ pub(crate) struct Fiber {
     pub(crate) a1: u16,
     pub(crate) p0: [u32; 4],
     pub(crate) ss: Pending,
+    /// Sources still being read by an in-flight instruction: overwriting them needs (ss) (`war_ss`),
+    /// or (ss) or (sy) (`war_any`, sources of texture and other (sy) producers).
+    pub(crate) war_ss: Pending,
+    pub(crate) war_any: Pending,
     pub(crate) sy: Pending,
     state: FiberState,
     pub(crate) in_preamble: bool,
@@ -273,6 +277,8 @@ impl<'a> Group<'a> {
                 a1: 0,
                 p0: [0; 4],
                 ss: Pending::new(),
+                war_ss: Pending::new(),
+                war_any: Pending::new(),
                 sy: Pending::new(),
                 state: FiberState::Running,
                 in_preamble: false,
@@ -351,14 +357,25 @@ impl<'a> Group<'a> {
         }
         if instr.ss {
             f.ss.clear();
+            f.war_ss.clear();
+            f.war_any.clear();
             let w = i / program.info.wave_size as usize;
             self.const_written[w] = None;
         }
         if instr.sy {
             f.sy.clear();
+            f.war_any.clear();
         }
-        let flow = Exec { g: self, fiber: i, pc, instr, mem }.run()?;
+        let war = crate::exec_ops::war_kind(instr);
+        let reads = std::cell::RefCell::new(Vec::new());
+        let flow = Exec { g: self, fiber: i, pc, instr, mem, reads: war.map(|_| &reads) }.run()?;
         let f = &mut self.fibers[i];
+        if let Some(needs_ss) = war {
+            let set = if needs_ss { &mut f.war_ss } else { &mut f.war_any };
+            for s in reads.into_inner() {
+                set.mark(s, pc);
+            }
+        }
         match flow {
             Flow::Next => f.pc += 1,
             Flow::Jump(off) => {
@@ -385,4 +402,7 @@ pub(crate) struct Exec<'g, 'a> {
     pub(crate) pc: usize,
     pub(crate) instr: &'g Instr,
     pub(crate) mem: &'g dyn Memory,
+    /// For an instruction that reads its sources late (ir3's `is_war_hazard_producer`): the
+    /// register slots it read.
+    pub(crate) reads: Option<&'g std::cell::RefCell<Vec<usize>>>,
 }

@@ -301,10 +301,51 @@ impl Exec<'_, '_> {
         Ok(())
     }
 
+    /// Faults when an ALU instruction (cat1–cat3, which writes at once) overwrites `loc` while an
+    /// in-flight instruction may not have read it yet. Writers that queue behind the reader (memory,
+    /// texture, SFU) are not checked: Mesa's own hand-written programs rely on that order
+    /// (computerator's `pvtmem.asm`: `stp` then `ldp` into its address register).
+    fn check_war(&self, loc: Loc, n: u16, half: bool) -> R<()> {
+        if !matches!(self.instr.op, Op::Mov { .. } | Op::Alu2 { .. } | Op::Alu3 { .. }) {
+            return Ok(());
+        }
+        let (base, len) = match loc {
+            Loc::Private(s, l) => (s, l),
+            Loc::Shared(s, l) => (crate::exec::PRIVATE_SLOTS + s, l),
+            _ => return Ok(()),
+        };
+        let f = self.f();
+        if f.war_ss.is_empty() && f.war_any.is_empty() {
+            return Ok(());
+        }
+        for s in base..base + len {
+            let (p, flags) = match (f.war_ss.get(s), f.war_any.get(s)) {
+                (Some(p), _) => (p, "(ss)"),
+                (None, Some(p)) => (p, "(ss) or (sy)"),
+                (None, None) => continue,
+            };
+            return stop(format!(
+                "overwrites {} which instruction {p} (byte {:#x}) may still be reading: {flags} missing",
+                reg_name(n, half),
+                p * 8
+            ));
+        }
+        Ok(())
+    }
+
     /// Reads register `n`: 16 bits (zero-extended) for a half register, else 32.
     pub(crate) fn read(&self, n: u16, half: bool) -> R<u32> {
         let loc = self.locate(n, half)?;
         self.check_sync(loc, n, half, "reads")?;
+        if let Some(reads) = self.reads {
+            match loc {
+                Loc::Private(s, l) => reads.borrow_mut().extend(s..s + l),
+                Loc::Shared(s, l) => {
+                    reads.borrow_mut().extend(crate::exec::PRIVATE_SLOTS + s..crate::exec::PRIVATE_SLOTS + s + l)
+                }
+                _ => {}
+            }
+        }
         let f = self.f();
         let slots = |file: &[u16], s: usize, l: usize| {
             if l == 1 {
@@ -325,6 +366,7 @@ impl Exec<'_, '_> {
     pub(crate) fn write(&mut self, n: u16, half: bool, v: u32, sync: Sync) -> R<()> {
         let loc = self.locate(n, half)?;
         self.check_sync(loc, n, half, "writes")?;
+        self.check_war(loc, n, half)?;
         let (pc, wave) = (self.pc, self.wave());
         let mark = |f: &mut crate::exec::Fiber, base: usize, l: usize| {
             for s in base..base + l {
@@ -617,6 +659,19 @@ fn convert(raw: u32, st: Type, dt: Type) -> Option<u32> {
         (Num::I(v), Type::U32 | Type::S32) => v as u32,
         (Num::I(v), Type::U16 | Type::S16) => v as u16 as u32,
         (Num::I(v), Type::U8 | Type::U8x32) => v as u8 as u32,
+    })
+}
+
+/// Whether `i` reads its sources after it issues (ir3's `is_war_hazard_producer`: texture, memory,
+/// SFU and `stc`), and if so whether overwriting them needs (ss) (`Some(true)`: (ss) producers,
+/// stores, `stc`) or either flag (`Some(false)`), as `ir3_legalize.c` tracks them.
+pub(crate) fn war_kind(i: &crate::Instr) -> Option<bool> {
+    Some(match &i.op {
+        Op::Sfu { .. } | Op::Stl { .. } | Op::Stg { .. } | Op::Stc { .. } => true,
+        Op::Ldl { space, .. } => *space != Space::P,
+        Op::Ibo { name, .. } => *name == "stib.b",
+        Op::Ldg { .. } | Op::AtomicL { .. } | Op::AtomicG { .. } | Op::Tex(_) => false,
+        _ => return None,
     })
 }
 

@@ -28,11 +28,13 @@
 //! declared footprint (`ProgramInfo::max_reg`, half registers merged as `ir3_collect_info` counts
 //! them); a read or overwrite of a result still in flight without the sync flag ir3's legalizer
 //! (`ir3_legalize.c`) would set — `(ss)` for SFU and local-memory results and for constants written
-//! by `stc`, `(sy)` for texture, global/private-memory and image results; memory, local or private
-//! memory, constants or descriptors out of bounds.
+//! by `stc`, `(sy)` for texture, global/private-memory and image results — and an ALU write over a
+//! register an in-flight SFU, memory or texture instruction may still be reading (its WAR rule);
+//! memory, local or private memory, constants or descriptors out of bounds; a fiber past
+//! `Dispatch::fiber_step_limit`.
 //!
-//! **Not modelled:** the ALU delay slots (`(nopN)`, `nop` counts), write-after-read hazards on the
-//! sources of in-flight instructions, races within a wave (fibers run one after another), `mad` as
+//! **Not modelled:** the ALU delay slots (`(nopN)`, `nop` counts), write-after-read hazards whose
+//! writer is itself a memory, texture or SFU instruction, races within a wave (fibers run one after another), `mad` as
 //! fused (it rounds twice); cross-fiber operations (`getone` outside the preamble, `bany`/`ball`,
 //! shuffles, ballots) fault. Half register `hrN.c` overlaps full `r(N/2)` as Mesa's
 //! `ra_num_to_physreg` (`ir3_ra.h`) counts them; that the even half is the low 16 bits, and that a

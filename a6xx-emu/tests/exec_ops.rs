@@ -391,7 +391,10 @@ stg.u32 g[r6.x+0], r5.x, 1";
     let mut op = String::from("mov.u32u32 r6.x, r2.z\nmov.u32u32 r6.y, r2.w\n");
     for (k, name) in ATOMICS.iter().enumerate() {
         let dst = atomic_dst(k);
-        op += &format!("atomic.g.{name}.untyped.1d.{}.1.g {dst}, r6.x, r4.x\nadd.u r6.x, r6.x, 4\n", atomic_type(name));
+        op += &format!(
+            "atomic.g.{name}.untyped.1d.{}.1.g {dst}, r6.x, r4.x\n(ss)add.u r6.x, r6.x, 4\n",
+            atomic_type(name)
+        );
     }
     op += "(sy)mov.u32u32 r5.x, r9.x";
     let a = ints(62);
@@ -467,8 +470,10 @@ fn local_atomic_cases(ran: &mut Ran) {
     op += "(jp)nop\nbar\n";
     for (k, name) in ATOMICS.iter().enumerate() {
         let dst = atomic_dst(k);
-        op +=
-            &format!("atomic.{name}.untyped.1d.{}.1.l {dst}, l[r7.x], r4.x\nadd.u r7.x, r7.x, 4\n", atomic_type(name));
+        op += &format!(
+            "atomic.{name}.untyped.1d.{}.1.l {dst}, l[r7.x], r4.x\n(ss)add.u r7.x, r7.x, 4\n",
+            atomic_type(name)
+        );
     }
     op += "(ss)nop\nbar\nshl.b r7.y, r0.x, 2\nand.b r7.y, r7.y, 31\nldl.u32 r5.x, l[r7.y], 1";
     let (a, b) = (ints(72), vec![ATOMIC_INIT; N]);

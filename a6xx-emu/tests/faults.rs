@@ -242,3 +242,20 @@ fn a_hang_stops_at_the_step_limit() {
     let e = pilot_a6xx_emu::run(&support::program(&asm), &d, &Buffers::new()).unwrap_err().to_string();
     assert!(e.contains("more than 1000 instructions") && e.contains("fiber 0"), "{e}");
 }
+
+/// An ALU write over a source an SFU, store or load may still be reading needs (ss) (or (sy) for
+/// the sources of (sy) producers), as ir3_legalize.c's WAR tracking guards it.
+#[test]
+fn overwriting_a_source_still_being_read_needs_a_flag() {
+    let sfu =
+        |flag: &str| format!("mov.f32f32 r1.x, c0.z\nrcp r1.y, r1.x\n{flag}mov.f32f32 r1.x, c0.z\n(ss)nop\nend\n");
+    let e = fault_of(&sfu(""), &buf_consts(), &buffer(), 0);
+    assert!(e.contains("overwrites r1.x which instruction 1 (byte 0x8)") && e.contains("(ss) missing"), "{e}");
+    runs(&sfu("(ss)"), &buf_consts(), &buffer(), 0);
+    let ldg = |flag: &str| {
+        format!("mov.u32u32 r2.x, c0.x\nmov.u32u32 r2.y, c0.y\nldg.f32 r1.x, g[r2.x], 1\n{flag}mov.u32u32 r2.x, 0\n(sy)nop\nend\n")
+    };
+    let e = fault_of(&ldg(""), &buf_consts(), &buffer(), 0);
+    assert!(e.contains("overwrites r2.x") && e.contains("(ss) or (sy) missing"), "{e}");
+    runs(&ldg("(sy)"), &buf_consts(), &buffer(), 0);
+}
