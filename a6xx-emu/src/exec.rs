@@ -2,7 +2,7 @@
 //!
 //! Model: every fiber (thread) runs the scalar program on its own registers, in lockstep only at
 //! `bar`; results equal the hardware's wherever the program has no cross-fiber operations (which
-//! fault). Work-group fibers run in order, each until `bar` or `end`; a work-group's fibers share its
+//! fault) and no races between fibers of a wave (which this order resolves one way). Work-group fibers run in order, each until `bar` or `end`; a work-group's fibers share its
 //! local memory, each wave of `wave_size` fibers its shared registers (`r48`–`r55`) and preamble
 //! (`shps`…`shpe`, run by the wave's first fiber), and the work-group its copy of the constants
 //! (which the preamble may write with `stc`).
