@@ -40,3 +40,9 @@ fi
 
 # The real AMD GPU firmware (Debian trixie firmware-amd-graphics) for amd/tests/firmware_real.rs.
 scripts/fetch_amd_firmware.sh
+
+# Mesa's ir3 compiler (Debian trixie's source, built once) behind pilot's shim, for
+# `--qcom-compiler ir3`, and Mesa's ir3-disasm and cffdump, the witnesses the QCOM tests run.
+scripts/build_mesa.sh
+# Mesa's ir3 assembler built against it: the independent encoder of the a6xx emulator's tests.
+scripts/build_ir3_asm.sh
