@@ -3,7 +3,7 @@
 #ifndef PILOT_H
 #define PILOT_H
 
-/* Generated from capi/src by cbindgen; do not edit (PILOT_BLESS=1 cargo test -p pilot-capi --test header). */
+/* Generated from capi/src by cbindgen; do not edit (cargo run -p pilot-regen). */
 
 #include <stdbool.h>
 #include <stddef.h>

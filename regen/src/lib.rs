@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | `rdna3/src/tables.rs` | tinygrad 0.14.0's RDNA3 ISA tables (the venv's) | `scripts/rdna3_tables.py` |
 //! | `compiler/src/onnx/proto.rs` | `compiler/src/onnx/onnx.proto` | protox + prost-build, then rustfmt |
+//! | `capi/include/pilot.h` | `capi/src/ffi.rs`, `capi/src/error.rs` | cbindgen with `capi/cbindgen.toml` |
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -22,6 +23,7 @@ pub struct Output {
 pub const OUTPUTS: &[Output] = &[
     Output { path: "rdna3/src/tables.rs", generate: rdna3_tables },
     Output { path: "compiler/src/onnx/proto.rs", generate: onnx_proto },
+    Output { path: "capi/include/pilot.h", generate: c_header },
 ];
 
 /// The workspace root (this crate's parent folder).
@@ -86,4 +88,19 @@ fn rustfmt(root: &Path, text: &str) -> Result<String, String> {
         return Err(format!("rustfmt failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
     }
     String::from_utf8(out.stdout).map_err(|e| format!("rustfmt: {e}"))
+}
+
+/// The C header of pilot's C ABI: cbindgen over the ABI's two source files, configured by `capi/cbindgen.toml`.
+fn c_header(root: &Path) -> Result<String, String> {
+    let capi = root.join("capi");
+    let config = cbindgen::Config::from_file(capi.join("cbindgen.toml")).map_err(|e| format!("cbindgen.toml: {e}"))?;
+    let bindings = cbindgen::Builder::new()
+        .with_config(config)
+        .with_src(capi.join("src/error.rs"))
+        .with_src(capi.join("src/ffi.rs"))
+        .generate()
+        .map_err(|e| format!("cbindgen: {e}"))?;
+    let mut out = Vec::new();
+    bindings.write(&mut out);
+    String::from_utf8(out).map_err(|e| format!("cbindgen: {e}"))
 }
