@@ -40,3 +40,7 @@ fi
 
 # The real AMD GPU firmware (Debian trixie firmware-amd-graphics) for usbgpu/tests/firmware_real.rs.
 scripts/fetch_amd_firmware.sh
+
+# Mesa's ir3 compiler (Debian trixie's source, built once) behind pilot's shim, for
+# `--qcom-compiler ir3`, and Mesa's ir3-disasm and cffdump, the witnesses the QCOM tests run.
+scripts/build_mesa.sh
