@@ -2,7 +2,6 @@
 //! C compiler into the freestanding objects the CPU backend loads, and building small artifacts by hand.
 
 pub mod demo;
-pub mod ir3;
 pub mod models;
 
 use std::path::Path;

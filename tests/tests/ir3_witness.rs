@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use pilot_compiler::target::qcom::QcomCompiler;
 use pilot_core::device::ProgramFormat;
 use pilot_core::{Artifact, Backend, Target};
-use pilot_tests::ir3::{disassemble, Disassembly};
+use pilot_test_support::ir3::{disassemble, Disassembly};
 use pilot_tests::models::test_models;
 
 fn options(images_half_nolocals: bool) -> pilot_compiler::CompileOptions {

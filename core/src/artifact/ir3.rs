@@ -218,6 +218,21 @@ impl Ir3Program {
                 format!("vec4 {off}..{} passes the {}-vec4 const file", off + size, self.constlen),
             ));
         }
+        // The const file's regions the driver writes: kernel parameters, driver parameters, immediates.
+        let imm = (self.immediates_offset, (self.immediates.len() as u32).div_ceil(4));
+        let regions = [("params", self.params), ("driver_params", self.driver_params), ("immediates", Some(imm))];
+        for (i, (a, ra)) in regions.iter().enumerate() {
+            for (b, rb) in &regions[i + 1..] {
+                if let (Some((a0, an)), Some((b0, bn))) = (ra, rb) {
+                    if *an > 0 && *bn > 0 && a0 < &(b0 + bn) && b0 < &(a0 + an) {
+                        return Err(err(
+                            path,
+                            format!("{a} (vec4 {a0}..{}) and {b} (vec4 {b0}..{}) overlap", a0 + an, b0 + bn),
+                        ));
+                    }
+                }
+            }
+        }
         if self.args.len() != args {
             return Err(err(format!("{path}.args"), format!("{} bindings for {args} arguments", self.args.len())));
         }
@@ -228,12 +243,8 @@ impl Ir3Program {
                     return Err(err(format!("{path}.args[{i}]"), format!("parameter offset {o} is unaligned")));
                 }
                 Ir3Arg::Param(_) => {}
-                Ir3Arg::Texture(t) => {
-                    tex += 1;
-                    if !self.tex_to_image.contains(&t) && (t as usize) >= self.tex_to_image.len() {
-                        return Err(err(format!("{path}.args[{i}]"), format!("texture image {t} is not mapped")));
-                    }
-                }
+                // A read image may have no texture state: ir3 drops reads whose values are unused.
+                Ir3Arg::Texture(_) => tex += 1,
                 Ir3Arg::Ibo(_) => ibo += 1,
             }
         }
@@ -249,5 +260,57 @@ impl Ir3Program {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Ir3Program {
+        Ir3Program {
+            instrlen: 9,
+            full_regs: 12,
+            half_regs: 0,
+            constlen: 12,
+            params: Some((4, 4)),
+            driver_params: None,
+            immediates_offset: 8,
+            immediates: vec![1, 2, 3, 4, 5],
+            branchstack: 1,
+            private_memory: 0,
+            local_memory: 0,
+            textures: 1,
+            ibos: 0,
+            tex_to_image: vec![0],
+            work_group_id_reg: 192,
+            local_id_reg: 0,
+            double_threadsize: false,
+            args: vec![Ir3Arg::Param(0), Ir3Arg::Texture(0), Ir3Arg::Param(8)],
+        }
+    }
+
+    #[test]
+    fn round_trips_and_checks() {
+        let r = sample();
+        assert_eq!(Ir3Program::decode("p", &r.encode()).unwrap(), r);
+        r.check("p", 3, 1152).unwrap();
+        let e = |r: &Ir3Program, args, bytes| r.check("p", args, bytes).unwrap_err().to_string();
+        assert_eq!(e(&r, 2, 1152), "p.args: 3 bindings for 2 arguments");
+        assert_eq!(e(&r, 3, 1024), "p.instrlen: 1024 bytes of code do not fit an instruction length of 9 × 128");
+        assert_eq!(e(&r, 3, 1408), "p.instrlen: 1408 bytes of code do not fit an instruction length of 9 × 128");
+        let shifted = Ir3Program { params: Some((5, 4)), ..r.clone() };
+        assert_eq!(e(&shifted, 3, 1152), "p: params (vec4 5..9) and immediates (vec4 8..10) overlap");
+        let past = Ir3Program { params: Some((10, 4)), immediates_offset: 4, ..r.clone() };
+        assert_eq!(e(&past, 3, 1152), "p.params: vec4 10..14 passes the 12-vec4 const file");
+        let regs = Ir3Program { full_regs: 65, ..r.clone() };
+        assert_eq!(e(&regs, 3, 1152), "p.regs: more than 64 vec4 registers");
+        let no_tex = Ir3Program { textures: 0, tex_to_image: vec![], ..r.clone() };
+        no_tex.check("p", 3, 1152).unwrap();
+        let extra = Ir3Program { textures: 2, tex_to_image: vec![0, 1], ..r.clone() };
+        assert_eq!(e(&extra, 3, 1152), "p: 2 textures and 0 IBOs (tex_to_image of 2) for 1 read and 0 written images");
+        let Value::Dict(mut entries) = r.encode() else { unreachable!() };
+        entries.retain(|(k, _)| *k != Value::str("regs"));
+        assert_eq!(Ir3Program::decode("p", &Value::Dict(entries)).unwrap_err().to_string(), "p.regs: missing");
     }
 }

@@ -62,6 +62,10 @@ pub fn bindings(p: &Program, ck: &ClKernel) -> Vec<Binding> {
 pub fn compile(p: &Program, k: &Kernel, prep: &Prepared, ck: &ClKernel, local: [u32; 3]) -> Result<Compiled> {
     let ctx = &p.ctx;
     let mut s = Shader::new(&k.name, local)?;
+    if k.shape.contains(&0) {
+        // No output elements (an empty tensor): a program that writes nothing.
+        return s.compile();
+    }
     let binds = bindings(p, ck);
     let mut ptrs = HashMap::new();
     let mut textures = HashMap::new();
@@ -76,9 +80,6 @@ pub fn compile(p: &Program, k: &Kernel, prep: &Prepared, ck: &ClKernel, local: [
             }
             Binding::Ibo(_) => {}
         }
-    }
-    if k.shape.contains(&0) {
-        return s.compile();
     }
     let order = live_order(ctx, prep);
     let free = free_vars_by(ctx, &order, |n| deps(ctx, prep, n));

@@ -3,8 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-
-use crate::models::root;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The Adreno 630's chip id, as `ir3-disasm -c` takes it.
 pub const A630_CHIP_ID: &str = "0x06030001";
@@ -31,7 +30,7 @@ pub struct Disassembly {
 
 /// The path of `ir3-disasm`; panics naming `scripts/setup.sh` when it is missing.
 pub fn ir3_disasm() -> PathBuf {
-    let p = root().join("target/mesa/build/src/freedreno/isa/ir3-disasm");
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/mesa/build/src/freedreno/isa/ir3-disasm");
     assert!(p.exists(), "{} is missing: run scripts/setup.sh (it builds Mesa's ir3-disasm once)", p.display());
     p
 }
@@ -40,10 +39,16 @@ pub fn ir3_disasm() -> PathBuf {
 /// encoding it does not know (`no match`, unexpected bits), on code without `end`, and on anything
 /// but `nop`s after `end`.
 pub fn disassemble(code: &[u8]) -> Result<Disassembly, String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let file = dir.path().join("code.bin");
+    static N: AtomicU64 = AtomicU64::new(0);
+    let file = std::env::temp_dir().join(format!(
+        "pilot-ir3-{}-{}.bin",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::write(&file, code).map_err(|e| e.to_string())?;
-    let out = Command::new(ir3_disasm()).args(["-c", A630_CHIP_ID]).arg(&file).output().map_err(|e| e.to_string())?;
+    let out = Command::new(ir3_disasm()).args(["-c", A630_CHIP_ID]).arg(&file).output();
+    let _ = std::fs::remove_file(&file);
+    let out = out.map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() {
         return Err(format!("ir3-disasm failed: {}", String::from_utf8_lossy(&out.stderr)));
