@@ -50,8 +50,8 @@ pub fn from_bool(s: &mut Shader, c: Def, d: DType) -> Def {
     }
 }
 
-/// `x != 0` for a value of type `d`.
-pub fn truthy(s: &mut Shader, x: Def, d: DType) -> Def {
+/// `x != 0` for a value of type `d` computed in `ibits` bits.
+pub fn truthy(s: &mut Shader, x: Def, d: DType, ibits: u32) -> Def {
     match d {
         DType::Bool => x,
         DType::F16 | DType::F32 => {
@@ -59,7 +59,7 @@ pub fn truthy(s: &mut Shader, x: Def, d: DType) -> Def {
             s.alu("fneu", &[x, z])
         }
         _ => {
-            let z = s.imm(bits(d), 0);
+            let z = s.imm(ibits, 0);
             s.alu("ine", &[x, z])
         }
     }
@@ -180,7 +180,7 @@ fn pow(s: &mut Shader, x: Def, y: Def) -> Def {
 /// `op x` for `x` of type `from` (computed in `ibits` bits) giving type `d`.
 pub fn unary(s: &mut Shader, op: UnOp, from: DType, ibits: u32, x: Def, d: DType) -> Def {
     if op == UnOp::Not {
-        let t = truthy(s, x, from);
+        let t = truthy(s, x, from, ibits);
         let n = s.alu("inot", &[t]);
         return from_bool(s, n, d);
     }
@@ -328,7 +328,7 @@ pub fn float_to_int(s: &mut Shader, x: Def, d: DType) -> Def {
 /// `(d) x` for `x` of type `from` (an integer computed in `ibits` bits).
 pub fn cast(s: &mut Shader, x: Def, from: DType, ibits: u32, d: DType) -> Def {
     if d == DType::Bool {
-        return truthy(s, x, from);
+        return truthy(s, x, from, ibits);
     }
     if d.is_float() {
         let f = if from.is_float() {

@@ -462,8 +462,8 @@ impl Emitter<'_> {
             }
             Op::Where(c, a, b) => {
                 let cd = self.ctx.dtype(c);
-                let cv = self.value(c);
-                let cond = alu::truthy(&mut self.s, cv, cd);
+                let (cv, cb) = (self.value(c), self.ibits(c));
+                let cond = alu::truthy(&mut self.s, cv, cd, cb);
                 let w = self.ibits(n);
                 let (av, bv) = (self.at_width(a, w), self.at_width(b, w));
                 self.s.alu("bcsel", &[cond, av, bv])
@@ -502,8 +502,8 @@ impl Emitter<'_> {
         let ob = self.offset_bits(index, storage.size());
         let mut idx = self.at_width(index, ob);
         let cond = valid.map(|v| {
-            let (vd, vv) = (self.ctx.dtype(v), self.value(v));
-            alu::truthy(&mut self.s, vv, vd)
+            let (vd, vv, vb) = (self.ctx.dtype(v), self.value(v), self.ibits(v));
+            alu::truthy(&mut self.s, vv, vd, vb)
         });
         if let Some(c) = cond {
             let z = self.s.imm(ob, 0);
@@ -537,8 +537,8 @@ impl Emitter<'_> {
             None => {
                 let (mut x, mut y) = (self.int32(t.x), self.int32(t.y));
                 let cond = valid.map(|v| {
-                    let (vd, vv) = (self.ctx.dtype(v), self.value(v));
-                    alu::truthy(&mut self.s, vv, vd)
+                    let (vd, vv, vb) = (self.ctx.dtype(v), self.value(v), self.ibits(v));
+                    alu::truthy(&mut self.s, vv, vd, vb)
                 });
                 if let Some(c) = cond {
                     let z = self.s.imm(32, 0);
