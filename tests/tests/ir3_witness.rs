@@ -79,6 +79,7 @@ fn every_model_test_is_a6xx_code_that_ir3_disasm_decodes() {
         ("dmonitoring", &[][..]),
         ("exporter", &[("x", &[2usize, 3, 8, 12][..])][..]),
         ("grouped", &[][..]),
+        ("gru", &[][..]),
     ] {
         for ihn in [false, true] {
             let (k, n, isam) = witness(name, shapes, ihn);
