@@ -309,6 +309,18 @@ fn qcom_without_hardware_is_a_clear_error() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("ir3 machine code does not run here yet") && err.trim().lines().count() == 1, "{err}");
 
+    // Without Mesa's library: one line naming the setup script, nothing written.
+    let no_mesa = dir.path().join("no-mesa.pkl");
+    let o = Command::new(&pilot)
+        .args(["compile", model.to_str().unwrap(), "--target", "qcom", "-o", no_mesa.to_str().unwrap()])
+        .env("PILOT_IR3_LIB", dir.path().join("missing.so"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("scripts/setup.sh") && err.trim().lines().count() == 1, "{err}");
+    assert!(!no_mesa.exists(), "nothing is written");
+
     let fake = dir.path().join("fake.pkl");
     let (code, err) = run(&[
         "compile",
