@@ -8,7 +8,7 @@ src=$out/src/mesa
 bld=$out/build
 lib=$out/libpilot_ir3.so
 stamp=$out/libpilot_ir3.stamp
-sum=$(sha256sum mesa-ir3/pilot_ir3.c mesa-ir3/build.sh | sha256sum | cut -c1-64)
+sum=$(cat mesa-ir3/pilot_ir3.c mesa-ir3/build.sh "$out/done" | sha256sum | cut -c1-64)
 [ -f "$lib" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ] && exit 0
 # The exact flags Mesa's build compiled ir3 with (its structs' layouts depend on them), from meson's
 # compile_commands.json, minus the dependency-file and output options.
