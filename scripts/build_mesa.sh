@@ -3,7 +3,9 @@
 # QCOM ir3 path needs from it, into target/mesa:
 #   - the static libraries of Mesa's ir3 compiler (nir, ir3, isaspec, freedreno_common, util, ...), which the
 #     compiler's ir3 back end links through a small C shim;
-#   - `ir3-disasm` and `cffdump`, the independent witnesses the tests run on pilot's a6xx code and command streams.
+#   - `ir3-disasm` and `cffdump`, the independent witnesses the tests run on pilot's a6xx code and command streams;
+#   - target/mesa/libpilot_ir3.so (mesa-ir3/build.sh): pilot's shim over those libraries, which
+#     `--qcom-compiler ir3` opens at run time.
 # The source comes with `apt-get source --download-only` from a private `deb-src` sources file, lists and cache
 # under target/mesa/apt: the machine's own apt sources are untouched. Build tools (meson, ninja, mako, ply) come
 # from PyPI into target/mesa/venv. Idempotent and quiet when done: a stamp names the version built.
@@ -15,7 +17,8 @@ version=25.0.7-2+deb13u1
 
 out=$PWD/target/mesa
 stamp=$out/done
-[ "$(cat "$stamp" 2>/dev/null)" = "mesa_$version" ] && exit 0
+# pilot's bridge to ir3 (target/mesa/libpilot_ir3.so) is rebuilt whenever its source changes.
+[ "$(cat "$stamp" 2>/dev/null)" = "mesa_$version" ] && exec mesa-ir3/build.sh
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 need_apt=()
@@ -78,3 +81,4 @@ ninja -C "$out/build" src/freedreno/isa/ir3-disasm src/freedreno/decode/cffdump 
   src/freedreno/ir3/libfreedreno_ir3.a >"$out/ninja.log" 2>&1 || {
   echo "build_mesa: the build failed; see $out/ninja.log" >&2; tail -30 "$out/ninja.log" >&2; exit 1; }
 echo "mesa_$version" >"$stamp"
+mesa-ir3/build.sh

@@ -142,6 +142,7 @@ pub fn write(p: &Program, opts: &ModelInfo, built: Built, path: &Path) -> Result
             blob: code_blobs[k.code],
             args: k.args.len(),
             amdgpu: k.amdgpu.clone(),
+            ir3: k.ir3.clone(),
             // Arguments are in order output first: the kernel writes the first and reads the others.
             params: (k.args.iter().enumerate())
                 .map(|(i, &b)| param_spec(&p.bufs[b as usize], i == 0, built.pitch_align))
@@ -164,7 +165,10 @@ pub fn write(p: &Program, opts: &ModelInfo, built: Built, path: &Path) -> Result
         programs,
         step,
         metadata: Metadata {
-            compiler: format!("pilot-compiler {}", env!("CARGO_PKG_VERSION")),
+            compiler: match &built.codegen {
+                Some(cg) => format!("pilot-compiler {} + {cg}", env!("CARGO_PKG_VERSION")),
+                None => format!("pilot-compiler {}", env!("CARGO_PKG_VERSION")),
+            },
             model_hash: opts.model_hash.clone(),
             props: props_with_flops(p, &opts.props, &built.kernels),
             pinned: opts.pinned.clone(),

@@ -58,6 +58,8 @@ pub enum ProgramFormat {
     AdrenoBlob,
     /// An AMD HSA code object.
     AmdCodeObject,
+    /// Adreno 630 (a6xx) machine code from Mesa's ir3, with its dispatch facts in the program's record.
+    A6xxIr3,
 }
 
 /// The channel type of an RGBA image.

@@ -407,6 +407,13 @@ impl Device for QcomDevice {
     /// the hardware fields, and uploads the shader image (rounded up to 128 bytes).
     fn load_program(&mut self, spec: &ProgramSpec<'_>) -> DeviceResult<ProgramId> {
         let bad = |reason: String| DeviceError::Program { name: spec.name.to_string(), reason };
+        if spec.format == ProgramFormat::A6xxIr3 {
+            // Laying out ir3 programs (SP_MODE_CNTL/TPL1 ISAMMODE, CONST_CONFIG_0, CP_EXEC_CS) is not written
+            // yet, and the fake KGSL cannot execute a6xx code until the a6xx emulator is wired in.
+            return Err(bad("ir3 machine code does not run here yet: pilot's runtime does not lay out ir3 programs \
+                 (compile with --qcom-compiler fake for the fake KGSL, or device on a comma device)"
+                .into()));
+        }
         if spec.format != ProgramFormat::AdrenoBlob {
             return Err(bad(format!("format {:?} cannot run on the a630 (it takes AdrenoBlob)", spec.format)));
         }

@@ -6,6 +6,8 @@
 //! without counting it on this thread (a fake kernel behind an ioctl, say), and a binary whose library has worker
 //! threads can tag them: `counting_allocator!(tagging is_worker)` counts their allocations in [`tagged_allocs`].
 
+pub mod ir3;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};

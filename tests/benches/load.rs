@@ -71,6 +71,7 @@ fn write_big(path: &Path) {
             blob: code_blob,
             args: 2,
             amdgpu: None,
+            ir3: None,
             params: [false, true]
                 .map(|writes| ParamSpec { dtype: DType::F32, writes, kind: ParamKind::Buffer { bytes: 4 } })
                 .to_vec(),

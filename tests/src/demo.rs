@@ -125,6 +125,7 @@ pub fn write(path: &Path, object: &[u8], backend: &str) -> Result<Manifest, Arti
             global: [WIDTH as u32, 1, 1],
             local: [1, 1, 1],
             amdgpu: None,
+            ir3: None,
         }],
         buffers,
         step: vec![

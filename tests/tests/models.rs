@@ -271,7 +271,9 @@ fn plain_opencl_reads_no_images() {
 }
 
 /// Without a comma device: `--target qcom` with the device compiler and `--device qcom` are one-line
-/// errors with exit 2, and nothing is written.
+/// errors with exit 2, and nothing is written. The default there is Mesa's ir3, whose programs the
+/// runtime does not lay out yet: running one on the fake KGSL is a one-line error, never numbers from
+/// another path.
 #[test]
 fn qcom_without_hardware_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -286,11 +288,38 @@ fn qcom_without_hardware_is_a_clear_error() {
         assert!(st.success());
     }
     let device_blob = dir.path().join("device.pkl");
-    let (code, err) =
-        run(&["compile", model.to_str().unwrap(), "--target", "qcom", "-o", device_blob.to_str().unwrap()]);
+    let (code, err) = run(&[
+        "compile",
+        model.to_str().unwrap(),
+        "--target",
+        "qcom",
+        "--qcom-compiler",
+        "device",
+        "-o",
+        device_blob.to_str().unwrap(),
+    ]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("Qualcomm's OpenCL compiler") && err.lines().count() == 1, "{err}");
     assert!(!device_blob.exists(), "nothing is written");
+
+    let ir3 = dir.path().join("ir3.pkl");
+    let (code, err) = run(&["compile", model.to_str().unwrap(), "--target", "qcom", "-o", ir3.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "the default off-device is ir3: {err}");
+    let (code, err) = run(&["run", ir3.to_str().unwrap(), "--device", "fake-kgsl", "--steps", "1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("ir3 machine code does not run here yet") && err.trim().lines().count() == 1, "{err}");
+
+    // Without Mesa's library: one line naming the setup script, nothing written.
+    let no_mesa = dir.path().join("no-mesa.pkl");
+    let o = Command::new(&pilot)
+        .args(["compile", model.to_str().unwrap(), "--target", "qcom", "-o", no_mesa.to_str().unwrap()])
+        .env("PILOT_IR3_LIB", dir.path().join("missing.so"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("scripts/setup.sh") && err.trim().lines().count() == 1, "{err}");
+    assert!(!no_mesa.exists(), "nothing is written");
 
     let fake = dir.path().join("fake.pkl");
     let (code, err) = run(&[

@@ -23,9 +23,11 @@ pub struct CompileArgs {
     #[arg(long, default_value = "cpu")]
     pub target: String,
     /// Where --target qcom gets Adreno binaries: `device` (Qualcomm's OpenCL compiler on a comma
-    /// device) or `fake` (blobs carrying OpenCL source, for `--device fake-kgsl`).
-    #[arg(long, default_value = "device")]
-    pub qcom_compiler: String,
+    /// device), `ir3` (Mesa's ir3: a630 machine code on any host; needs scripts/setup.sh) or `fake`
+    /// (blobs carrying OpenCL source, for `--device fake-kgsl`). Default: `device` on a comma device,
+    /// else `ir3`.
+    #[arg(long)]
+    pub qcom_compiler: Option<String>,
     /// Architecture of the artifact: x86_64 or aarch64 for cpu (default: this machine's); a630 for cl;
     /// gfx1100 (RX 7900) or gfx1201 (RX 9070) for usb+amd.
     #[arg(long)]
@@ -153,10 +155,12 @@ pub fn compile(args: &CompileArgs) -> anyhow::Result<bool> {
     opts.cc = args.cc.clone();
     opts.cpu = args.cpu.clone();
     opts.cl.pitch_align = args.image_pitch_alignment;
-    opts.cl.qcom_compiler = match args.qcom_compiler.as_str() {
-        "device" => QcomCompiler::Device,
-        "fake" => QcomCompiler::Fake,
-        other => bail!("--qcom-compiler must be `device` or `fake`, got `{other}`"),
+    opts.cl.qcom_compiler = match args.qcom_compiler.as_deref() {
+        None => QcomCompiler::host_default(),
+        Some("device") => QcomCompiler::Device,
+        Some("ir3") => QcomCompiler::Ir3,
+        Some("fake") => QcomCompiler::Fake,
+        Some(other) => bail!("--qcom-compiler must be `device`, `ir3` or `fake`, got `{other}`"),
     };
     opts.allowed_kernel_count = gate(args.allowed_kernel_count);
     opts.allowed_read_image = gate(args.allowed_read_image);

@@ -56,7 +56,8 @@ pub fn describe(a: &Artifact) -> Value {
         "programs": m.programs.iter().map(|p| {
             let (r, g) = program_read_images(a, p);
             json!({"name": p.name, "args": p.args, "code_bytes": a.blob(p.blob).len(),
-                   "read_image": r, "gated_read_image": g, "amdgpu": p.amdgpu.as_ref().map(amdgpu)})
+                   "read_image": r, "gated_read_image": g, "amdgpu": p.amdgpu.as_ref().map(amdgpu),
+                   "ir3": p.ir3.as_ref().map(ir3)})
         }).collect::<Vec<_>>(),
         "kernel_count": dispatches,
         "read_image": reads,
@@ -100,6 +101,23 @@ fn program_read_images(a: &Artifact, p: &pilot_core::artifact::ProgramEntry) -> 
 /// that names read from an artifact cannot drive the terminal or fake extra lines.
 pub fn printable(text: &str) -> String {
     text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
+/// An `ir3` program's dispatch record.
+fn ir3(r: &pilot_core::artifact::Ir3Program) -> Value {
+    let args: Vec<Value> = r
+        .args
+        .iter()
+        .map(|a| match *a {
+            pilot_core::artifact::Ir3Arg::Param(o) => json!({"param": o}),
+            pilot_core::artifact::Ir3Arg::Texture(i) => json!({"texture": i}),
+            pilot_core::artifact::Ir3Arg::Ibo(i) => json!({"ibo": i}),
+        })
+        .collect();
+    json!({"instrlen": r.instrlen, "full_regs": r.full_regs, "half_regs": r.half_regs, "constlen": r.constlen,
+           "params": r.params, "driver_params": r.driver_params, "immediates_offset": r.immediates_offset,
+           "immediates": r.immediates.len(), "branchstack": r.branchstack, "private_memory": r.private_memory,
+           "local_memory": r.local_memory, "textures": r.textures, "ibos": r.ibos, "args": args})
 }
 
 /// An `amdgpu` program's dispatch record.
@@ -160,6 +178,18 @@ pub fn inspect(path: &Path, as_json: bool) -> anyhow::Result<()> {
     }
     let dispatches = m.step.iter().filter(|op| matches!(op, StepOp::Dispatch { .. })).count();
     println!("programs  {}", m.programs.len());
+    let ir3s: Vec<_> = m.programs.iter().filter_map(|p| p.ir3.as_ref()).collect();
+    if !ir3s.is_empty() {
+        let most = |f: fn(&pilot_core::artifact::Ir3Program) -> u32| ir3s.iter().map(|r| f(r)).max().unwrap_or(0);
+        println!(
+            "ir3       {} a630 programs, {} × 16 instructions in all; at most {} full registers, {} vec4 consts, {} textures",
+            ir3s.len(),
+            ir3s.iter().map(|r| r.instrlen).sum::<u32>(),
+            most(|r| r.full_regs),
+            most(|r| r.constlen),
+            most(|r| r.textures)
+        );
+    }
     let amd: Vec<_> = m.programs.iter().filter_map(|p| p.amdgpu.as_ref().map(|d| (p.blob, d))).collect();
     if !amd.is_empty() {
         let most = |f: fn(&pilot_core::artifact::AmdDispatch) -> u32| amd.iter().map(|(_, d)| f(d)).max().unwrap_or(0);

@@ -85,6 +85,8 @@ pub struct Built {
     pub target: Target,
     /// `read_image` occurrences in the kernel sources, and the gated ones (OpenCL targets; else 0).
     pub read_images: (usize, usize),
+    /// The code generator beyond pilot, with its version, when one made the code (`Mesa 25.0.7 ir3 ...`).
+    pub codegen: Option<String>,
 }
 
 pub struct BuiltKernel {
@@ -97,4 +99,6 @@ pub struct BuiltKernel {
     pub local: [u32; 3],
     /// What a dispatch needs, read from the code object (`usb+amd` only).
     pub amdgpu: Option<pilot_core::artifact::AmdDispatch>,
+    /// What a dispatch needs, as Mesa's ir3 reported it (`--qcom-compiler ir3` only).
+    pub ir3: Option<pilot_core::artifact::Ir3Program>,
 }

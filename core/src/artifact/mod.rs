@@ -9,6 +9,7 @@
 pub mod amdgpu;
 pub mod container;
 pub mod integrity;
+pub mod ir3;
 pub mod pickle;
 pub mod schema;
 pub mod signature;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 
 use crate::device::HostBytes;
 pub use amdgpu::AmdDispatch;
+pub use ir3::{Ir3Arg, Ir3Program};
 pub use schema::{
     BufferSpec, Manifest, Metadata, ParamKind, ParamSpec, PinnedInput, Placement, ProgramEntry, SchemaError, Target,
     TensorSpec,

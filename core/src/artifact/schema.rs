@@ -8,8 +8,9 @@
 //!  "buffers":  [{"size", "dtype", "kind": "weight|input|output|state|scratch",
 //!                "placement": "device|host", "blob": record | None, "checksum": "xxh3:<16 hex>" | None,
 //!                "image": {"width", "height", "pitch", "channel": "float|half"} | None}],
-//!  "programs": [{"name", "format": "elf|opencl|adreno|amdgpu", "blob": record, "args": n,
+//!  "programs": [{"name", "format": "elf|opencl|adreno|amdgpu|ir3", "blob": record, "args": n,
 //!                "amdgpu": {..} (amdgpu programs only; see `super::amdgpu`)
+//!                "ir3": {..} (ir3 programs only; see `super::ir3`)
 //!                "params": [{"dtype", "writes": bool, "bytes": n | None, "image": (w, h) | None}],  # per argument
 //!                "global": [x,y,z], "local": [x,y,z]}],                                       # the grid compiled for
 //!  "step":     [{"op": "dispatch", "program": p, "args": [(buffer, offset)..], "global": [x,y,z], "local": [x,y,z]}
@@ -119,6 +120,8 @@ pub struct ProgramEntry {
     pub args: usize,
     /// What a dispatch needs, read from the code object (`amdgpu` programs only).
     pub amdgpu: Option<super::amdgpu::AmdDispatch>,
+    /// What a dispatch needs, as Mesa's ir3 reported it (`ir3` programs only).
+    pub ir3: Option<super::ir3::Ir3Program>,
     /// One per argument, in order.
     pub params: Vec<ParamSpec>,
     /// The grid the kernel was generated for; every dispatch of it must use exactly this one.
@@ -194,6 +197,7 @@ pub(crate) fn format_name(f: ProgramFormat) -> &'static str {
         ProgramFormat::OpenClSource => "opencl",
         ProgramFormat::AdrenoBlob => "adreno",
         ProgramFormat::AmdCodeObject => "amdgpu",
+        ProgramFormat::A6xxIr3 => "ir3",
     }
 }
 
@@ -203,6 +207,7 @@ fn format_from(s: &str) -> Option<ProgramFormat> {
         "opencl" => ProgramFormat::OpenClSource,
         "adreno" => ProgramFormat::AdrenoBlob,
         "amdgpu" => ProgramFormat::AmdCodeObject,
+        "ir3" => ProgramFormat::A6xxIr3,
         _ => return None,
     })
 }
@@ -437,7 +442,7 @@ fn param(path: &str, v: &Value) -> Result<ParamSpec, SchemaError> {
 }
 
 fn program(path: &str, v: &Value) -> Result<ProgramEntry, SchemaError> {
-    let o = Obj::new(path, v, &["name", "format", "blob", "args", "amdgpu", "params", "global", "local"])?;
+    let o = Obj::new(path, v, &["name", "format", "blob", "args", "amdgpu", "ir3", "params", "global", "local"])?;
     let format = o.str("format")?;
     Ok(ProgramEntry {
         name: o.str("name")?.to_string(),
@@ -447,6 +452,10 @@ fn program(path: &str, v: &Value) -> Result<ProgramEntry, SchemaError> {
         amdgpu: match o.opt("amdgpu") {
             None | Some(Value::None) => None,
             Some(v) => Some(super::amdgpu::AmdDispatch::decode(&o.at("amdgpu"), v)?),
+        },
+        ir3: match o.opt("ir3") {
+            None | Some(Value::None) => None,
+            Some(v) => Some(super::ir3::Ir3Program::decode(&o.at("ir3"), v)?),
         },
         params: list_of(&o, "params", param)?,
         global: dims3(&o.at("global"), o.get("global")?)?,

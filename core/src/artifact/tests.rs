@@ -63,6 +63,7 @@ pub(super) fn manifest() -> Manifest {
                 global: [4, 1, 1],
                 local: [1, 1, 1],
                 amdgpu: None,
+                ir3: None,
             },
             ProgramEntry {
                 name: "img".into(),
@@ -76,6 +77,7 @@ pub(super) fn manifest() -> Manifest {
                 global: [2, 2, 1],
                 local: [0, 0, 0],
                 amdgpu: None,
+                ir3: None,
             },
         ],
         step: vec![

@@ -100,6 +100,15 @@ pub fn verify(m: &Manifest, record_sizes: &[u64]) -> Result<(), SchemaError> {
             (None, _) => {}
         }
         check_grid(&path, &p.global, &p.local)?;
+        match (&p.ir3, p.format) {
+            (Some(r), ProgramFormat::A6xxIr3) => {
+                let code = record_sizes.get(p.blob).copied().unwrap_or(0);
+                r.check(&format!("{path}.ir3"), p.args, code)?
+            }
+            (None, ProgramFormat::A6xxIr3) => return Err(err(format!("{path}.ir3"), "missing")),
+            (Some(_), _) => return Err(err(format!("{path}.ir3"), "only ir3 programs have one")),
+            (None, _) => {}
+        }
         if p.params.len() != p.args {
             return Err(err(
                 format!("{path}.params"),

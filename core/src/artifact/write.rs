@@ -134,16 +134,22 @@ pub fn encode(m: &Manifest) -> Value {
         dict(vec![("dtype", s(p.dtype.name())), ("writes", Value::Bool(p.writes)), ("bytes", bytes), ("image", image)])
     };
     let programs = m.programs.iter().map(|p| {
-        dict(vec![
-            ("name", s(&p.name)),
-            ("format", s(format_name(p.format))),
-            ("blob", int(p.blob)),
-            ("args", int(p.args)),
-            ("amdgpu", p.amdgpu.as_ref().map_or(Value::None, |d| d.encode())),
-            ("params", Value::List(p.params.iter().map(param).collect())),
-            ("global", dims(&p.global)),
-            ("local", dims(&p.local)),
-        ])
+        let ir3 = p.ir3.as_ref().map(|r| ("ir3", r.encode()));
+        dict(
+            vec![
+                ("name", s(&p.name)),
+                ("format", s(format_name(p.format))),
+                ("blob", int(p.blob)),
+                ("args", int(p.args)),
+                ("amdgpu", p.amdgpu.as_ref().map_or(Value::None, |d| d.encode())),
+                ("params", Value::List(p.params.iter().map(param).collect())),
+                ("global", dims(&p.global)),
+                ("local", dims(&p.local)),
+            ]
+            .into_iter()
+            .chain(ir3)
+            .collect(),
+        )
     });
     let step = m.step.iter().map(|op| match op {
         StepOp::Dispatch { program, args, global, local } => dict(vec![

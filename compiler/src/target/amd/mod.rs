@@ -41,7 +41,15 @@ impl Codegen for Amd {
             let ck = render::render_for(p, &k, &prep, true, true)?;
             let local = ck.local.unwrap_or_else(|| default_local(ck.global));
             sources.push(prelude::kernel_source(&ck, local)?);
-            kernels.push(BuiltKernel { name: ck.name, args: ck.args, code: 0, global: ck.global, local, amdgpu: None });
+            kernels.push(BuiltKernel {
+                name: ck.name,
+                args: ck.args,
+                code: 0,
+                global: ck.global,
+                local,
+                amdgpu: None,
+                ir3: None,
+            });
         }
         let read_images = gates.check_source(&sources.concat())?;
         let source = format!("{}\n{}", prelude::prelude(), sources.join("\n"));
@@ -76,6 +84,7 @@ impl Codegen for Amd {
             pitch_align: 1,
             target: self.target.clone(),
             read_images,
+            codegen: None,
         })
     }
 }

@@ -37,7 +37,11 @@ pub struct ClOptions {
 
 impl Default for ClOptions {
     fn default() -> ClOptions {
-        ClOptions { pitch_align: 64, max_image_width: 16384, qcom_compiler: crate::target::qcom::QcomCompiler::Device }
+        ClOptions {
+            pitch_align: 64,
+            max_image_width: 16384,
+            qcom_compiler: crate::target::qcom::QcomCompiler::host_default(),
+        }
     }
 }
 
@@ -74,7 +78,15 @@ fn build(p: &mut Program, target: &Target, opts: &ClOptions) -> Result<Built> {
         source.push('\n');
         source.push_str(&ck.source);
         let local = ck.local.unwrap_or_else(|| default_local(ck.global));
-        kernels.push(BuiltKernel { name: ck.name, args: ck.args, code: 0, global: ck.global, local, amdgpu: None });
+        kernels.push(BuiltKernel {
+            name: ck.name,
+            args: ck.args,
+            code: 0,
+            global: ck.global,
+            local,
+            amdgpu: None,
+            ir3: None,
+        });
     }
     if let Some(path) = std::env::var_os("PILOT_DUMP_CL") {
         // Debugging aid: the whole OpenCL source, as built.
@@ -91,6 +103,7 @@ fn build(p: &mut Program, target: &Target, opts: &ClOptions) -> Result<Built> {
         pitch_align: opts.pitch_align,
         target: target.clone(),
         read_images: (0, 0),
+        codegen: None,
     };
     if nolocals {
         tune::tune(p, &mut built)?;

@@ -250,7 +250,7 @@ pub fn render_for(p: &Program, k: &Kernel, prep: &Prepared, locals: bool, float6
 }
 
 /// The children `n` is computed from: for an image load, its validity and texel coordinates.
-fn deps(ctx: &Ctx, prep: &Prepared, n: N) -> Vec<N> {
+pub(crate) fn deps(ctx: &Ctx, prep: &Prepared, n: N) -> Vec<N> {
     match (ctx.op(n), prep.texels.get(&n)) {
         (Op::Load { valid, .. }, Some(t)) => valid.iter().copied().chain([t.x, t.y, t.c]).collect(),
         _ => ctx.children(n),
@@ -259,7 +259,7 @@ fn deps(ctx: &Ctx, prep: &Prepared, n: N) -> Vec<N> {
 
 /// The nodes the roots need, children first. An image load needs its validity but not its linear
 /// index: its coordinates are written out where the pixel is read.
-fn live_order(ctx: &Ctx, prep: &Prepared) -> Vec<N> {
+pub(crate) fn live_order(ctx: &Ctx, prep: &Prepared) -> Vec<N> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     let mut stack: Vec<(N, bool)> = prep.roots.iter().rev().map(|&r| (r, false)).collect();

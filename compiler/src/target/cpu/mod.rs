@@ -138,6 +138,7 @@ impl Codegen for Cpu {
                 global: [k.parts, 1, 1],
                 local: [1, 1, 1],
                 amdgpu: None,
+                ir3: None,
             })
             .collect();
         Ok(Built {
@@ -148,6 +149,7 @@ impl Codegen for Cpu {
             pitch_align: 1,
             target: self.target.clone(),
             read_images: (0, 0),
+            codegen: None,
         })
     }
 }

@@ -4,6 +4,8 @@
 //! libOpenCL, `CL_PROGRAM_BINARIES`). Elsewhere `--qcom-compiler fake` writes blobs in the same layout
 //! whose shader image carries the kernel's OpenCL source and argument layout, which the fake KGSL runs.
 
+pub mod ir3;
+
 use pilot_core::device::ProgramFormat;
 use pilot_core::gates::kernel_sources;
 use pilot_qcom::fake_shader::{FakeShader, ShaderArg};
@@ -21,19 +23,35 @@ pub struct Qcom {
 
 impl Codegen for Qcom {
     fn build(&self, p: &mut Program, gates: &Gates) -> Result<Built> {
+        if self.cl.opts.qcom_compiler == QcomCompiler::Ir3 {
+            return ir3::build(p, &self.cl.target, &self.cl.opts, gates);
+        }
         let built = self.cl.build(p, gates)?;
         to_adreno(p, built, self.cl.opts.qcom_compiler)
     }
 }
 
 /// Where the Adreno binaries come from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QcomCompiler {
     /// Qualcomm's OpenCL compiler on this machine (a comma device).
-    #[default]
     Device,
+    /// Mesa's ir3 compiler (a630 machine code on any host, through `target/mesa/libpilot_ir3.so`).
+    Ir3,
     /// Blobs carrying OpenCL source, for the fake KGSL.
     Fake,
+}
+
+impl QcomCompiler {
+    /// The default: Qualcomm's compiler on a comma device (an aarch64 Linux with an Adreno KGSL),
+    /// Mesa's ir3 everywhere else.
+    pub fn host_default() -> QcomCompiler {
+        if cfg!(all(target_arch = "aarch64", target_os = "linux")) && std::path::Path::new("/dev/kgsl-3d0").exists() {
+            QcomCompiler::Device
+        } else {
+            QcomCompiler::Ir3
+        }
+    }
 }
 
 /// Turns `built` (one OpenCL source) into one Adreno blob per kernel.
@@ -43,6 +61,7 @@ pub fn to_adreno(p: &Program, mut built: Built, compiler: QcomCompiler) -> Resul
     let mut device = match compiler {
         QcomCompiler::Device => Some(qualcomm_compiler()?),
         QcomCompiler::Fake => None,
+        QcomCompiler::Ir3 => unreachable!("built by ir3::build"),
     };
     let mut codes = Vec::with_capacity(built.kernels.len());
     for (i, k) in built.kernels.iter_mut().enumerate() {
