@@ -1,0 +1,109 @@
+//! Mesa's `cffdump` decodes every model test's step as pilot submits it on QCOM (captured as an `.rd` file by the
+//! fake KGSL): no bad or unknown packet, no unknown register, every CP_LOAD_STATE6 and dispatch decoded, one dispatch
+//! per kernel. And the check can fail: streams with a planted bug (an unknown register, a wrong packet length, an
+//! unknown opcode) are reported. The encoder-side mutants are `scripts/mutate_qcom.py --cffdump`.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use pilot_compiler::target::qcom::QcomCompiler;
+use pilot_core::{Backend, Target};
+use pilot_tests::cffdump::{capture_step, check_artifact_step, decode, Decoded};
+use pilot_tests::models::test_models;
+
+/// Input dimensions pinned at compile time.
+type Pins = &'static [(&'static str, &'static [usize])];
+
+const MODELS: [(&str, Pins); 4] =
+    [("vision", &[]), ("policy", &[]), ("dmonitoring", &[]), ("exporter", &[("x", &[2, 3, 8, 12])])];
+
+fn compile(name: &str, shapes: &[(&str, &[usize])], car: bool, out: &Path) -> usize {
+    let mut o = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Qcom).unwrap());
+    o.target.image = car;
+    o.target.float16 = car;
+    o.target.nolocals = car;
+    o.cl.qcom_compiler = QcomCompiler::Fake;
+    o.shapes = shapes.iter().map(|(n, s)| (n.to_string(), s.to_vec())).collect::<HashMap<_, _>>();
+    let model = test_models().join(format!("{name}.onnx"));
+    pilot_compiler::compile(&model, out, &o, &|_| {}).unwrap_or_else(|e| panic!("{name}: {e}")).kernels
+}
+
+#[test]
+fn every_model_step_decodes_in_cffdump() {
+    let dir = tempfile::tempdir().unwrap();
+    for car in [false, true] {
+        for (name, shapes) in MODELS {
+            let art = dir.path().join(format!("{name}-{car}.pkl"));
+            let kernels = compile(name, shapes, car, &art);
+            let d = check_artifact_step(&art, false);
+            let what = format!("{name} (image/half/nolocals: {car})");
+            assert_eq!(d.dispatches, kernels, "{what}: one decoded dispatch per kernel");
+            eprintln!(
+                "{what}: {} packets, {} CP_LOAD_STATE6, {} dispatches decoded by cffdump",
+                d.packets.len(),
+                d.load_state6,
+                d.dispatches
+            );
+        }
+    }
+}
+
+/// Odd parity as the CP checks it (bit set when `v` has an even number of ones), written here from the PM4 header
+/// layout in Mesa's `adreno_pm4.xml`, not taken from pilot's encoder.
+fn parity(v: u32) -> u32 {
+    (v.count_ones() + 1) & 1
+}
+
+fn pkt4(reg: u32, cnt: u32) -> u32 {
+    0x4000_0000 | cnt | (parity(cnt) << 7) | (reg << 8) | (parity(reg) << 27)
+}
+
+fn pkt7(op: u32, cnt: u32) -> u32 {
+    0x7000_0000 | cnt | (parity(cnt) << 15) | (op << 16) | (parity(op) << 23)
+}
+
+/// `rd` with the first dword equal to `old` (at a 4-byte boundary) replaced by `new`, decoded.
+fn decode_with(rd: &[u8], old: u32, new: u32) -> Decoded {
+    let mut bytes = rd.to_vec();
+    let at = bytes.chunks(4).position(|c| c == old.to_le_bytes()).unwrap_or_else(|| panic!("no dword {old:#x}"));
+    bytes[at * 4..at * 4 + 4].copy_from_slice(&new.to_le_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bug.rd");
+    std::fs::write(&path, bytes).unwrap();
+    decode(&path)
+}
+
+fn assert_reports(d: &Decoded, what: &str, kind: &str) {
+    assert!(d.problems.iter().any(|p| p.contains(kind)), "{what}: expected `{kind}`, cffdump's check found {:?}", {
+        &d.problems
+    });
+}
+
+#[test]
+fn planted_stream_bugs_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let art = dir.path().join("policy.pkl");
+    compile("policy", &[], false, &art);
+    let rd = capture_step(&art).unwrap();
+    let path = dir.path().join("policy.rd");
+    std::fs::write(&path, &rd).unwrap();
+    decode(&path).assert_clean("the unplanted capture");
+
+    // SP_CS_TEX_COUNT (0xa9ba) written at 0xa9d0, where the a6xx has no register.
+    let d = decode_with(&rd, pkt4(0xa9ba, 1), pkt4(0xa9d0, 1));
+    assert_reports(&d, "register offset", "unknown register");
+    // CP_RUN_OPENCL (0x31) two dwords longer: it swallows the next packet's header.
+    let d = decode_with(&rd, pkt7(0x31, 1), pkt7(0x31, 3));
+    assert_reports(&d, "packet length", "bad packet");
+    // An opcode the CP does not have.
+    let d = decode_with(&rd, pkt7(0x31, 1), pkt7(0x7e, 1));
+    assert_reports(&d, "opcode", "unknown opcode");
+}
+
+#[test]
+fn without_cffdump_the_check_fails_naming_setup() {
+    let err = std::panic::catch_unwind(|| pilot_tests::cffdump::mesa_tool("src/freedreno/decode/no-such-tool"))
+        .expect_err("a missing tool panics");
+    let msg = err.downcast_ref::<String>().unwrap();
+    assert!(msg.contains("scripts/setup.sh"), "{msg}");
+}
