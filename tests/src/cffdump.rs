@@ -21,9 +21,17 @@ pub fn mesa_tool(rel: &str) -> PathBuf {
     p
 }
 
+/// A step's submission as an `.rd` file, and what the fake KGSL made of the step.
+pub struct Captured {
+    pub rd: Vec<u8>,
+    /// The step's outcome on the fake: its own decoder may refuse what it was sent (the capture is made first).
+    pub step: Result<(), String>,
+}
+
 /// The first step of `artifact` (a `qcom` artifact) on the fake KGSL as an `.rd` capture. The fake checks the
 /// submission but runs no kernel (its default executor), so any program format is captured; the inputs are seeded.
-pub fn capture_step(artifact: &Path) -> Result<Vec<u8>, String> {
+/// An error when no submission was captured.
+pub fn capture_step(artifact: &Path) -> Result<Captured, String> {
     let capture = RdCapture::new();
     let fake = FakeKgsl::new().with_rd_capture(capture.clone());
     let device = QcomDevice::with_file(Box::new(fake), "fake-kgsl").map_err(|e| e.to_string())?;
@@ -32,8 +40,11 @@ pub fn capture_step(artifact: &Path) -> Result<Vec<u8>, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (arrays, _) = seeded_inputs(&session, dir.path());
     let refs: Vec<&[u8]> = arrays.iter().map(|a| a.data.as_slice()).collect();
-    session.step(&refs).map_err(|e| format!("the step on the fake KGSL: {e}"))?;
-    capture.take().ok_or("the step made no submission")?
+    let step = session.step(&refs).map_err(|e| format!("the step on the fake KGSL: {e}"));
+    match capture.take() {
+        Some(rd) => Ok(Captured { rd: rd?, step }),
+        None => Err(step.err().unwrap_or_else(|| "the step made no submission".into())),
+    }
 }
 
 /// What `cffdump` made of a capture, with the problems it reported.
@@ -150,20 +161,24 @@ impl Decoded {
     }
 }
 
-/// Captures the first step of `artifact` and decodes it; panics on any problem. `ir3`: the artifact's programs are
-/// a6xx machine code, so every inline-disassembled instruction must decode too (fake blobs are not machine code).
+/// Captures the first step of `artifact` and decodes it; panics on any problem cffdump shows, then if the fake KGSL
+/// refused the step. `ir3`: the artifact's programs are a6xx machine code, so every inline-disassembled instruction
+/// must decode too (fake blobs are not machine code).
 pub fn check_artifact_step(artifact: &Path, ir3: bool) -> Decoded {
     let what = artifact.display().to_string();
-    let rd = capture_step(artifact).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let captured = capture_step(artifact).unwrap_or_else(|e| panic!("{what}: {e}"));
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("step.rd");
-    std::fs::write(&path, &rd).expect("writing the capture");
+    std::fs::write(&path, &captured.rd).expect("writing the capture");
     let d = decode(&path);
     d.assert_clean(&what);
     assert!(d.dispatches > 0, "{what}: cffdump saw no dispatch");
     assert!(d.load_state6 >= d.dispatches, "{what}: fewer CP_LOAD_STATE6 than dispatches");
     if ir3 {
         d.assert_shaders_decode(&what);
+    }
+    if let Err(e) = captured.step {
+        panic!("{what}: cffdump decodes the step, but {e}");
     }
     d
 }

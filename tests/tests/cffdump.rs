@@ -84,10 +84,12 @@ fn planted_stream_bugs_are_reported() {
     let dir = tempfile::tempdir().unwrap();
     let art = dir.path().join("policy.pkl");
     compile("policy", &[], false, &art);
-    let rd = capture_step(&art).unwrap();
+    let captured = capture_step(&art).unwrap();
+    let rd = captured.rd;
     let path = dir.path().join("policy.rd");
     std::fs::write(&path, &rd).unwrap();
     decode(&path).assert_clean("the unplanted capture");
+    captured.step.unwrap();
 
     // SP_CS_TEX_COUNT (0xa9ba) written at 0xa9d0, where the a6xx has no register.
     let d = decode_with(&rd, pkt4(0xa9ba, 1), pkt4(0xa9d0, 1));
