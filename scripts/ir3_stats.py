@@ -17,10 +17,13 @@ FLOAT16=1 NOLOCALS=1 (Mesa's ir3 from the `tinymesa` wheel, scripts/requirements
 Usage (with the venv's Python, .venv/bin/python):
   scripts/ir3_stats.py tinygrad MODEL.onnx [NAME=2x3x8x12 ...]   one model through tinygrad
   scripts/ir3_stats.py pilot ARTIFACT.pkl                         one pilot artifact with ir3 programs
-  scripts/ir3_stats.py table [--full DIR]                         the model tests (scripts/make_models.py) and, with
+  scripts/ir3_stats.py table [--full DIR] [--pilot PILOT]         the model tests (scripts/make_models.py) and, with
                                                                   --full, the full-size models of
                                                                   scripts/make_full_models.py DIR through tinygrad,
-                                                                  as BENCHMARKS.md's markdown table
+                                                                  as BENCHMARKS.md's markdown table; with --pilot, a
+                                                                  row per model from that pilot binary too
+                                                                  (`compile --target qcom --qcom-compiler ir3 --image
+                                                                  --float16 --nolocals`, the same pins)
 Add --json for one JSON object per model instead of the table.
 """
 import base64
@@ -45,7 +48,8 @@ COLUMNS = ["kernels", "instructions", "alu", "memory", "texture", "flow", "sync"
 
 
 def fail(msg):
-    sys.exit(f"ir3_stats: {msg}")
+    print(f"ir3_stats: {msg}", file=sys.stderr)
+    sys.exit(2)
 
 
 def disassemble(code):
@@ -223,6 +227,17 @@ def tinygrad_kernels(model, pins):
     return [base64.b64decode(k["code"]) for k in kernels]
 
 
+def pilot_compile(pilot, model, pins):
+    """`model` compiled by the `pilot` binary for the car with Mesa's ir3; the artifact's path."""
+    out = os.path.join(tempfile.mkdtemp(prefix="pilot-ir3-stats-"), os.path.basename(model) + ".pkl")
+    shapes = [a for p in pins for a in ("--shape", p)]
+    p = subprocess.run([pilot, "compile", model, "-o", out, "--target", "qcom", "--qcom-compiler", "ir3", "--image",
+                        "--float16", "--nolocals", *shapes], capture_output=True, text=True)
+    if p.returncode:
+        fail(f"pilot compile {model}: {p.stderr.strip()}")
+    return out
+
+
 def load_artifact(path):
     """A pilot artifact's payload with Python's standard library alone (the container: <q n> pickle, then <q n>
     records as pickle buffers)."""
@@ -275,8 +290,8 @@ def main():
     as_json = "--json" in argv
     argv = [a for a in argv if a != "--json"]
     if not argv or argv[0] not in ("tinygrad", "pilot", "table"):
-        fail("usage: ir3_stats.py {tinygrad MODEL.onnx [NAME=DIMS ...] | pilot ARTIFACT.pkl | table [--full DIR]}"
-             " [--json]")
+        fail("usage: ir3_stats.py {tinygrad MODEL.onnx [NAME=DIMS ...] | pilot ARTIFACT.pkl | "
+             "table [--full DIR] [--pilot PILOT]} [--json]")
     rows = []
     if argv[0] == "tinygrad" and len(argv) >= 2:
         rows.append((os.path.basename(argv[1]), "tinygrad IR3", stats(tinygrad_kernels(argv[1], argv[2:]))))
@@ -296,9 +311,12 @@ def main():
                 if len(parts) >= 2 and parts[1].endswith(".onnx"):
                     pins = [parts[i + 1] for i in range(2, len(parts) - 1) if parts[i] == "--shape"]
                     models.append((parts[0], parts[1], pins))
+        pilot = argv[argv.index("--pilot") + 1] if "--pilot" in argv else None
         for name, path, pins in models:
             print(f"{name}: compiling with tinygrad IR3", file=sys.stderr)
             rows.append((name, "tinygrad IR3", stats(tinygrad_kernels(path, pins))))
+            if pilot:
+                rows.append((name, "pilot ir3", stats(pilot_kernels(pilot_compile(pilot, path, pins)))))
     else:
         fail(f"bad arguments: {' '.join(argv)}")
     report(rows, as_json)

@@ -1,7 +1,8 @@
 //! Mesa's `cffdump` decodes every model test's step as pilot submits it on QCOM (captured as an `.rd` file by the
 //! fake KGSL): no bad or unknown packet, no unknown register, every CP_LOAD_STATE6 and dispatch decoded, one dispatch
 //! per kernel. And the check can fail: streams with a planted bug (an unknown register, a wrong packet length, an
-//! unknown opcode) are reported. The encoder-side mutants are `scripts/mutate_qcom.py --cffdump`.
+//! unknown opcode) are reported, and so is an undecodable instruction where a program is a6xx code (the check ir3
+//! artifacts get). The encoder-side mutants are `scripts/mutate_qcom.py --cffdump`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -108,4 +109,50 @@ fn without_cffdump_the_check_fails_naming_setup() {
         .expect_err("a missing tool panics");
     let msg = err.downcast_ref::<String>().unwrap();
     assert!(msg.contains("scripts/setup.sh"), "{msg}");
+}
+
+/// a6xx instructions Mesa's ir3 emitted for a tinygrad kernel (hi, lo dwords as ir3-disasm prints them): a move, an
+/// `isam`, an `stib`, an `(ss)nop` and `end`.
+const A6XX_CODE: [(u32, u32); 5] = [
+    (0x2024_4903, 0x0000_0008),
+    (0xa000_1f0c, 0x0000_0015),
+    (0xc022_0020, 0x1267_7a00),
+    (0x0000_1000, 0x0000_0000),
+    (0x0300_0000, 0x0000_0000),
+];
+
+/// The hook for ir3 artifacts: with a6xx code where the fake blobs were, every instruction cffdump disassembles inline
+/// decodes; a word no a6xx instruction has is reported.
+#[test]
+fn shader_instructions_are_checked_inline() {
+    let dir = tempfile::tempdir().unwrap();
+    let art = dir.path().join("policy.pkl");
+    compile("policy", &[], false, &art);
+    let rd = capture_step(&art).unwrap().rd;
+    let with_code = |code: &[(u32, u32)]| {
+        let mut bytes = rd.clone();
+        let mut words: Vec<u8> = code.iter().flat_map(|&(hi, lo)| [lo, hi]).flat_map(u32::to_le_bytes).collect();
+        // Each fake blob (its `PILOTCL1` magic at the start of a buffer) becomes the code, zero-padded (`nop`s).
+        let mut replaced = 0;
+        let mut at = 0;
+        while let Some(i) = bytes[at..].windows(8).position(|w| w == b"PILOTCL1").map(|i| at + i) {
+            let len = u32::from_le_bytes(bytes[i - 4..i].try_into().unwrap()) as usize;
+            words.resize(len, 0);
+            bytes[i..i + len].copy_from_slice(&words);
+            replaced += 1;
+            at = i + len;
+        }
+        assert!(replaced > 0, "the capture holds the fake blobs");
+        let path = dir.path().join("code.rd");
+        std::fs::write(&path, bytes).unwrap();
+        decode(&path)
+    };
+    let d = with_code(&A6XX_CODE);
+    d.assert_clean("a6xx code");
+    d.assert_shaders_decode("a6xx code");
+    assert!(d.text.contains("isam") && d.text.contains("stib"), "disassembled inline");
+    let mut bad = A6XX_CODE;
+    bad[1] = (0x6170_5f74, 0x6163_6e6f);
+    let d = with_code(&bad);
+    assert!(!d.unknown_instructions.is_empty(), "an undecodable word is reported");
 }
