@@ -6,9 +6,10 @@ up to and including `end`; the padding after it is not code) and the split of th
 instruction category (the top three bits of each 64-bit instruction): ALU (cat1-4: moves, conversions, arithmetic,
 special functions), memory (cat6: global, IBO, const and local loads, stores and atomics), texture (cat5: isam, sam,
 getsize ...), flow (cat0 other than nop: end, branches) and sync (cat0 nops and cat7 barriers/fences); ss and sy
-count the instructions flagged `(ss)`/`(sy)`, which wait for a shared-register or a texture/memory result. Every kernel is disassembled by Mesa's
-`ir3-disasm` (built by scripts/setup.sh into target/mesa) for the Adreno 630; an instruction it cannot decode is an
-error.
+count the instructions flagged `(ss)`/`(sy)`, which wait for a shared-register or a texture/memory result. Every
+kernel is disassembled by Mesa's `ir3-disasm` (built into target/mesa by scripts/setup.sh, scripts/build_mesa.sh)
+for the Adreno 630; an instruction it cannot decode is an error. Static counts: code per step, not instructions
+executed.
 
 tinygrad compiles as the seed's compile-only CI gate does: DEV=NULL:IR3:a630,IMAGE_PITCH_ALIGNMENT=64 with IMAGE=1
 FLOAT16=1 NOLOCALS=1 (Mesa's ir3 from the `tinymesa` wheel, scripts/requirements.txt), a compile3-style TinyJit
@@ -55,7 +56,8 @@ def fail(msg):
 def disassemble(code):
     """[(category, text)] of `code` up to and including `end`, from ir3-disasm; exits on an undecodable encoding."""
     if not os.path.isfile(IR3_DISASM):
-        fail(f"{IR3_DISASM} is missing: scripts/setup.sh builds Mesa's ir3-disasm into target/mesa")
+        fail(f"{IR3_DISASM} is missing: scripts/setup.sh (scripts/build_mesa.sh) builds Mesa's ir3-disasm into "
+             "target/mesa")
     if len(code) == 0 or len(code) % 8:
         fail(f"a kernel of {len(code)} bytes is not whole 64-bit instructions")
     with tempfile.NamedTemporaryFile(suffix=".bin") as f:

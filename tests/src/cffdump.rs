@@ -17,7 +17,11 @@ use crate::models::{root, seeded_inputs};
 /// naming `scripts/setup.sh` when it has not been built.
 pub fn mesa_tool(rel: &str) -> PathBuf {
     let p = root().join("target/mesa/build").join(rel);
-    assert!(p.is_file(), "{} is missing: scripts/setup.sh builds Mesa's freedreno tools into target/mesa", p.display());
+    assert!(
+        p.is_file(),
+        "{} is missing: scripts/setup.sh (scripts/build_mesa.sh) builds Mesa's freedreno tools into target/mesa",
+        p.display()
+    );
     p
 }
 
