@@ -243,13 +243,20 @@ def pilot_compile(pilot, model, pins):
 def load_artifact(path):
     """A pilot artifact's payload with Python's standard library alone (the container: <q n> pickle, then <q n>
     records as pickle buffers)."""
+    size = os.path.getsize(path)
     with open(path, "rb") as f:
-        n = struct.unpack("<q", f.read(8))[0]
-        payload = f.read(n)
+
+        def length():
+            n = struct.unpack("<q", f.read(8))[0]
+            if not 0 <= n <= size - f.tell():
+                raise ValueError(f"a length of {n} bytes at offset {f.tell() - 8} runs past the file")
+            return n
+
+        payload = f.read(length())
 
         def records():
-            while h := f.read(8):
-                b = bytearray(struct.unpack("<q", h)[0])
+            while f.tell() < size:
+                b = bytearray(length())
                 f.readinto(b)
                 yield pickle.PickleBuffer(b)
 
@@ -259,8 +266,11 @@ def load_artifact(path):
 def pilot_kernels(path):
     """The code of each dispatch of the artifact's step. Only ir3 programs (`--qcom-compiler ir3`) are a6xx machine
     code: their blob record is the code itself, as Mesa's ir3 assembled it."""
-    d = load_artifact(path)
-    programs = d["programs"]
+    try:
+        d = load_artifact(path)
+        programs = d["programs"]
+    except (OSError, EOFError, ValueError, KeyError, TypeError, struct.error, pickle.UnpicklingError) as e:
+        fail(f"{path}: not a readable pilot artifact ({e})")
     formats = {p["format"] for p in programs}
     if formats != {"ir3"}:
         fail(f"{path}: programs are {sorted(formats)}, not ir3 machine code (compile with --target qcom "

@@ -35,8 +35,13 @@ fn pilot_artifacts_without_ir3_code_are_refused() {
     let mut o = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Qcom).unwrap());
     o.cl.qcom_compiler = QcomCompiler::Fake;
     pilot_compiler::compile(&test_models().join("dmonitoring.onnx"), &art, &o, &|_| {}).unwrap();
-    let out = ir3_stats(&["pilot", art.to_str().unwrap()]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(err.contains("not ir3 machine code"), "{err}");
+    let model = test_models().join("dmonitoring.onnx");
+    for (path, expected) in
+        [(art.as_path(), "not ir3 machine code"), (model.as_path(), "not a readable pilot artifact")]
+    {
+        let out = ir3_stats(&["pilot", path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(expected) && err.trim().lines().count() == 1, "{err}");
+    }
 }
