@@ -101,6 +101,20 @@ fn planted_stream_bugs_are_reported() {
     // An opcode the CP does not have.
     let d = decode_with(&rd, pkt7(0x31, 1), pkt7(0x7e, 1));
     assert_reports(&d, "opcode", "unknown opcode");
+
+    // And the check sees CP_EXEC_CS (0x33), ir3's launch: the first CP_RUN_OPENCL and the CP_EVENT_WRITE after it
+    // (7 dwords) become CP_EXEC_CS of 8x1x1 groups and two CP_WAIT_FOR_IDLE (0x26).
+    let mut bytes = rd.clone();
+    let words: Vec<u32> = bytes.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+    let at = words.windows(3).position(|w| w == [pkt7(0x31, 1), 0, pkt7(0x46, 4)]).expect("CP_RUN_OPENCL");
+    let exec = [pkt7(0x33, 4), 0, 8, 1, 1, pkt7(0x26, 0), pkt7(0x26, 0)];
+    bytes[at * 4..at * 4 + 28].copy_from_slice(&exec.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<_>>());
+    let path = dir.path().join("exec_cs.rd");
+    std::fs::write(&path, bytes).unwrap();
+    let d = decode(&path);
+    d.assert_clean("CP_EXEC_CS");
+    assert!(d.packets.iter().any(|p| p == "CP_EXEC_CS"), "{:?}", d.packets);
+    assert_eq!(d.dispatches, decode(&dir.path().join("policy.rd")).dispatches, "CP_EXEC_CS counts as a dispatch");
 }
 
 #[test]
