@@ -3,10 +3,11 @@
 catch each. The repository's own files are never edited: the copy
 lives in target/mutants/tree (built in target/mutants).
 
-Usage: scripts/mutate_qcom.py [--quick] [--models] [--names] [ID ...]
+Usage: scripts/mutate_qcom.py [--quick] [--models] [--cffdump] [--names] [ID ...]
   --quick   only the mutants CI runs (scripts/test.sh)
   --names   list every failing test instead of counts per kind
   --models  run the model tests on the fake KGSL for every mutant (by default only for a mutant nothing else catches)
+  --cffdump also decode every model test's step with Mesa's cffdump (pilot-tests `cffdump`; needs target/mesa)
   ID ...    only these mutants
 
 Suites: pilot-qcom's tests with every feature (the fake KGSL's unit tests, the device, OpenCL-executor and allocation
@@ -82,6 +83,7 @@ SUITES = [
     ("qcom", ["test", "-p", "pilot-qcom", "--all-features", "--no-fail-fast"]),
 ]
 MODELS = ("models", ["test", "-p", "pilot-tests", "--test", "models", "--no-fail-fast", "--", "fake_kgsl", "qcom_inputs"])
+CFFDUMP = ("cffdump", ["test", "-p", "pilot-tests", "--test", "cffdump", "--no-fail-fast"])
 
 # Hand-written hex vectors: failing only these does not count as caught.
 HEX_VECTORS = re.compile(r"^qcom (lib (dispatch|pm4)::|golden_streams )")
@@ -95,6 +97,7 @@ LABELS = [
     ("qcom submit_no_alloc ", "allocation test on the fake"),
     ("qcom peer_tables ", "tinygrad cross-check"),
     ("models ", "models on the fake vs onnxruntime"),
+    ("cffdump ", "models' steps in Mesa's cffdump"),
     ("qcom lib dispatch::", "dispatch hex vectors"),
     ("qcom lib pm4::", "pm4 hex vectors"),
     ("qcom golden_streams ", "golden stream"),
@@ -130,10 +133,12 @@ def scratch_copy():
         with open(out, "wb") as o:
             o.write(data)
         shutil.copymode(src, out)
-    # The model tests find onnxruntime in the repository's .venv.
-    venv = os.path.join(ROOT, ".venv")
-    if os.path.exists(venv) and not os.path.lexists(os.path.join(dst, ".venv")):
-        os.symlink(os.path.realpath(venv), os.path.join(dst, ".venv"))
+    # The model tests find onnxruntime in the repository's .venv, the cffdump tests Mesa's tools in target/mesa.
+    for link in (".venv", os.path.join("target", "mesa")):
+        src = os.path.join(ROOT, link)
+        if os.path.exists(src) and not os.path.lexists(os.path.join(dst, link)):
+            os.makedirs(os.path.dirname(os.path.join(dst, link)), exist_ok=True)
+            os.symlink(os.path.realpath(src), os.path.join(dst, link))
     return dst
 
 
@@ -174,7 +179,7 @@ def apply(tree, mutant, undo=None):
 
 def main():
     argv = sys.argv[1:]
-    quick, models, names = "--quick" in argv, "--models" in argv, "--names" in argv
+    quick, models, names, cffdump = "--quick" in argv, "--models" in argv, "--names" in argv, "--cffdump" in argv
     ids = [int(a) for a in argv if not a.startswith("--")] or (QUICK if quick else [m[0] for m in MUTANTS])
     env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(ROOT, "target", "mutants"), PROPTEST_CASES="64",
                PILOT_CL_REQUIRE="1", CARGO_TERM_COLOR="never")
@@ -182,7 +187,7 @@ def main():
     if "PILOT_PYTHON" not in env and os.path.exists(venv):
         env["PILOT_PYTHON"] = venv
     tree = scratch_copy()
-    suites = SUITES + ([MODELS] if models else [])
+    suites = SUITES + ([MODELS] if models else []) + ([CFFDUMP] if cffdump else [])
     base = [f for s, a in suites for f in run_suite(tree, s, a, env)]
     if base:
         sys.exit("the unmutated copy fails:\n  " + "\n  ".join(base))

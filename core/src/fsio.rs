@@ -146,6 +146,27 @@ pub fn create_regular(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// Writes `bytes` to `path` atomically: to a temporary file in the same directory (removed on error and on a
+/// handled signal), fsync, then rename over [`output_target`]'s file. An existing file keeps its permissions (a new
+/// one gets 0o644) and is untouched on any error.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let target = output_target(path)?;
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let perms = std::fs::metadata(&target).map_or_else(|_| std::fs::Permissions::from_mode(0o644), |m| m.permissions());
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let _registered = remove_on_signal(tmp.path());
+    tmp.as_file().set_permissions(perms)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(&target).map_err(|e| e.error)?;
+    Ok(())
+}
+
 /// Whether `a` and `b` name the same existing file (same device and inode, links followed).
 pub fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::metadata(a), std::fs::metadata(b)) {
@@ -259,6 +280,21 @@ mod tests {
         }
         out.push(dir.to_path_buf());
         out
+    }
+
+    #[test]
+    fn write_atomic_replaces_keeps_permissions_and_refuses_devices() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.bin");
+        write_atomic(&p, b"one").unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o644);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(write_atomic(Path::new("/dev/null"), b"x").is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file is left");
     }
 
     #[test]

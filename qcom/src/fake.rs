@@ -12,12 +12,13 @@
 //! later ioctl), and each CP_RUN_OPENCL / CP_EXEC_CS becomes a [`Dispatch`] (descriptors and samplers decoded) handed
 //! to the [`Executor`], after the ordering check of [`order`]: a dispatch touching memory an earlier one wrote needs
 //! CACHE_INVALIDATE and CP_WAIT_FOR_IDLE between them. A failing dispatch faults its context: later submissions and
-//! waits on it report the fault.
+//! waits on it report the fault. [`FakeKgsl::with_rd_capture`] records a submission as Mesa's `.rd` capture ([`rd`]).
 
 mod cp;
 pub mod descriptors;
 pub mod order;
 mod packets;
+pub mod rd;
 pub mod regs;
 
 pub use cp::{Dispatch, LaunchPacket};
@@ -27,6 +28,7 @@ use crate::sys::*;
 use bytemuck::Pod;
 use cp::{CpState, Progress, Step, Visible};
 use order::Ordering;
+use rd::RdCapture;
 use std::alloc::Layout;
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
@@ -117,6 +119,7 @@ struct State {
     executor: Box<dyn Executor>,
     power_level: Option<u32>,
     start: Instant,
+    capture: Option<RdCapture>,
 }
 
 /// The fake KGSL device. See the module docs.
@@ -172,6 +175,7 @@ impl FakeKgsl {
                 executor: Box::new(NoExecutor),
                 power_level: None,
                 start: Instant::now(),
+                capture: None,
             }),
         }
     }
@@ -185,6 +189,12 @@ impl FakeKgsl {
     /// Hands every dispatch to `executor`.
     pub fn with_executor(self, executor: Box<dyn Executor>) -> Self {
         self.lock().executor = executor;
+        self
+    }
+
+    /// Captures the next submission into `capture` as an `.rd` file (see [`rd`]).
+    pub fn with_rd_capture(self, capture: RdCapture) -> Self {
+        self.lock().capture = Some(capture);
         self
     }
 
@@ -271,7 +281,7 @@ impl State {
         if a.sizebytes != std::mem::size_of::<kgsl_devinfo>() as u64 || a.value == 0 {
             return Err(einval(format!("DEVICE_INFO needs 40 bytes, got {}", a.sizebytes)));
         }
-        let gpu_id = (self.chip_id >> 24) * 100 + ((self.chip_id >> 16) & 0xff) * 10 + ((self.chip_id >> 8) & 0xff);
+        let gpu_id = self.gpu_id();
         let info = kgsl_devinfo {
             device_id: 1,
             chip_id: self.chip_id,
@@ -391,6 +401,10 @@ impl State {
         if a.cmdsize as usize != std::mem::size_of::<kgsl_command_object>() || a.numcmds == 0 || a.cmdlist == 0 {
             return Err(einval(format!("cmdsize {} numcmds {}", a.cmdsize, a.numcmds)));
         }
+        if self.capture.as_ref().is_some_and(RdCapture::armed) {
+            // SAFETY: as for this function.
+            unsafe { self.capture(a) };
+        }
         let mut cp = self.ctx(id)?.cp.clone();
         let mem = Mem { regions: &self.regions };
         let mut steps = Vec::new();
@@ -415,6 +429,36 @@ impl State {
         a.timestamp = ts;
         self.progress();
         self.no_fault(id)
+    }
+
+    /// Fills the armed capture with the submission `a` and every GPU-visible range as it is now.
+    ///
+    /// # Safety
+    /// `a.cmdlist` must point to `a.numcmds` readable command objects.
+    unsafe fn capture(&self, a: &kgsl_gpu_command) {
+        let Some(capture) = &self.capture else { return };
+        let mem = Mem { regions: &self.regions };
+        let contents = self.regions.iter().map(|(&va, r)| {
+            let mut bytes = vec![0u8; r.len as usize];
+            mem.read(va, &mut bytes).map(|()| (va, bytes)).map_err(|e| e.to_string())
+        });
+        let streams = (0..a.numcmds as usize).map(|i| {
+            // SAFETY: the caller guarantees `cmdlist` points to `numcmds` command objects.
+            let obj = unsafe { std::ptr::read_unaligned((a.cmdlist as *const kgsl_command_object).add(i)) };
+            let dwords =
+                u32::try_from(obj.size / 4).map_err(|_| format!("command object {i} of {} bytes", obj.size))?;
+            Ok(rd::Stream { va: obj.gpuaddr.wrapping_add(obj.offset), dwords })
+        });
+        let file = contents.collect::<Result<Vec<_>, String>>().and_then(|contents| {
+            let buffers: Vec<rd::Buffer> = contents.iter().map(|(va, bytes)| rd::Buffer { va: *va, bytes }).collect();
+            rd::encode(self.gpu_id(), &buffers, &streams.collect::<Result<Vec<_>, String>>()?)
+        });
+        capture.fill(file);
+    }
+
+    /// The GPU id DEVICE_INFO reports (630 for the a630).
+    fn gpu_id(&self) -> u32 {
+        (self.chip_id >> 24) * 100 + ((self.chip_id >> 16) & 0xff) * 10 + ((self.chip_id >> 8) & 0xff)
     }
 
     /// Runs pending work of every context until nothing moves.

@@ -1,6 +1,8 @@
 //! Shared helpers for pilot's integration tests and the demo: compiling C kernels with the system
-//! C compiler into the freestanding objects the CPU backend loads, and building small artifacts by hand.
+//! C compiler into the freestanding objects the CPU backend loads, building small artifacts by hand, and
+//! decoding a QCOM step's capture with Mesa's `cffdump` ([`cffdump`]).
 
+pub mod cffdump;
 pub mod demo;
 pub mod models;
 

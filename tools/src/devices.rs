@@ -75,10 +75,7 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
         "qcom" => Box::new(pilot_qcom::device::QcomDevice::open(qcom_priority(priority)?)?),
         // The same backend over the in-process fake KGSL, which runs each dispatch on OpenCL.
         #[cfg(feature = "fake-kgsl")]
-        "fake-kgsl" => {
-            let fake = pilot_qcom::fake_exec::fake_with_opencl().map_err(|e| anyhow::anyhow!("fake-kgsl: {e}"))?;
-            Box::new(pilot_qcom::device::QcomDevice::with_file(Box::new(fake), "fake-kgsl")?)
-        }
+        "fake-kgsl" => fake_kgsl(None)?,
         // usb+amd gfx1100 artifacts on the RDNA3 emulator, workgroups spread over `--threads`.
         #[cfg(feature = "amd-emu")]
         "amd-emu" => {
@@ -100,6 +97,17 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
         "sim" => bail!("this pilot was built without the simulated GPU (cargo feature `sim`)"),
         other => bail!("unknown device `{other}` (available: {})", AVAILABLE.join(", ")),
     })
+}
+
+/// The QCOM backend over the in-process fake KGSL, which runs each dispatch on OpenCL; with `capture`, the fake
+/// records its first submission as an `.rd` file there.
+#[cfg(feature = "fake-kgsl")]
+pub fn fake_kgsl(capture: Option<pilot_qcom::fake::rd::RdCapture>) -> anyhow::Result<Box<dyn Device>> {
+    let mut fake = pilot_qcom::fake_exec::fake_with_opencl().map_err(|e| anyhow::anyhow!("fake-kgsl: {e}"))?;
+    if let Some(capture) = capture {
+        fake = fake.with_rd_capture(capture);
+    }
+    Ok(Box::new(pilot_qcom::device::QcomDevice::with_file(Box::new(fake), "fake-kgsl")?))
 }
 
 /// `usb:BUS-ADDR` as (bus, address).

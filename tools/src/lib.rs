@@ -8,6 +8,7 @@ pub mod inspect;
 pub mod keys;
 pub use pilot_core::npy;
 pub mod profile;
+pub mod rd_capture;
 pub mod run;
 #[cfg(feature = "compiler")]
 pub mod selftest;

@@ -13,6 +13,7 @@ use pilot_core::{Artifact, DType, Session};
 use crate::devices;
 use crate::keys;
 use crate::npy;
+use crate::rd_capture::RdCaptureOut;
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -52,6 +53,10 @@ pub struct RunArgs {
     /// Run only an artifact signed by the holder of this public key (from `pilot keygen`).
     #[arg(long, env = "PILOT_TRUSTED_KEY", value_name = "FILE")]
     pub trusted_key: Option<PathBuf>,
+    /// Run on the fake KGSL and write the first step's submission (command stream and every GPU buffer) to FILE as
+    /// Mesa's .rd capture, which Mesa's cffdump decodes.
+    #[arg(long, value_name = "FILE")]
+    pub rd_capture: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -82,10 +87,14 @@ fn open_session(
     device: Option<&str>,
     opts: devices::DeviceOptions,
     trusted: Option<&VerifyingKey>,
+    capture: Option<&RdCaptureOut>,
 ) -> anyhow::Result<Session> {
     let artifact = Artifact::open(path)?;
     keys::check_trusted(&artifact, trusted)?;
-    let device = devices::open(device, &artifact.manifest.target, opts)?;
+    let device = match capture {
+        Some(c) => c.device()?,
+        None => devices::open(device, &artifact.manifest.target, opts)?,
+    };
     Ok(Session::new(artifact, device)?)
 }
 
@@ -195,8 +204,23 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
     }
     let opts = devices::DeviceOptions { threads: args.threads, profile: args.profile, priority: args.priority };
     let trusted = keys::trusted_key(args.trusted_key.as_deref())?;
-    let mut session = open_session(&args.artifact, args.device.as_deref(), opts, trusted.as_ref())?;
-    let inputs = build_inputs(&session, args)?;
+    let capture = match &args.rd_capture {
+        Some(p) => Some(RdCaptureOut::new(p, args.device.as_deref(), &args.artifact)?),
+        None => None,
+    };
+    let device = args.device.as_deref();
+    let mut session = open_session(&args.artifact, device, opts, trusted.as_ref(), capture.as_ref())?;
+    let outcome = run_steps(&mut session, args);
+    // The capture is written even when a step failed: it shows what was submitted.
+    let written = capture.map(RdCaptureOut::write);
+    let passed = outcome?;
+    written.transpose()?;
+    Ok(passed)
+}
+
+/// The steps of `pilot run` and what follows them (counters, profile, outputs, the step-time gate).
+fn run_steps(session: &mut Session, args: &RunArgs) -> anyhow::Result<bool> {
+    let inputs = build_inputs(session, args)?;
     let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
     let mut log = match benchmark_log_path(args) {
         Some(p) => Some(std::io::BufWriter::new(
@@ -226,7 +250,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
     }
     print_counters(&before, &session.device_counters(), args.steps);
     if args.profile {
-        crate::profile::report(&session, args.steps, args.profile_trace.as_deref())?;
+        crate::profile::report(session, args.steps, args.profile_trace.as_deref())?;
     }
     if let Some(dir) = &args.save_outputs {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

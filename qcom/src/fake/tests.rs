@@ -475,3 +475,31 @@ proptest::proptest! {
         proptest::prop_assert_eq!(d.launch, if ir3 { LaunchPacket::ExecCs } else { LaunchPacket::RunOpenCl });
     }
 }
+
+#[test]
+fn the_first_submission_is_captured_even_when_refused() {
+    let capture = rd::RdCapture::new();
+    let mut r = rig_with(FakeKgsl::new().with_rd_capture(capture.clone()));
+    r.objs.get_mut(&Sym::Buffer(1)).unwrap().write_u32s(0, &[0xdead_beef]).unwrap();
+    let refused = [crate::pm4::pkt7_hdr(0x7e, 1), 0];
+    assert!(r.submit(&refused).is_err());
+    let e = exec(ShaderKind::QcomCl, ArgsLayout::new(ShaderKind::QcomCl, 0, 0, 0).unwrap());
+    let good = r.link(&step(&e), 1);
+    r.submit(&good).unwrap();
+
+    let file = capture.take().expect("a submission was made").unwrap();
+    let words: Vec<u32> = file.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(words[..3], [rd::section::GPU_ID, 4, 630]);
+    // The stream section is the last: the refused submission's two dwords at the command object.
+    let n = words.len();
+    let va = r.cmd.va();
+    assert_eq!(words[n - 5..], [rd::section::CMDSTREAM_ADDR, 12, va as u32, 2, (va >> 32) as u32]);
+    // Every GPU object is there with its contents, the buffer's first word included.
+    let buf = r.va(Sym::Buffer(1));
+    let at = words.windows(5).position(|w| w == [rd::section::GPUADDR, 12, buf as u32, 0x1000, (buf >> 32) as u32]);
+    let at = at.expect("the buffer's RD_GPUADDR");
+    assert_eq!(words[at + 5..at + 8], [rd::section::BUFFER_CONTENTS, 0x1000, 0xdead_beef]);
+    let objects = words.windows(2).filter(|w| w == &[rd::section::GPUADDR, 12]).count();
+    assert_eq!(objects, SYMS.len() + 1, "every object and the command buffer");
+    assert!(capture.take().is_none(), "taken once");
+}
