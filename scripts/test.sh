@@ -79,7 +79,7 @@ fi
 echo "runtime-only pilot: no fake or simulator symbols, $size bytes stripped (profile runtime)"
 # `smi` (CI housekeeping) is not in the on-device binary: asked for, it says so in one line, exit 2.
 set +e
-smi_err=$(target/runtime/pilot smi nvidia rmmod --expect 2>&1 >/dev/null)
+smi_err=$(target/runtime/pilot smi nv rmmod --expect 2>&1 >/dev/null)
 smi_rc=$?
 set -e
 if [ "$smi_rc" -ne 2 ] || [ "$(printf '%s\n' "$smi_err" | wc -l)" -ne 1 ] || ! grep -q 'without smi' <<<"$smi_err"; then
@@ -140,11 +140,12 @@ python3 scripts/mutate_qcom.py --quick
 .venv/bin/python -c 'import maturin, pytest' 2>/dev/null \
   || .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
 cargo build --quiet -p pilot-tools
-# Alone, so libpilot_capi holds the runtime crates only; with the fake KGSL, which the C tests and example step on.
-cargo build --quiet -p pilot-capi --features fake-kgsl
+# The C ABI and the wheel the tests use have the devices of the desktop `pilot` (the tests step on the fake KGSL and
+# compare error texts, device lists included, with the command's). capi alone, so it holds the runtime crates only.
+test_devices=fake-kgsl,sim,amd-emu
+cargo build --quiet -p pilot-capi --features "$test_devices"
 rm -rf target/wheels
-# The Python tests step `policy_qcom` on the fake KGSL, an opt-in device of the wheel.
-maturin build --quiet -m python/Cargo.toml -o target/wheels --features fake-kgsl
+maturin build --quiet -m python/Cargo.toml -o target/wheels --features "$test_devices"
 wheel_so=$(wheel_extension target/wheels)
 if ! fake_symbols "$wheel_so" | grep -q 'pilot_qcom::fake::FakeKgsl'; then
   echo "fake-symbol check is blind: the wheel built with --features fake-kgsl shows no pilot_qcom::fake::FakeKgsl" >&2
