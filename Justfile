@@ -15,7 +15,7 @@ test:
 
 # Criterion benchmarks of the runtime, then pilot against tinygrad and onnxruntime (results in BENCHMARKS.md).
 bench:
-    cargo bench -p pilot-tests --bench load --bench step
+    cargo bench -p pilot-tests --bench load --bench step --bench cpu_dispatch
     scripts/bench.sh
 
 # The OpenCL target on PoCL and the QCOM backend on the fake KGSL, per model and mode.

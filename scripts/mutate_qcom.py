@@ -182,7 +182,7 @@ def main():
     quick, models, names, cffdump = "--quick" in argv, "--models" in argv, "--names" in argv, "--cffdump" in argv
     ids = [int(a) for a in argv if not a.startswith("--")] or (QUICK if quick else [m[0] for m in MUTANTS])
     env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(ROOT, "target", "mutants"), PROPTEST_CASES="64",
-               PILOT_CL_REQUIRE="1", CARGO_TERM_COLOR="never")
+               PILOT_REQUIRE="1", CARGO_TERM_COLOR="never")
     venv = os.path.join(ROOT, ".venv", "bin", "python")
     if "PILOT_PYTHON" not in env and os.path.exists(venv):
         env["PILOT_PYTHON"] = venv

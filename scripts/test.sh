@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
+# A test whose tool (clang-19, llvm-objdump-19, the venv, PoCL, the AMD firmware, qemu) is missing fails, not skips.
+export PILOT_REQUIRE=1
 
 # The runtime crates must never link protobuf/ONNX code (the dependency rule in ARCHITECTURE.md); nor may
 # the C ABI and the Python module.
@@ -14,6 +16,12 @@ for crate in pilot-core pilot-qcom pilot-usb-bridge pilot-amd-codeobj pilot-amd 
     exit 1
   fi
 done
+
+# The C ABI (and the Python module on it) stands on pilot-runtime, never on the command: no CLI crates.
+if cargo tree -p pilot-capi -e normal --prefix none | grep -Eq '^(pilot-tools|clap|serde_json|env_logger) '; then
+  echo "dependency rule broken: pilot-capi links the command's crates (pilot-tools, clap, serde_json, env_logger)" >&2
+  exit 1
+fi
 
 # The on-device runtime is `pilot` without the compiler feature: no protobuf, no ONNX.
 if cargo tree -p pilot-tools --no-default-features -e normal --prefix none | grep -Eiq '^(prost|protobuf|onnx|pilot-compiler|pilot-cl|cl3)'; then
@@ -42,7 +50,7 @@ cargo build --quiet --target aarch64-unknown-linux-gnu -p pilot-usb-bridge --fea
 # same pattern must find each of them in a build that has them, so the check cannot pass vacuously.
 fake_symbols() {
   nm -C "$1" |
-    grep -Eio 'pilot_[a-z_]+(::[A-Za-z0-9_]+)*::(fake[A-Za-z0-9_]*|sim|sim_[A-Za-z0-9_]*|[A-Za-z0-9_]*_sim|simulator[A-Za-z0-9_]*)(::|\b)|\bpilot_(usb_sim|rdna3)::[A-Za-z0-9_]+' |
+    grep -Eio 'pilot_[a-z_]+(::[A-Za-z0-9_]+)*::(fake[A-Za-z0-9_]*|sim|sim_[A-Za-z0-9_]*|[A-Za-z0-9_]*_sim|simulator[A-Za-z0-9_]*|rdna3|emu_device)(::|\b)|\bpilot_(usb_sim|rdna3|a6xx_emu)::[A-Za-z0-9_]+' |
     sort -u || true
 }
 runtime_dir=$(mktemp -d)
@@ -79,10 +87,59 @@ if [ "$size" -gt $((2 * 1024 * 1024)) ]; then
   exit 1
 fi
 echo "runtime-only pilot: no fake or simulator symbols, $size bytes stripped (profile runtime)"
+# `smi` (CI housekeeping) is not in the on-device binary: asked for, it says so in one line, exit 2.
+set +e
+smi_err=$(target/runtime/pilot smi nv rmmod --expect 2>&1 >/dev/null)
+smi_rc=$?
+set -e
+if [ "$smi_rc" -ne 2 ] || [ "$(printf '%s\n' "$smi_err" | wc -l)" -ne 1 ] || ! grep -q 'without smi' <<<"$smi_err"; then
+  echo "the runtime-only pilot should refuse smi in one line with exit 2; got exit $smi_rc: $smi_err" >&2
+  exit 1
+fi
+
+# The C ABI and the Python module by default hold the real devices only: no fake, simulator or emulator symbol in
+# libpilot_capi.so or in the wheel's extension. A control build with the opt-in devices must show each kind, so the
+# check cannot pass vacuously.
+cargo build --quiet -p pilot-capi --features fake-kgsl,sim,amd-emu
+cp target/debug/libpilot_capi.so "$runtime_dir/capi-with-fakes.so"
+control=$(fake_symbols "$runtime_dir/capi-with-fakes.so")
+for want in 'pilot_qcom::fake::FakeKgsl' 'pilot_usb_sim::' 'pilot_rdna3::'; do
+  if ! grep -qF "$want" <<<"$control"; then
+    echo "fake-symbol check is blind: libpilot_capi with its opt-in devices shows no $want symbol" >&2
+    exit 1
+  fi
+done
+cargo build --quiet -p pilot-capi
+leaked=$(fake_symbols target/debug/libpilot_capi.so)
+if [ -n "$leaked" ]; then
+  echo "the default libpilot_capi contains fake, simulator or emulator code:" >&2
+  echo "$leaked" | head -20 >&2
+  exit 1
+fi
+# The extension module inside a wheel (a zip), for fake_symbols.
+wheel_extension() {
+  rm -rf "$1/unpacked"
+  .venv/bin/python -m zipfile -e "$1"/pilot-*.whl "$1/unpacked"
+  local so
+  so=$(ls "$1"/unpacked/pilot/_pilot*.so)
+  [ -f "$so" ] || { echo "no pilot/_pilot*.so in the wheel in $1" >&2; exit 1; }
+  echo "$so"
+}
+.venv/bin/python -c 'import maturin' 2>/dev/null \
+  || .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
+maturin build --quiet -m python/Cargo.toml -o "$runtime_dir/wheel-default"
+wheel_so=$(wheel_extension "$runtime_dir/wheel-default")
+leaked=$(fake_symbols "$wheel_so")
+if [ -n "$leaked" ]; then
+  echo "the default pilot wheel contains fake, simulator or emulator code:" >&2
+  echo "$leaked" | head -20 >&2
+  exit 1
+fi
+echo "default libpilot_capi and wheel: no fake, simulator or emulator symbols (the wheel's control is the test wheel)"
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
-PILOT_CL_REQUIRE=1 PROPTEST_CASES="${PROPTEST_CASES:-4096}" cargo test --workspace --quiet
+PROPTEST_CASES="${PROPTEST_CASES:-4096}" cargo test --workspace --quiet
 
 # The fakes are witnesses: a few of issue 15's planted QCOM bugs must each make a fake or cross-check test fail
 # (the full table: scripts/mutate_qcom.py, TESTING.md).
@@ -93,9 +150,17 @@ python3 scripts/mutate_qcom.py --quick
 .venv/bin/python -c 'import maturin, pytest' 2>/dev/null \
   || .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
 cargo build --quiet -p pilot-tools
-cargo build --quiet -p pilot-capi   # alone, so libpilot_capi holds the runtime crates only
+# The C ABI and the wheel the tests use have the devices of the desktop `pilot` (the tests step on the fake KGSL and
+# compare error texts, device lists included, with the command's). capi alone, so it holds the runtime crates only.
+test_devices=fake-kgsl,sim,amd-emu
+cargo build --quiet -p pilot-capi --features "$test_devices"
 rm -rf target/wheels
-maturin build --quiet -m python/Cargo.toml -o target/wheels
+maturin build --quiet -m python/Cargo.toml -o target/wheels --features "$test_devices"
+wheel_so=$(wheel_extension target/wheels)
+if ! fake_symbols "$wheel_so" | grep -q 'pilot_qcom::fake::FakeKgsl'; then
+  echo "fake-symbol check is blind: the wheel built with --features fake-kgsl shows no pilot_qcom::fake::FakeKgsl" >&2
+  exit 1
+fi
 .venv/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall target/wheels/pilot-*.whl
 .venv/bin/python -m pytest -q -p no:cacheprovider python/tests
 mkdir -p target/embed-models

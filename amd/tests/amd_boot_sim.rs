@@ -2,8 +2,8 @@
 //! cold boot of both cards, fini, a partial boot, a boot after a crash (no fini: mode-1 reset), and firmware
 //! folders that are truncated or for the other card (one-line errors).
 //!
-//! Firmware: `PILOT_AMD_FIRMWARE`, else `target/amd-firmware/...` (`scripts/setup.sh`); skipped when absent and
-//! `PILOT_AMD_FIRMWARE_OPTIONAL=1`.
+//! Firmware: `PILOT_AMD_FIRMWARE`, else `target/amd-firmware/...` (`scripts/setup.sh`); skipped when absent, a
+//! failure under `PILOT_REQUIRE=1`.
 
 use pilot_amd::boot::{boot, fini, BootError, BootKind, BootOptions, Booted, VERSION};
 use pilot_amd::bridge_bus::{BridgeBus, BusMap, Indirect};

@@ -2,22 +2,13 @@
 //! has the same offset, base segment and bits in tinygrad 0.14.0's `runtime/autogen/am/regs.py` `<module>`
 //! (generated from Linux's `asic_reg` headers), and every register lists all the fields the peer knows.
 //!
-//! The venv is `$PILOT_PYTHON` or `.venv` (scripts/setup.sh installs tinygrad there). With neither, the test
-//! skips with a note; with one, a failing script fails the test.
+//! The venv is `$PILOT_PYTHON` or `.venv` (scripts/setup.sh installs tinygrad there). Without it the test
+//! skips with a note (fails under `PILOT_REQUIRE=1`); with it, a failing script fails the test.
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-
-/// `$PILOT_PYTHON`, else the repository's `.venv`; `None` when neither exists.
-fn python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PILOT_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv/bin/python"));
-    venv.exists().then_some(venv)
-}
 
 /// Reads `module name` lines; prints `module name offset segment field:low:high ...` for each register tinygrad
 /// has (as `reg<name>` or `mm<name>`), or `module name -` when it has none.
@@ -105,10 +96,7 @@ fn differences(ours: &Table, peer: &PeerTable) -> Vec<String> {
 
 #[test]
 fn amd_register_tables_match_tinygrads() {
-    let Some(python) = python() else {
-        eprintln!("skipping: no PILOT_PYTHON and no .venv, so tinygrad's tables cannot be read (run scripts/setup.sh)");
-        return;
-    };
+    let Some(python) = pilot_test_support::venv_python() else { return };
     let ours = ours();
     assert!(ours.len() > 700, "only {} registers", ours.len());
     let keys: Vec<_> = ours.keys().cloned().collect();

@@ -3,8 +3,8 @@
 //! the prebuilt step, a constant number of USB transactions per step, partial boot after a clean close, a mode-1
 //! reset after a crash, and a wrong dispatch encoding caught.
 //!
-//! Firmware: `PILOT_AMD_FIRMWARE`, else `target/amd-firmware/...` (`scripts/setup.sh`); skipped when absent and
-//! `PILOT_AMD_FIRMWARE_OPTIONAL=1`.
+//! Firmware: `PILOT_AMD_FIRMWARE`, else `target/amd-firmware/...` (`scripts/setup.sh`); skipped when absent, a
+//! failure under `PILOT_REQUIRE=1`.
 
 // The clang-19 kernel builder of the emulator's tests (it uses `pilot_rdna3`, a dev-dependency).
 #[path = "../../rdna3/tests/rdna3_support/mod.rs"]

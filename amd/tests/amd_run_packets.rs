@@ -2,14 +2,13 @@
 //! 0.14.0's generated tables (`runtime/autogen/am/pm4_nv.py`, `sdma_6_0_0.py`, `soc_11.py`, `regs.py`) the way
 //! tinygrad's `ops_amd.py` composes it.
 //!
-//! The venv is `$PILOT_PYTHON` or `.venv` (scripts/setup.sh installs tinygrad there). With neither, the peer test
-//! skips with a note; with one, any difference fails it.
+//! The venv is `$PILOT_PYTHON` or `.venv` (scripts/setup.sh installs tinygrad there). Without it the peer test
+//! skips with a note (fails under `PILOT_REQUIRE=1`); with it, any difference fails it.
 
 use pilot_amd::pm4::{self, Va};
 use pilot_amd::sdma;
 use pilot_core::hcq::reloc::{RelocBuf, Word};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::Command;
 
 const ADDR: u64 = 0x0000_8012_3456_7800;
@@ -151,20 +150,9 @@ out = {
 for k, v in out.items(): print(k, *(f"{x & 0xFFFFFFFF:x}" for x in v))
 "#;
 
-fn python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PILOT_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv/bin/python"));
-    venv.exists().then_some(venv)
-}
-
 #[test]
 fn every_packet_equals_tinygrads() {
-    let Some(py) = python() else {
-        eprintln!("skipping: no PILOT_PYTHON and no .venv, so tinygrad's tables cannot be read (run scripts/setup.sh)");
-        return;
-    };
+    let Some(py) = pilot_test_support::venv_python() else { return };
     let out = Command::new(&py).arg("-c").arg(PEER).output().expect("run the venv's python");
     assert!(out.status.success(), "peer script failed: {}", String::from_utf8_lossy(&out.stderr));
     let peer: BTreeMap<String, Vec<u32>> = String::from_utf8(out.stdout)

@@ -65,7 +65,7 @@ pub enum Error {
 impl Error {
     /// The same one-line text `pilot run` prints (after `pilot: error: `) for an error it reports.
     pub fn from_cli(e: &anyhow::Error) -> Error {
-        Error::Load(pilot_tools::one_line(e))
+        Error::Load(pilot_runtime::one_line(e))
     }
 
     pub fn status(&self) -> PilotStatus {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use pilot_core::artifact::TensorSpec;
 use pilot_core::device::{BufferUse, DeviceError};
 use pilot_core::{Artifact, Session, SessionError};
-use pilot_tools::devices;
+use pilot_runtime::devices;
 
 use crate::error::Error;
 use crate::slices::{self, OutputSlice};

@@ -170,7 +170,7 @@ fn errors_are_codes_with_the_commands_text() {
     unsafe {
         assert_eq!(pilot_model_open(missing_c.as_ptr(), ptr::null(), ptr::null(), &mut m), PilotStatus::Load);
         let cli = pilot_core::Artifact::open(&missing).unwrap_err();
-        assert_eq!(last_error(), pilot_tools::one_line(&anyhow::Error::from(cli)));
+        assert_eq!(last_error(), pilot_runtime::one_line(&anyhow::Error::from(cli)));
         assert!(m.is_null());
 
         let gpu = CString::new("gpu9").unwrap();

@@ -1,5 +1,5 @@
 //! The OpenCL device on whatever platform this machine has (PoCL in CI). Every test skips with a
-//! note when no OpenCL platform is present, unless `PILOT_CL_REQUIRE` is set.
+//! note when no OpenCL platform is present, and fails under `PILOT_REQUIRE=1`.
 
 use std::sync::Arc;
 
@@ -13,8 +13,8 @@ use pilot_core::device::{
 fn open() -> Option<ClDevice> {
     match ClDevice::open(None) {
         Ok(dev) => Some(dev),
-        Err(e @ DeviceError::Unavailable(_)) if std::env::var_os("PILOT_CL_REQUIRE").is_none() => {
-            eprintln!("skipping: {e}");
+        Err(e @ DeviceError::Unavailable(_)) => {
+            pilot_test_support::opencl_missing(e);
             None
         }
         Err(e) => panic!("opening the OpenCL device: {e}"),
@@ -233,7 +233,8 @@ fn kernels_sharing_a_source_run_as_a_step() {
 fn image_kernels_sample_and_write() {
     let Some(mut dev) = open() else { return };
     if !dev.limits().image_support {
-        eprintln!("skipping: {} has no image support", dev.device_name());
+        let what = format!("OpenCL image support ({} has none)", dev.device_name());
+        pilot_test_support::missing(&what, "use an OpenCL platform with images (PoCL has them)");
         return;
     }
     let mirror = load(&mut dev, IMAGES, "mirror", 3);

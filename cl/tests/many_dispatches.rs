@@ -9,8 +9,8 @@ use pilot_core::device::{Arg, BufferId, BufferUse, Device, DeviceError, ProgramF
 fn open() -> Option<ClDevice> {
     match ClDevice::open(None) {
         Ok(dev) => Some(dev),
-        Err(e @ DeviceError::Unavailable(_)) if std::env::var_os("PILOT_CL_REQUIRE").is_none() => {
-            eprintln!("skipping: {e}");
+        Err(e @ DeviceError::Unavailable(_)) => {
+            pilot_test_support::opencl_missing(e);
             None
         }
         Err(e) => panic!("opening the OpenCL device: {e}"),

@@ -17,8 +17,8 @@ __kernel void axpy(__global float* y, __global const float* x) {
 fn check(profiling: bool) {
     let mut dev = match ClDevice::open(None) {
         Ok(dev) => dev.with_profiling(profiling),
-        Err(e @ DeviceError::Unavailable(_)) if std::env::var_os("PILOT_CL_REQUIRE").is_none() => {
-            eprintln!("skipping: {e}");
+        Err(e @ DeviceError::Unavailable(_)) => {
+            pilot_test_support::opencl_missing(e);
             return;
         }
         Err(e) => panic!("opening the OpenCL device: {e}"),

@@ -111,11 +111,7 @@ fn scratch(name: &str) -> PathBuf {
 fn models() -> Option<&'static Path> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
     DIR.get_or_init(|| {
-        let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
-        if !python.exists() {
-            eprintln!("SKIPPED: {} is absent (run `just setup`)", python.display());
-            return None;
-        }
+        let python = pilot_test_support::venv_python()?;
         let dir = scratch("models");
         let script = dir.join("gen.py");
         std::fs::write(&script, GEN_PY).unwrap();

@@ -7,20 +7,14 @@
 //! - small models built and run with onnxruntime by the project's venv (openpilot-like shapes),
 //!   compared at scaled error ≤ 1e-4.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 mod common;
 
-use common::{close, data_sets, read_pb, root};
+use common::{close, data_sets, read_pb};
 use pilot_compiler::onnx;
 use pilot_compiler::tensor::Tensor;
-
-fn node_dir() -> Option<PathBuf> {
-    let dir =
-        std::env::var("PILOT_ONNX_NODE_DIR").map(PathBuf::from).unwrap_or_else(|_| root().join("target/onnx-node"));
-    dir.join("test_abs").exists().then_some(dir)
-}
 
 fn run_folded(dir: &Path, fold: &[&str]) -> Result<(), String> {
     let model = onnx::load(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
@@ -49,10 +43,7 @@ fn run_folded(dir: &Path, fold: &[&str]) -> Result<(), String> {
 
 /// Runs `cases` (name, inputs to fold), reporting every failure at once.
 fn run_cases(cases: &[(&str, &[&str])]) {
-    let Some(dir) = node_dir() else {
-        eprintln!("ONNX node cases not generated; skipping");
-        return;
-    };
+    let dir = common::node::node_dir();
     let failures: Vec<String> = cases
         .iter()
         .filter_map(|&(c, fold)| run_folded(&dir.join(c), fold).err().map(|e| format!("{c}: {e}")))
@@ -177,11 +168,6 @@ def f32(*shape):
     return rng.standard_normal(shape).astype(np.float32)
 "#;
 
-fn python() -> Option<PathBuf> {
-    let p = root().join(".venv/bin/python");
-    p.exists().then_some(p)
-}
-
 fn read_npy(path: &Path) -> Tensor {
     let a = pilot_core::npy::read(path).unwrap();
     Tensor { dtype: a.dtype, shape: a.shape, data: a.data }
@@ -189,10 +175,7 @@ fn read_npy(path: &Path) -> Tensor {
 
 /// Runs `snippet` (see [`HARNESS`]) and compares pilot's reference executor with onnxruntime.
 fn check_ort(name: &str, snippet: &str) {
-    let Some(py) = python() else {
-        eprintln!("no venv; skipping {name}");
-        return;
-    };
+    let Some(py) = pilot_test_support::venv_python() else { return };
     let dir = std::env::temp_dir().join(format!("pilot_ops_extra_{}_{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = Command::new(py).arg("-c").arg(format!("{HARNESS}\n{snippet}")).arg(&dir).output().expect("python runs");

@@ -3,18 +3,12 @@
 //! output_shape): the case's own values are folded in as initializers first, as a deployed model
 //! carries them, then the model runs through import → lowering → the reference executor.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod common;
 
-use common::{close, data_sets, read_pb, root};
+use common::{close, data_sets, read_pb};
 use pilot_compiler::onnx;
-
-fn node_dir() -> Option<PathBuf> {
-    let dir =
-        std::env::var("PILOT_ONNX_NODE_DIR").map(PathBuf::from).unwrap_or_else(|_| root().join("target/onnx-node"));
-    dir.join("test_abs").exists().then_some(dir)
-}
 
 /// Runs case `dir` with the inputs named in `fold` made initializers.
 fn run_folded(dir: &Path, fold: &[&str]) -> Result<(), String> {
@@ -47,10 +41,7 @@ fn run_folded(dir: &Path, fold: &[&str]) -> Result<(), String> {
 
 /// Runs every `(case, inputs to fold)`, reporting every failure at once.
 fn run_cases(cases: impl IntoIterator<Item = (String, &'static [&'static str])>) {
-    let Some(dir) = node_dir() else {
-        eprintln!("ONNX node cases not generated (the onnx_node test makes them); skipping");
-        return;
-    };
+    let dir = common::node::node_dir();
     let failures: Vec<String> = cases
         .into_iter()
         .filter_map(|(c, fold)| run_folded(&dir.join(&c), fold).err().map(|e| format!("{c}: {e}")))

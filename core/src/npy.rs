@@ -680,14 +680,11 @@ mod tests {
         }
     }
 
-    /// Interop with numpy both ways, for every dtype; skipped (with a message) without numpy.
+    /// Interop with numpy (the venv's) both ways, for every dtype; skipped without the venv, a failure under
+    /// `PILOT_REQUIRE=1`.
     #[test]
     fn numpy_interop() {
-        let probe = std::process::Command::new("python3").args(["-c", "import numpy"]).output();
-        if !probe.is_ok_and(|o| o.status.success()) {
-            eprintln!("skipping numpy interop test: `python3 -c 'import numpy'` failed");
-            return;
-        }
+        let Some(python) = pilot_test_support::venv_python() else { return };
         let dir = tempfile::tempdir().unwrap();
         let script = "import numpy as np, sys
 a = np.load(sys.argv[1])
@@ -706,7 +703,7 @@ np.save(sys.argv[2], a.astype(a.dtype.newbyteorder('>')) if a.dtype.itemsize > 1
             let bytes: Vec<u8> = (0..24).flat_map(|i| if i % 3 == 0 { &one } else { &zero }.clone()).collect();
             write(&ours, &Array::new(dtype, vec![2, 3, 4], bytes.clone()).unwrap()).unwrap();
             let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-            let out = std::process::Command::new("python3")
+            let out = std::process::Command::new(&python)
                 .args(["-c", script])
                 .args([&ours, &theirs])
                 .args([dtype.name(), &hex])
@@ -721,7 +718,7 @@ a = np.arange(6, dtype='<i4').reshape(2, 3)
 for v in (2, 3):
     with open(f'{sys.argv[1]}/v{v}.npy', 'wb') as f: np.lib.format.write_array(f, a, version=(v, 0))
 np.save(f'{sys.argv[1]}/fortran.npy', np.asfortranarray(a))";
-        let out = std::process::Command::new("python3").args(["-c", script]).arg(dir.path()).output().unwrap();
+        let out = std::process::Command::new(&python).args(["-c", script]).arg(dir.path()).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let data = (0..6i32).flat_map(i32::to_le_bytes).collect();
         let want = Array::new(DType::I32, vec![2, 3], data).unwrap();

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pilot
-from conftest import ROOT
+from conftest import ROOT, require_pocl
 from test_pilot import cli_error, cli_outputs, seeded_inputs
 
 LIBS = ["-lpthread", "-ldl", "-lm", "-lrt", "-lutil"]
@@ -39,8 +39,8 @@ def run_c(check, artifact, device, out, steps, inputs):
 
 @pytest.mark.parametrize("name,device", [("vision", "cpu"), ("policy", "cpu"), ("policy_qcom", "fake-kgsl")])
 def test_c_outputs_equal_pilot_run_bit_for_bit(models, check, tmp_path, name, device):
-    if device == "fake-kgsl" and not os.path.exists("/etc/OpenCL/vendors/pocl.icd"):
-        pytest.skip("the fake KGSL runs its dispatches on PoCL, which is not installed")
+    if device == "fake-kgsl":
+        require_pocl()
     model = pilot.load(models[name], device=device)
     inputs = seeded_inputs(model, 5)
     r = run_c(check, models[name], device, tmp_path / "c", 2, inputs)

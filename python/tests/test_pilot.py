@@ -1,7 +1,6 @@
 """The Python module against the `pilot` command: outputs bit for bit, numpy views of pilot's own buffers,
 errors with the command's text, gates, output_slices, and steps that release the GIL."""
 
-import os
 import re
 import threading
 import time
@@ -10,7 +9,7 @@ import numpy as np
 import pytest
 
 import pilot
-from conftest import run_pilot
+from conftest import require_pocl, run_pilot
 
 
 def seeded_inputs(model, seed):
@@ -201,8 +200,7 @@ def test_steps_release_the_gil(models):
 
 
 def test_zero_copy_inputs_on_the_fake_kgsl(models, tmp_path):
-    if not os.path.exists("/etc/OpenCL/vendors/pocl.icd"):
-        pytest.skip("the fake KGSL runs its dispatches on PoCL, which is not installed")
+    require_pocl()
     model = pilot.load(models["policy_qcom"], device="fake-kgsl")
     assert all(model.is_zero_copy(n) for n in model.inputs), "KGSL maps pilot's input buffers"
     inputs = seeded_inputs(model, 11)

@@ -1,6 +1,6 @@
 //! The fake KGSL running fake-compiled kernels on OpenCL ([`pilot_qcom::fake_exec::ClExecutor`]): streams built
 //! with the crate's own encoders, results checked in GPU memory. Every test skips with a note when this machine
-//! has no OpenCL, unless `PILOT_CL_REQUIRE` is set.
+//! has no OpenCL, and fails under `PILOT_REQUIRE=1`.
 #![cfg(feature = "fake-cl")]
 
 use std::collections::HashMap;
@@ -20,11 +20,10 @@ use pilot_qcom::reloc::{Addr, FnResolve, Sym, ValueSym, Word};
 fn fake() -> Option<FakeKgsl> {
     match fake_with_opencl() {
         Ok(f) => Some(f),
-        Err(e) if std::env::var_os("PILOT_CL_REQUIRE").is_none() => {
-            eprintln!("skipping: {e}");
+        Err(e) => {
+            pilot_test_support::opencl_missing(e);
             None
         }
-        Err(e) => panic!("opening the OpenCL device: {e}"),
     }
 }
 

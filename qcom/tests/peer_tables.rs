@@ -4,8 +4,8 @@
 //! read by `scripts/peer_tables.py`). Where pilot composes a value (a descriptor, a register of several fields, a
 //! PM4 header), the same value is composed from tinygrad's field shifts and compared.
 //!
-//! The venv is `$PILOT_PYTHON` or `.venv` (scripts/setup.sh installs tinygrad there). With neither, the test skips
-//! with a note; with one, a failing script fails the test.
+//! The venv is `$PILOT_PYTHON` or `.venv` (scripts/setup.sh installs tinygrad there). Without it the test
+//! skips with a note (fails under `PILOT_REQUIRE=1`); with it, a failing script fails the test.
 #![cfg(feature = "fake")]
 
 use pilot_qcom::dispatch::{ArgsLayout, Image, ImageFormat, KernelInfo, Launch, ShaderKind, SAMPLER_CLAMP_NEAREST};
@@ -449,15 +449,6 @@ fn fake_tables(c: &mut Checks) {
     }
 }
 
-/// `$PILOT_PYTHON`, else the repository's `.venv`; `None` when neither exists.
-fn python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PILOT_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv/bin/python"));
-    venv.exists().then_some(venv)
-}
-
 fn peer_values(python: &PathBuf, names: &[String]) -> BTreeMap<String, Option<u64>> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/peer_tables.py");
     let mut child = Command::new(python)
@@ -480,10 +471,7 @@ fn peer_values(python: &PathBuf, names: &[String]) -> BTreeMap<String, Option<u6
 
 #[test]
 fn pilots_qcom_tables_match_tinygrads() {
-    let Some(python) = python() else {
-        eprintln!("skipping: no PILOT_PYTHON and no .venv, so tinygrad's tables cannot be read (run scripts/setup.sh)");
-        return;
-    };
+    let Some(python) = pilot_test_support::venv_python() else { return };
     let mut checks = Checks::default();
     encoder_registers(&mut checks);
     encoder_packets(&mut checks);

@@ -359,37 +359,6 @@ fn matmul_2d_workgroups_bit_exact() {
     assert_eq!(stats.waves, 4 * 8);
 }
 
-/// Emulation speed on a typical kernel, on one thread and on all of them. Run once with
-/// `cargo test --release -p pilot-rdna3 --test rdna3_kernels -- --ignored --nocapture`.
-#[test]
-#[ignore = "a measurement: run once in release"]
-fn speed_of_matmul_256() {
-    if code_object("math").is_none() {
-        return;
-    }
-    let (dev, pc, want, stats, took) = matmul(256);
-    assert_eq!(dev.f32s(pc, 256 * 256), want);
-    let report = |what: &str, secs: f64| {
-        eprintln!(
-            "matmul 256x256 {what}: {} wave instructions in {secs:.3} s: {:.1} M wave-instructions/s ({:.0} M lane-ops/s)",
-            stats.instructions,
-            stats.instructions as f64 / secs / 1e6,
-            stats.instructions as f64 * 32.0 / secs / 1e6
-        )
-    };
-    report("1 thread", took.as_secs_f64());
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let co = code_object("math").unwrap();
-    let (a, b) = (floats(16, 256 * 256, -1.0, 1.0), floats(17, 256 * 256, -1.0, 1.0));
-    let mut dev = Device::new();
-    let (pa, pb, pc) = (dev.alloc(&f32_bytes(&a)), dev.alloc(&f32_bytes(&b)), dev.zeros(256 * 256 * 4));
-    let args = [Arg::Ptr(pa), Arg::Ptr(pb), Arg::Ptr(pc), Arg::U32(256)];
-    let start = std::time::Instant::now();
-    dev.run_parallel(co, "matmul", [16, 16, 1], [16, 16, 1], &args, threads);
-    report(&format!("{threads} threads"), start.elapsed().as_secs_f64());
-    assert_eq!(dev.f32s(pc, 256 * 256), want);
-}
-
 #[test]
 fn correctly_rounded_division_and_sqrt() {
     let Some(co) = code_object("exact") else { return };

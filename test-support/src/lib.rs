@@ -1,12 +1,20 @@
 //! Test support for pilot's test binaries (a dev-dependency only, never a dependency of a runtime crate).
 //!
+//! [`require`]: the tools a test needs from outside the repository, and the one switch (`PILOT_REQUIRE=1`, set by CI)
+//! that makes a missing one a failure instead of a skip. [`bytes`]: byte patterns in artifacts and code objects.
+//!
 //! The counting global allocator proves that a step path makes no heap allocation. A test binary declares it in one
 //! line, `pilot_test_support::counting_allocator!();`, then compares [`thread_allocs`] (this thread) or
 //! [`all_allocs`] (every thread) before and after the code under test. [`paused`] runs code that may allocate
 //! without counting it on this thread (a fake kernel behind an ioctl, say), and a binary whose library has worker
 //! threads can tag them: `counting_allocator!(tagging is_worker)` counts their allocations in [`tagged_allocs`].
 
+pub mod bytes;
 pub mod ir3;
+pub mod require;
+
+pub use bytes::{count_bytes, find_bytes};
+pub use require::{amd_firmware_dir, clang_19, missing, opencl_missing, required, venv_python, venv_python_or_fail};
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -123,21 +131,4 @@ pub fn paused<R>(f: impl FnOnce() -> R) -> R {
     }
     let _restore = Restore(PAUSED.with(|p| p.replace(true)));
     f()
-}
-
-/// The AMD firmware folder the tests boot the simulated GPU from: `PILOT_AMD_FIRMWARE`, else the one
-/// `scripts/setup.sh` fetches (`target/amd-firmware/root/usr/lib/firmware/amdgpu`). When it is absent the test
-/// panics saying what to run, or, with `PILOT_AMD_FIRMWARE_OPTIONAL=1`, gets `None` and skips, saying so.
-pub fn amd_firmware_dir() -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("PILOT_AMD_FIRMWARE").map(std::path::PathBuf::from).unwrap_or_else(|| {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/amd-firmware/root/usr/lib/firmware/amdgpu")
-    });
-    if dir.join("psp_13_0_0_sos.bin").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("PILOT_AMD_FIRMWARE_OPTIONAL").as_deref() == Ok("1") {
-        eprintln!("skipped: no AMD firmware in {} (PILOT_AMD_FIRMWARE_OPTIONAL=1)", dir.display());
-        return None;
-    }
-    panic!("no AMD firmware in {}: run scripts/setup.sh (or set PILOT_AMD_FIRMWARE)", dir.display());
 }

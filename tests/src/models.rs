@@ -13,12 +13,8 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
 }
 
-/// The venv's Python (numpy, onnx, onnxruntime), made by `scripts/setup.sh`.
-pub fn venv_python() -> PathBuf {
-    let p = root().join(".venv/bin/python");
-    assert!(p.exists(), "the model tests need the venv with onnx and onnxruntime: run scripts/setup.sh");
-    p
-}
+/// The venv's Python (numpy, onnx, onnxruntime), made by `scripts/setup.sh`: the model tests fail without it.
+pub use pilot_test_support::venv_python_or_fail as venv_python;
 
 /// The directory of generated models (`vision.onnx`, `policy.onnx`, ...), made on first use.
 pub fn test_models() -> &'static Path {

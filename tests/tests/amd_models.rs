@@ -5,8 +5,8 @@
 //! seeded inputs (scaled error `|got - ref| / max(1, |ref|)` ≤ 1e-4). The boots: cold (vision, exporter), partial
 //! after a clean close (policy), and after a simulated crash, which takes a mode-1 reset (dmonitoring).
 //!
-//! Firmware: `PILOT_AMD_FIRMWARE`, else `target/amd-firmware/...` (`scripts/setup.sh`); skipped when absent and
-//! `PILOT_AMD_FIRMWARE_OPTIONAL=1`. Each test prints the USB transactions, bytes and host time per step and the
+//! Firmware: `PILOT_AMD_FIRMWARE`, else `target/amd-firmware/...` (`scripts/setup.sh`); skipped when absent, a
+//! failure under `PILOT_REQUIRE=1`. Each test prints the USB transactions, bytes and host time per step and the
 //! simulator's modelled step and load times (the numbers in BENCHMARKS.md).
 
 use std::collections::HashMap;

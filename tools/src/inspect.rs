@@ -6,6 +6,7 @@ use pilot_core::artifact::{Manifest, TensorSpec};
 use pilot_core::device::{BufferUse, ProgramFormat, StepOp};
 use pilot_core::gates;
 use pilot_core::Artifact;
+use pilot_runtime::printable;
 use serde_json::{json, Value};
 
 fn kind(k: BufferUse) -> &'static str {
@@ -95,12 +96,6 @@ fn program_read_images(a: &Artifact, p: &pilot_core::artifact::ProgramEntry) -> 
         ProgramFormat::AdrenoBlob => fake_blob_source(a.blob(p.blob)).map_or((0, 0), |source| count(&source)),
         _ => (0, 0),
     }
-}
-
-/// `text` with control characters (terminal escapes, newlines, NUL, ...) shown as Rust escapes, so
-/// that names read from an artifact cannot drive the terminal or fake extra lines.
-pub fn printable(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 /// An `ir3` program's dispatch record.
@@ -220,12 +215,4 @@ pub fn inspect(path: &Path, as_json: bool) -> anyhow::Result<()> {
         println!("prop      {} = {}{}", printable(k), printable(&shown), if v.chars().count() > 60 { "…" } else { "" });
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn control_characters_are_escaped() {
-        assert_eq!(super::printable("a\x1b[2Jb\nc\u{0}é"), "a\\u{1b}[2Jb\\nc\\u{0}é");
-    }
 }

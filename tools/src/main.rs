@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use pilot_tools::{gate, inspect, run, smi};
+#[cfg(feature = "smi")]
+use pilot_tools::smi;
+use pilot_tools::{gate, inspect, run};
 
 #[derive(Parser)]
 #[command(name = "pilot", version, about = "Compile ONNX models and run them on comma-style hardware")]
@@ -52,16 +54,25 @@ enum Command {
         max_regression: String,
     },
     /// GPU housekeeping for device CI: unload kernel modules, kill processes holding the GPU.
+    #[cfg(feature = "smi")]
     Smi {
         vendor: smi::Vendor,
         #[command(subcommand)]
         action: SmiAction,
+    },
+    /// GPU housekeeping for device CI (this build has no smi).
+    #[cfg(not(feature = "smi"))]
+    #[command(hide = true)]
+    Smi {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        rest: Vec<String>,
     },
     /// The USB GPU bridge (ASM2464, tinygrad's custom firmware): list, info, copy-speed, reset.
     #[command(subcommand)]
     Usb(pilot_tools::usb::UsbCommand),
 }
 
+#[cfg(feature = "smi")]
 #[derive(Subcommand)]
 enum SmiAction {
     /// Unload the vendor's kernel modules (with --expect: only check that they are unloaded).
@@ -100,6 +111,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<bool> {
             println!("{report}");
             Ok(!report.is_regression())
         }
+        #[cfg(not(feature = "smi"))]
+        Command::Smi { .. } => anyhow::bail!("this pilot was built without smi (cargo feature `smi`)"),
+        #[cfg(feature = "smi")]
         Command::Smi { vendor, action } => {
             let mut env = smi::SystemEnv::default();
             match action {

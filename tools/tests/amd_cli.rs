@@ -30,7 +30,7 @@ fn vision() -> PathBuf {
             let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
             let dir = root.join("target/test-models");
             if !dir.join("vision.onnx").exists() {
-                let st = Command::new(root.join(".venv/bin/python"))
+                let st = Command::new(pilot_test_support::venv_python_or_fail())
                     .arg(root.join("scripts/make_models.py"))
                     .arg(&dir)
                     .output()

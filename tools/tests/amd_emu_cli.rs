@@ -18,9 +18,8 @@ fn amd_artifacts_run_on_the_emulated_gpu() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let models = root.join("target/test-models");
     if !models.join("policy.onnx").exists() {
-        let st =
-            Command::new(root.join(".venv/bin/python")).arg(root.join("scripts/make_models.py")).arg(&models).output();
-        let st = st.expect("the venv's python (scripts/setup.sh)");
+        let python = pilot_test_support::venv_python_or_fail();
+        let st = Command::new(python).arg(root.join("scripts/make_models.py")).arg(&models).output().unwrap();
         assert!(st.status.success(), "make_models.py: {}", String::from_utf8_lossy(&st.stderr));
     }
     let model = models.join("policy.onnx");

@@ -22,10 +22,6 @@ use pilot_core::Artifact;
 /// Longest a `load` or `run` of these tiny artifacts may take before it counts as a hang.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
 /// A small convolutional model: Conv (4 -> 8 channels, stride 2), Relu, Flatten, MatMul.
 const MODEL_PY: &str = r#"
 import sys, numpy as np
@@ -90,8 +86,7 @@ fn pilot(args: &[&str]) -> Outcome {
 fn compile(dir: &Path, target: &str, flags: &[&str]) -> PathBuf {
     let model = dir.join("model.onnx");
     if !model.exists() {
-        let python = root().join(".venv/bin/python");
-        assert!(python.exists(), "this test needs the venv with onnx: run scripts/setup.sh");
+        let python = pilot_test_support::venv_python_or_fail();
         let o = Command::new(python).arg("-c").arg(MODEL_PY).arg(&model).output().unwrap();
         assert!(o.status.success(), "making the model: {}", String::from_utf8_lossy(&o.stderr));
     }
@@ -144,12 +139,12 @@ fn scale() -> usize {
     std::env::var("PILOT_MUTATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
 }
 
-/// Whether the pristine artifact runs on `device`; `false` (skip) when this machine has no OpenCL and
-/// CI does not require it.
+/// Whether the pristine artifact runs on `device`; `false` (skip) when this machine has no OpenCL, a failure
+/// under `PILOT_REQUIRE=1`.
 fn runs(path: &Path, device: &str) -> bool {
     let o = pilot(&["run", path.to_str().unwrap(), "--steps", "1", "--device", device]);
-    if o.code != Ok(0) && std::env::var_os("PILOT_CL_REQUIRE").is_none() && o.stderr.contains("OpenCL") {
-        eprintln!("skipping {device}: {}", o.stderr.trim());
+    if o.code != Ok(0) && o.stderr.contains("OpenCL") {
+        pilot_test_support::opencl_missing(format!("--device {device}: {}", o.stderr.trim()));
         return false;
     }
     assert_eq!(o.code, Ok(0), "the pristine artifact must run on {device}: {}", o.stderr);

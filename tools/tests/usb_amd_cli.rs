@@ -2,8 +2,8 @@
 //! (the exporter test model, the quickest to emulate), with the USB transactions per step and the bridge clock's
 //! boot and load times reported; a bridge that is not there is one line with exit 2.
 //!
-//! Firmware: `PILOT_AMD_FIRMWARE`, else `target/amd-firmware/...` (`scripts/setup.sh`); skipped when absent and
-//! `PILOT_AMD_FIRMWARE_OPTIONAL=1`.
+//! Firmware: `PILOT_AMD_FIRMWARE`, else `target/amd-firmware/...` (`scripts/setup.sh`); skipped when absent, a
+//! failure under `PILOT_REQUIRE=1`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -25,7 +25,7 @@ fn text(b: &[u8]) -> String {
 fn exporter() -> PathBuf {
     let dir = root().join("target/test-models");
     if !dir.join("exporter.onnx").exists() {
-        let st = Command::new(root().join(".venv/bin/python"))
+        let st = Command::new(pilot_test_support::venv_python_or_fail())
             .arg(root().join("scripts/make_models.py"))
             .arg(&dir)
             .output()

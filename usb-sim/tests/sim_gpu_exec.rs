@@ -41,19 +41,14 @@ kernel void lds_reverse(global float *c, global const float *a) {
 }
 "#;
 
-/// The code object (built once), or `None` when clang-19 is absent (and PILOT_AMD_REQUIRE unset).
+/// The code object (built once), or `None` when clang-19 is absent (a failure under `PILOT_REQUIRE=1`).
 fn code_object() -> Option<Vec<u8>> {
     static BUILT: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
     BUILT.get_or_init(build).clone()
 }
 
 fn build() -> Option<Vec<u8>> {
-    let ok = Command::new("clang-19").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(std::env::var_os("PILOT_AMD_REQUIRE").is_none(), "PILOT_AMD_REQUIRE is set but clang-19 is missing");
-        eprintln!("skipping: clang-19 is not installed");
-        return None;
-    }
+    pilot_test_support::clang_19()?;
     let dir = std::env::temp_dir().join(format!("pilot-sim-gpu-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (cl, obj, co) = (dir.join("k.cl"), dir.join("k.o"), dir.join("k.co"));

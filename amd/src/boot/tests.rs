@@ -1,6 +1,6 @@
 //! The bring-up against the scripted bus: order and values of what it writes, the three boot kinds, fini,
 //! and failures as one-line errors. Firmware is the real Debian files (`PILOT_AMD_FIRMWARE`, else
-//! `target/amd-firmware/...`; `PILOT_AMD_FIRMWARE_OPTIONAL=1` skips without them).
+//! `target/amd-firmware/...`; skipped without them, a failure under `PILOT_REQUIRE=1`).
 
 use super::test_bus::{Event, ScriptedBus, FB_BASE, STAGING};
 use super::*;

@@ -22,8 +22,7 @@ pub fn node_dir() -> PathBuf {
     DIR.get_or_init(|| {
         let dir = root().join("target/onnx-node");
         if !dir.join("test_abs").exists() {
-            let python = root().join(".venv/bin/python");
-            assert!(python.exists(), "the ONNX node tests need the venv: run scripts/setup.sh");
+            let python = pilot_test_support::venv_python_or_fail();
             let tmp = root().join(format!("target/onnx-node.tmp-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&tmp);
             let st = std::process::Command::new(python)

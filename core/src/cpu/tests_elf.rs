@@ -168,19 +168,14 @@ fn code_pages_are_never_writable_and_executable() {
     }
 }
 
-/// `clang-19` or `clang`, if installed.
+/// `clang-19` or `clang`; `None` (a skip, a failure under `PILOT_REQUIRE=1`) without either.
 fn clang() -> Option<&'static str> {
-    ["clang-19", "clang"]
-        .into_iter()
-        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+    pilot_test_support::require::tool(&["clang-19", "clang"])
 }
 
 #[test]
 fn foreign_architecture_objects_link_but_do_not_execute() {
-    let Some(clang) = clang() else {
-        eprintln!("skipping: neither clang-19 nor clang is on PATH (needed to cross-compile)");
-        return;
-    };
+    let Some(clang) = clang() else { return };
     let (target, machine) = match Machine::host() {
         Some(Machine::Aarch64) => ("--target=x86_64-linux-gnu", Machine::X86_64),
         _ => ("--target=aarch64-linux-gnu", Machine::Aarch64),
@@ -208,10 +203,7 @@ fn foreign_architecture_objects_link_but_do_not_execute() {
 
 #[test]
 fn clang_built_host_kernels_run() {
-    let Some(clang) = clang() else {
-        eprintln!("skipping: neither clang-19 nor clang is on PATH");
-        return;
-    };
+    let Some(clang) = clang() else { return };
     for model in MODELS {
         // An explicit target, so that the object is for this process even under emulation.
         let target = format!("--target={}-linux-gnu", std::env::consts::ARCH);

@@ -225,23 +225,15 @@ kernel void max_reduce(global const int *a, global int *out, uint n) {
 }
 "#;
 
-fn clang_present() -> bool {
-    Command::new("clang-19").arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
-}
-
-/// Builds `src` into a gfx1100 code object. `None` (with a message) when clang-19 is absent and
-/// PILOT_AMD_REQUIRE is not set; a failed build always fails the test.
+/// Builds `src` into a gfx1100 code object. `None` (with a message) when clang-19 is absent, a failure
+/// under `PILOT_REQUIRE=1`; a failed build always fails the test.
 pub fn build(stem: &str, src: &str) -> Option<Vec<u8>> {
     build_with(stem, src, &[])
 }
 
 /// [`build`] with extra clang flags.
 pub fn build_with(stem: &str, src: &str, flags: &[&str]) -> Option<Vec<u8>> {
-    if !clang_present() {
-        assert!(std::env::var_os("PILOT_AMD_REQUIRE").is_none(), "PILOT_AMD_REQUIRE is set but clang-19 is missing");
-        eprintln!("skipping: clang-19 is not installed (scripts/setup.sh installs it)");
-        return None;
-    }
+    pilot_test_support::clang_19()?;
     static BUILDS: AtomicUsize = AtomicUsize::new(0);
     let n = BUILDS.fetch_add(1, Ordering::Relaxed);
     let dir: PathBuf = std::env::temp_dir().join(format!("pilot-rdna3-{}-{n}-{stem}", std::process::id()));

@@ -1,4 +1,6 @@
-//! Opening a device by name for `--device`.
+//! Opening a device by name (`pilot run --device`, `pilot_model_open`, `pilot.load(device=...)`). The real devices
+//! (cpu, null, qcom, usb+amd, usb:BUS-ADDR) are always here; `cl`, `fake-kgsl`, `amd-emu` and `sim` only with the
+//! cargo features of those names, and a build without one says so in one line when it is asked for.
 
 use anyhow::bail;
 use pilot_core::cpu::CpuDevice;
@@ -6,7 +8,7 @@ use pilot_core::null::NullDevice;
 use pilot_core::target::{Backend, Target};
 use pilot_core::Device;
 
-/// Names `--device` accepts in this build.
+/// Names [`open`] accepts in this build.
 pub const AVAILABLE: &[&str] = &[
     "cpu",
     "null",
