@@ -247,6 +247,12 @@ fn kernel(e: &elf::Elf, m: &metadata::KernelMeta) -> Result<Kernel, Refusal> {
             format!("is {}, too few for the kernarg pointer", d.user_sgprs()),
         ));
     }
+    if d.user_sgprs() > 16 {
+        return Err(refuse(
+            "compute_pgm_rsrc2.user_sgpr_count",
+            format!("is {}, more than the 16 COMPUTE_USER_DATA registers", d.user_sgprs()),
+        ));
+    }
     if !m.kernarg_segment_align.is_power_of_two() || m.kernarg_segment_align > 64 {
         return Err(refuse("metadata .kernarg_segment_align", format!("is {}", m.kernarg_segment_align)));
     }

@@ -274,6 +274,10 @@ fn what_pilot_cannot_dispatch_is_refused_by_kernel_and_field() {
     assert_eq!(field(edit(8, 8)), "reduce: metadata .kernarg_segment_size");
     assert_eq!(field(edit(16, 4)), "reduce: descriptor.kernel_code_entry_byte_offset");
     assert_eq!(field(edit(30, 1)), "reduce: descriptor.reserved1");
+    // #26 item 10: USER_SGPR_COUNT 17 passes the 16 COMPUTE_USER_DATA registers.
+    let mut b = bytes.clone();
+    b[kd + 52] = b[kd + 52] & !0x3e | 17 << 1;
+    assert_eq!(field(CodeObject::parse(&b).unwrap_err()), "reduce: compute_pgm_rsrc2.user_sgpr_count");
     // ELF header: another GPU, another OS ABI.
     let mut b = bytes.clone();
     b[48] = 0x30; // e_flags mach: gfx1030

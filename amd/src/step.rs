@@ -170,6 +170,14 @@ fn check(l: &Launch<'_>) -> Result<()> {
     if k.args_need_sgprs() && k.user_sgprs < 2 {
         return fail(format!("{} user SGPRs cannot hold the kernarg address", k.user_sgprs));
     }
+    // Counted in 64 bits without overflow: a grid is at most 2^32-1 work-items, a work-group at most 1024.
+    let items = |v: [u32; 3]| v.iter().try_fold(1u64, |n, &x| n.checked_mul(u64::from(x)));
+    if items(l.global).is_none_or(|n| n > u64::from(u32::MAX)) || items(l.local).is_none_or(|n| n > 1024) {
+        return fail(format!(
+            "global {:?} in work-groups of {:?} passes 2^32-1 work-items or 1024 per work-group",
+            l.global, l.local
+        ));
+    }
     Ok(())
 }
 
@@ -315,6 +323,12 @@ mod tests {
         assert!(e.contains("`k`: the dispatch passes 1 arguments, the kernel takes 2"), "{e}");
         let bad = Launch { kernel: &k, args: vec![(1, 0), (2, 0)], global: [48, 1, 1], local: [32, 1, 1] };
         assert!(encode(Card::Gfx1100, &regs(), &[bad]).unwrap_err().to_string().contains("not whole work-groups"));
+        // #26 item 1: grids past 2^32-1 work-items (whose group counts multiply past 64 bits) are refused.
+        for global in [[1 << 16, 1 << 16, 32], [u32::MAX - 31, u32::MAX - 31, u32::MAX - 31]] {
+            let bad = Launch { kernel: &k, args: vec![(1, 0), (2, 0)], global, local: [32, 1, 1] };
+            let e = encode(Card::Gfx1100, &regs(), &[bad]).unwrap_err().to_string();
+            assert!(e.contains("passes 2^32-1 work-items or 1024 per work-group"), "{e}");
+        }
     }
 
     /// The same submission from the packet encoders.

@@ -14,6 +14,10 @@
 //!   test device: unlike the trait's contract for the step path, the emulator allocates (waves, LDS,
 //!   host threads) on every dispatch.
 //!
+//! The artifact's `amdgpu` dispatch record must equal the one pilot's reader derives, as on the `usb+amd`
+//! device. VRAM is host memory committed as buffers are allocated, capped by [`EmuDevice::with_max_vram`]
+//! (default: half the host's memory). Dispatches run under [`crate::Budget::from_env`].
+//!
 //! gfx1201 (RDNA4) code objects are refused: the emulator decodes gfx11 only.
 
 use pilot_core::artifact::AmdDispatch;
@@ -47,6 +51,8 @@ pub struct EmuDevice {
     dispatches: u64,
     /// The last code object parsed (every program of an artifact shares one).
     parsed: Option<(Vec<u8>, CodeObject)>,
+    /// The most VRAM (host memory) the device hands out.
+    max_vram: u64,
 }
 
 struct Program {
@@ -61,8 +67,15 @@ enum Op {
 }
 
 impl EmuDevice {
-    /// An empty device whose dispatches run their workgroups on `threads` host threads.
+    /// An empty device whose dispatches run their workgroups on `threads` host threads, with at most
+    /// half the host's memory (and at most [`MAX_VRAM`]) as VRAM.
     pub fn new(threads: usize) -> EmuDevice {
+        EmuDevice::with_max_vram(threads, host_memory().map_or(MAX_VRAM, |m| m / 2))
+    }
+
+    /// [`EmuDevice::new`] handing out at most `max_vram` bytes of VRAM (capped at [`MAX_VRAM`]); an
+    /// allocation past it is [`DeviceError::OutOfMemory`].
+    pub fn with_max_vram(threads: usize, max_vram: u64) -> EmuDevice {
         EmuDevice {
             vram: SharedVecMemory::new(VRAM_BASE, 0, &[]),
             buffers: Vec::new(),
@@ -73,6 +86,7 @@ impl EmuDevice {
             ran: Stats::default(),
             dispatches: 0,
             parsed: None,
+            max_vram: max_vram.min(MAX_VRAM),
         }
     }
 
@@ -96,7 +110,7 @@ impl EmuDevice {
     /// Reserves `size` bytes of VRAM aligned to `align`, zero-filled.
     fn reserve(&mut self, size: u64, align: u64) -> DeviceResult<u64> {
         let addr = (VRAM_BASE + self.vram.size() as u64).next_multiple_of(align);
-        let end = addr.checked_add(size).filter(|&e| e - VRAM_BASE <= MAX_VRAM);
+        let end = addr.checked_add(size).filter(|&e| e - VRAM_BASE <= self.max_vram);
         let Some(end) = end else { return Err(DeviceError::OutOfMemory { size: size as usize }) };
         self.vram.grow((end - VRAM_BASE) as usize).map_err(|_| DeviceError::OutOfMemory { size: size as usize })?;
         Ok(addr)
@@ -112,7 +126,14 @@ impl EmuDevice {
 }
 
 /// Largest VRAM the device hands out (a 24 GiB RX 7900 XTX).
-const MAX_VRAM: u64 = 24 << 30;
+pub const MAX_VRAM: u64 = 24 << 30;
+
+/// The host's physical memory in bytes (`MemTotal` of /proc/meminfo), where it can be read.
+fn host_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+    line.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()?.checked_mul(1024)
+}
 
 fn program_err(name: &str, reason: impl std::fmt::Display) -> DeviceError {
     DeviceError::Program { name: name.to_string(), reason: reason.to_string() }
@@ -181,6 +202,17 @@ impl Device for EmuDevice {
             ));
         }
         let k = obj.kernel(name).ok_or_else(|| program_err(name, "not in the code object"))?;
+        let record = k.dispatch_record();
+        match spec.amdgpu {
+            None => return Err(program_err(name, "the artifact carries no amdgpu dispatch record")),
+            Some(r) if *r != record => {
+                return Err(program_err(
+                    name,
+                    format!("the artifact's amdgpu record {r:?} differs from the code object's {record:?}"),
+                ))
+            }
+            Some(_) => {}
+        }
         if k.arg_offsets.len() != spec.arg_count {
             return Err(program_err(
                 name,
@@ -190,7 +222,16 @@ impl Device for EmuDevice {
         let workgroup = k
             .reqd_workgroup_size
             .ok_or_else(|| program_err(name, "the code object records no reqd_work_group_size"))?;
-        let record = k.dispatch_record();
+        if record.scratch > crate::dispatch::MAX_SCRATCH_PER_ITEM {
+            return Err(program_err(
+                name,
+                format!(
+                    "{} scratch bytes per work-item exceed the {} the emulator provides",
+                    record.scratch,
+                    crate::dispatch::MAX_SCRATCH_PER_ITEM
+                ),
+            ));
+        }
         let kernel = CodeObjectKernel::load(spec.code, name).map_err(|e| program_err(name, e))?;
         if let Some(msg) = disagreement(k, &kernel) {
             return Err(program_err(name, msg));
@@ -233,8 +274,9 @@ impl Device for EmuDevice {
                     let at = self.reserve(kernarg.len() as u64, align)?;
                     self.vram.write(at, &kernarg).map_err(|_| unreachable_vram("link_step"))?;
                     let p = &self.programs[program];
-                    let dispatch = Dispatch::for_kernel(&p.kernel, grid, *local, at)
+                    let mut dispatch = Dispatch::for_kernel(&p.kernel, grid, *local, at)
                         .map_err(|e| fail(format!("`{}`: {e}", p.kernel.name)))?;
+                    dispatch.budget = crate::Budget::from_env().map_err(fail)?;
                     Op::Dispatch { program, dispatch }
                 }
                 StepOp::Copy { src, dst, len } => Op::Copy {

@@ -9,6 +9,7 @@
 
 use super::kernel::{props, CodeObjectKernel};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use super::memory::{Memory, SharedMemory};
 use super::wave::{Ctx, State, Wave, LANES};
@@ -31,6 +32,90 @@ pub struct Dispatch {
     pub scratch_bytes: u32,
     /// Instructions one wave may execute before the emulator calls it a hang.
     pub step_limit: u64,
+    /// Wave instructions the whole dispatch may execute, over all its waves ([`Budget`]).
+    pub budget: Budget,
+}
+
+/// What a whole dispatch may use before the emulator stops it: wave instructions over all its waves and,
+/// optionally, host wall time. [`Budget::from_env`] reads `PILOT_EMU_MAX_INSTRUCTIONS` and `PILOT_EMU_TIMEOUT_S`.
+/// A dispatch also stops once [`cancel_flag`] is set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    pub instructions: u64,
+    pub wall: Option<Duration>,
+}
+
+/// Wave instructions a dispatch may execute by default (about a minute of emulation on one host thread).
+pub const DEFAULT_DISPATCH_INSTRUCTIONS: u64 = 4_000_000_000;
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget { instructions: DEFAULT_DISPATCH_INSTRUCTIONS, wall: None }
+    }
+}
+
+impl Budget {
+    /// The default budget with `PILOT_EMU_MAX_INSTRUCTIONS` (a positive integer) and `PILOT_EMU_TIMEOUT_S`
+    /// (positive seconds, at most a day) applied; a malformed value is an error naming the variable.
+    pub fn from_env() -> Result<Budget, String> {
+        let mut b = Budget::default();
+        if let Ok(v) = std::env::var("PILOT_EMU_MAX_INSTRUCTIONS") {
+            b.instructions = v
+                .parse::<u64>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| format!("PILOT_EMU_MAX_INSTRUCTIONS={v}: expected a positive integer"))?;
+        }
+        if let Ok(v) = std::env::var("PILOT_EMU_TIMEOUT_S") {
+            let s = v.parse::<f64>().ok().filter(|s| *s > 0.0 && *s <= 86_400.0);
+            let s = s.ok_or_else(|| format!("PILOT_EMU_TIMEOUT_S={v}: expected seconds in (0, 86400]"))?;
+            b.wall = Some(Duration::from_secs_f64(s));
+        }
+        Ok(b)
+    }
+}
+
+static CANCEL: AtomicBool = AtomicBool::new(false);
+
+/// The process-wide cancellation flag: while it is set, every running dispatch stops within a few
+/// thousand instructions per wave with an "interrupted" error. Whoever sets it (a signal check) clears it.
+pub fn cancel_flag() -> &'static AtomicBool {
+    &CANCEL
+}
+
+/// Instructions a wave runs between two charges to its dispatch's [`Budget`] (a power of two).
+pub(super) const CHARGE_EVERY: u64 = 1 << 14;
+
+/// A running dispatch's use of its [`Budget`], shared by its host threads.
+pub(super) struct Meter {
+    used: AtomicU64,
+    budget: Budget,
+    deadline: Option<Instant>,
+}
+
+impl Meter {
+    fn new(budget: Budget) -> Meter {
+        Meter { used: AtomicU64::new(0), budget, deadline: budget.wall.map(|w| Instant::now() + w) }
+    }
+
+    /// Adds `n` wave instructions; an error once the dispatch is over budget, late or cancelled.
+    pub(super) fn charge(&self, n: u64) -> Result<(), String> {
+        let used = self.used.fetch_add(n, Ordering::Relaxed).saturating_add(n);
+        if used > self.budget.instructions {
+            return Err(format!(
+                "the dispatch ran past its budget of {} wave instructions (PILOT_EMU_MAX_INSTRUCTIONS)",
+                self.budget.instructions
+            ));
+        }
+        if self.deadline.is_some_and(|d| Instant::now() > d) {
+            let s = self.budget.wall.unwrap_or_default().as_secs_f64();
+            return Err(format!("the dispatch ran past its {s} s limit (PILOT_EMU_TIMEOUT_S)"));
+        }
+        if CANCEL.load(Ordering::Relaxed) {
+            return Err("interrupted".into());
+        }
+        Ok(())
+    }
 }
 
 /// What a dispatch did.
@@ -87,22 +172,49 @@ impl Dispatch {
             lds_bytes: kd.group_segment_fixed_size,
             scratch_bytes: kd.private_segment_fixed_size,
             step_limit: DEFAULT_STEP_LIMIT,
+            budget: Budget::default(),
         })
     }
 
     fn user_sgpr_count(&self) -> usize {
         ((self.rsrc2 >> 1) & 31) as usize
     }
+
+    fn threads(&self) -> u64 {
+        self.workgroup.iter().map(|&x| u64::from(x)).product()
+    }
 }
+
+/// User SGPRs the hardware loads: COMPUTE_USER_DATA_0..15.
+pub const MAX_USER_SGPRS: usize = 16;
+/// Work-items one dispatch may have: the grid size in work-items is a 32-bit quantity (HSA's
+/// `grid_size_x/y/z` are 32-bit, and so is the product pilot's verifier allows).
+pub const MAX_WORK_ITEMS: u64 = u32::MAX as u64;
+/// Scratch bytes per work-item the emulator provides: what COMPUTE_TMPRING_SIZE.WAVESIZE (15 bits) gives
+/// in the simulated GPU's encoding (4 bytes a unit, see pilot-usb-sim's dispatch).
+pub const MAX_SCRATCH_PER_ITEM: u32 = 0x7FFF * 4;
 
 fn check(kernel: &CodeObjectKernel, d: &Dispatch) -> Result<(), EmuError> {
     let err = |msg: String| EmuError::Dispatch { kernel: kernel.name.clone(), msg };
     if !kernel.descriptor.wave32() {
         return Err(err("the kernel is built for wave64, which is not emulated".into()));
     }
-    let threads: u64 = d.workgroup.iter().map(|x| *x as u64).product();
+    let threads = d.threads();
     if threads == 0 || threads > 1024 {
         return Err(err(format!("workgroup {:?} is not 1 to 1024 work-items", d.workgroup)));
+    }
+    workgroup_count(d).map_err(err)?;
+    if d.user_sgpr_count() > MAX_USER_SGPRS {
+        return Err(err(format!(
+            "USER_SGPR_COUNT {} exceeds the {MAX_USER_SGPRS} COMPUTE_USER_DATA registers",
+            d.user_sgpr_count()
+        )));
+    }
+    if d.scratch_bytes > MAX_SCRATCH_PER_ITEM {
+        return Err(err(format!(
+            "{} scratch bytes per work-item exceed the {MAX_SCRATCH_PER_ITEM} the emulator provides",
+            d.scratch_bytes
+        )));
     }
     if d.user_sgprs.len() > d.user_sgpr_count() {
         return Err(err(format!(
@@ -120,8 +232,15 @@ fn workgroup_id(d: &Dispatch, i: u64) -> [u32; 3] {
     [(i % gx) as u32, (i / gx % gy) as u32, (i / (gx * gy)) as u32]
 }
 
-fn workgroup_count(d: &Dispatch) -> u64 {
-    d.grid.iter().map(|x| *x as u64).product()
+/// The number of workgroups, refused when zero or when the grid passes [`MAX_WORK_ITEMS`] work-items.
+fn workgroup_count(d: &Dispatch) -> Result<u64, String> {
+    let [x, y, z] = d.grid.map(u64::from);
+    let groups = x.checked_mul(y).and_then(|xy| xy.checked_mul(z));
+    let items = groups.and_then(|g| g.checked_mul(d.threads()));
+    match (groups, items) {
+        (Some(g), Some(n)) if g > 0 && n <= MAX_WORK_ITEMS => Ok(g),
+        _ => Err(format!("grid {:?} of workgroups {:?} is not 1 to {MAX_WORK_ITEMS} work-items", d.grid, d.workgroup)),
+    }
 }
 
 /// Runs `d` of `kernel` to completion, workgroup by workgroup, against `mem`.
@@ -153,10 +272,11 @@ fn run_sequential(
     mut trace: Option<&mut [bool]>,
 ) -> Result<Stats, EmuError> {
     check(kernel, d)?;
+    let meter = Meter::new(d.budget);
     let mut stats = Stats::default();
     let mut lds = vec![0u8; d.lds_bytes as usize];
-    for i in 0..workgroup_count(d) {
-        run_workgroup(kernel, d, workgroup_id(d, i), mem, &mut lds, &mut stats, trace.as_deref_mut())?;
+    for i in 0..workgroup_count(d).expect("checked") {
+        run_workgroup(kernel, d, &meter, workgroup_id(d, i), mem, &mut lds, &mut stats, trace.as_deref_mut())?;
     }
     Ok(stats)
 }
@@ -171,7 +291,8 @@ pub fn dispatch_parallel(
     threads: usize,
 ) -> Result<Stats, EmuError> {
     check(kernel, d)?;
-    let total = workgroup_count(d);
+    let total = workgroup_count(d).expect("checked");
+    let meter = Meter::new(d.budget);
     let next = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
     let worker = || -> Result<Stats, EmuError> {
@@ -183,7 +304,7 @@ pub fn dispatch_parallel(
             if i >= total || failed.load(Ordering::Relaxed) {
                 return Ok(stats);
             }
-            if let Err(e) = run_workgroup(kernel, d, workgroup_id(d, i), &mut m, &mut lds, &mut stats, None) {
+            if let Err(e) = run_workgroup(kernel, d, &meter, workgroup_id(d, i), &mut m, &mut lds, &mut stats, None) {
                 failed.store(true, Ordering::Relaxed);
                 return Err(e);
             }
@@ -203,8 +324,14 @@ pub fn dispatch_parallel(
     Ok(stats)
 }
 
-fn initial_wave(d: &Dispatch, wg: [u32; 3], index: usize, threads: usize) -> Wave {
+fn initial_wave(d: &Dispatch, wg: [u32; 3], index: usize, threads: usize) -> Result<Wave, String> {
     let nvgpr = (((d.rsrc1 & 0x3f) + 1) * 8).min(256) as usize;
+    let scratch_len = d.scratch_bytes as usize * LANES;
+    let mut scratch = Vec::new();
+    scratch
+        .try_reserve_exact(scratch_len)
+        .map_err(|_| format!("cannot allocate {scratch_len} bytes of scratch for a wave"))?;
+    scratch.resize(scratch_len, 0);
     let mut w = Wave {
         s: [0; 128],
         scc: false,
@@ -212,7 +339,7 @@ fn initial_wave(d: &Dispatch, wg: [u32; 3], index: usize, threads: usize) -> Wav
         nvgpr,
         pc: 0,
         state: State::Running,
-        scratch: vec![0; d.scratch_bytes as usize * LANES],
+        scratch,
         private_size: d.scratch_bytes as usize,
         flush_f32: (d.rsrc1 >> 16) & 3 == 0,
         flush_f16: (d.rsrc1 >> 18) & 3 == 0,
@@ -248,24 +375,28 @@ fn initial_wave(d: &Dispatch, wg: [u32; 3], index: usize, threads: usize) -> Wav
         w.v[lane] = v0;
     }
     w.s[super::decode::operand::EXEC_LO as usize] = exec;
-    w
+    Ok(w)
 }
 
 /// Runs a workgroup's waves in turn, each until it ends or reaches `s_barrier`; a barrier opens once
 /// every wave still running has reached it.
+#[allow(clippy::too_many_arguments)]
 fn run_workgroup(
     kernel: &CodeObjectKernel,
     d: &Dispatch,
+    meter: &Meter,
     wg: [u32; 3],
     mem: &mut dyn Memory,
     lds: &mut [u8],
     stats: &mut Stats,
     trace: Option<&mut [bool]>,
 ) -> Result<(), EmuError> {
-    let threads = d.workgroup.iter().map(|x| *x as usize).product::<usize>();
+    let threads = d.threads() as usize;
     lds.fill(0);
-    let mut ctx = Ctx { kernel, mem, lds, trace };
-    let mut waves: Vec<Wave> = (0..threads.div_ceil(LANES)).map(|i| initial_wave(d, wg, i, threads)).collect();
+    let dispatch_err = |msg: String| EmuError::Dispatch { kernel: kernel.name.clone(), msg };
+    let waves = (0..threads.div_ceil(LANES)).map(|i| initial_wave(d, wg, i, threads));
+    let mut waves: Vec<Wave> = waves.collect::<Result<_, _>>().map_err(dispatch_err)?;
+    let mut ctx = Ctx { kernel, mem, lds, trace, meter };
     loop {
         for w in waves.iter_mut().filter(|w| w.state != State::Done) {
             w.run(&mut ctx, d.step_limit)?;
@@ -274,6 +405,8 @@ fn run_workgroup(
             break;
         }
     }
+    // The instructions since each wave's last charge (a workgroup of short waves charges only here).
+    meter.charge(waves.iter().map(|w| w.executed % CHARGE_EVERY).sum()).map_err(dispatch_err)?;
     stats.workgroups += 1;
     stats.waves += waves.len() as u64;
     stats.instructions += waves.iter().map(|w| w.executed).sum::<u64>();

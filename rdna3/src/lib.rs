@@ -41,7 +41,7 @@ mod valu_f64;
 mod valu_int;
 mod wave;
 
-pub use dispatch::{dispatch, dispatch_parallel, dispatch_traced, Dispatch, Stats};
+pub use dispatch::{cancel_flag, dispatch, dispatch_parallel, dispatch_traced, Budget, Dispatch, Stats};
 pub use kernel::{CodeObjectKernel, KernelDescriptor};
 pub use memory::{Memory, OutOfBounds, SharedMemory, SharedVecMemory, VecMemory};
 

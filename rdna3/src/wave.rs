@@ -40,6 +40,8 @@ pub(super) struct Ctx<'a> {
     pub lds: &'a mut [u8],
     /// Marks each instruction (by index) that executes, when tracing ([`super::dispatch_traced`]).
     pub trace: Option<&'a mut [bool]>,
+    /// The dispatch's budget, charged every [`super::dispatch::CHARGE_EVERY`] instructions of a wave.
+    pub meter: &'a super::dispatch::Meter,
 }
 
 pub(super) struct Wave {
@@ -240,6 +242,9 @@ impl Wave {
             self.executed += 1;
             if self.executed > step_limit {
                 return Err(exec_err(kernel, inst, format!("still running after {step_limit} instructions")));
+            }
+            if self.executed.is_multiple_of(super::dispatch::CHARGE_EVERY) {
+                ctx.meter.charge(super::dispatch::CHARGE_EVERY).map_err(|msg| exec_err(kernel, inst, msg))?;
             }
             let r = match inst.enc {
                 Enc::Sop1 | Enc::Sop2 | Enc::Sopk | Enc::Sopc | Enc::Sopp => salu::exec(self, inst),

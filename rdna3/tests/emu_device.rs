@@ -36,8 +36,12 @@ fn bytes(f: &[f32]) -> Vec<u8> {
     f.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+/// The artifact's view of program `name`: its `amdgpu` record as pilot's reader derives it (what the
+/// compiler records), where the code object has that kernel.
 fn spec<'a>(name: &'a str, code: &'a [u8], arg_count: usize) -> ProgramSpec<'a> {
-    ProgramSpec { name, format: ProgramFormat::AmdCodeObject, code, arg_count, amdgpu: None }
+    let record = pilot_amd_codeobj::CodeObject::parse(code).ok().and_then(|o| Some(o.kernel(name)?.dispatch_record()));
+    let amdgpu = record.map(|r| &*Box::leak(Box::new(r)));
+    ProgramSpec { name, format: ProgramFormat::AmdCodeObject, code, arg_count, amdgpu }
 }
 
 #[test]
@@ -157,4 +161,33 @@ fn what_cannot_run_is_a_one_line_error() {
     );
     dev.free(y).unwrap();
     assert_eq!(err(dev.free(y).unwrap_err()), "invalid buffer handle 0");
+}
+
+/// #26 item 13: the artifact's `amdgpu` record is checked on load, as the usb+amd device checks it.
+#[test]
+fn the_artifacts_dispatch_record_must_match_the_code_object() {
+    let Some(co) = rdna3_support::build("emu_device", SOURCE) else { return };
+    let mut dev = EmuDevice::new(1);
+    let good = spec("axpy", &co, 2);
+    let mut edited = good.amdgpu.unwrap().clone();
+    edited.vgprs += 8;
+    let e = dev.load_program(&ProgramSpec { amdgpu: Some(&edited), ..good }).unwrap_err().to_string();
+    assert!(e.starts_with("program `axpy`: the artifact's amdgpu record") && e.contains("differs"), "{e}");
+    let e = dev.load_program(&ProgramSpec { amdgpu: None, ..good }).unwrap_err().to_string();
+    assert_eq!(e, "program `axpy`: the artifact carries no amdgpu dispatch record");
+    dev.load_program(&good).unwrap();
+}
+
+/// #26 item 5: VRAM is host memory; the device hands out no more than its cap (default: half the host's).
+#[test]
+fn vram_past_the_cap_is_out_of_memory() {
+    let mut dev = EmuDevice::with_max_vram(1, 1 << 20);
+    let a = dev.alloc(512 << 10, BufferUse::Weight).unwrap();
+    let e = dev.alloc(600 << 10, BufferUse::Weight).unwrap_err();
+    assert!(matches!(e, pilot_core::DeviceError::OutOfMemory { size } if size == 600 << 10), "{e}");
+    dev.free(a).unwrap();
+    // What a 24 GiB artifact asks for on a default device of a smaller host: refused, not committed.
+    let mut dev = EmuDevice::new(1);
+    let e = dev.alloc(pilot_rdna3::device::MAX_VRAM as usize + 1, BufferUse::Weight).unwrap_err();
+    assert!(matches!(e, pilot_core::DeviceError::OutOfMemory { .. }), "{e}");
 }

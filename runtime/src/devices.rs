@@ -136,15 +136,15 @@ fn open_sim_amd(target: &Target) -> anyhow::Result<pilot_amd::device::AmdDevice>
     use pilot_usb_sim::{Board, SimConfig, Simulator};
     let mb: u64 =
         match std::env::var("PILOT_SIM_VRAM_MB") {
-            Ok(v) => v.parse().ok().filter(|m: &u64| m.is_power_of_two() && *m >= 256).ok_or_else(|| {
-                anyhow::anyhow!("PILOT_SIM_VRAM_MB must be a power of two of at least 256, got {v:?}")
-            })?,
+            Ok(v) => v.parse().ok().filter(|m: &u64| m.is_power_of_two() && (256..=32 << 10).contains(m)).ok_or_else(
+                || anyhow::anyhow!("PILOT_SIM_VRAM_MB must be a power of two from 256 to 32768, got {v:?}"),
+            )?,
             Err(_) => 512,
         };
     let board = if target.arch == pilot_core::target::Arch::Gfx1201 { Board::Navi48 } else { Board::Navi31 };
     let dir = pilot_amd::firmware::firmware_dir();
     let cfg = SimConfig { vram_bytes: mb << 20, board, firmware_dir: Some(dir.clone()), ..SimConfig::default() };
-    let sim = Simulator::new(cfg);
+    let sim = Simulator::try_new(cfg).map_err(anyhow::Error::msg)?;
     let bridge = pilot_usb_bridge::Bridge::open(sim.transport(), None)?;
     Ok(pilot_amd::device::AmdDevice::open(bridge, &dir, amd_boot_options())?)
 }

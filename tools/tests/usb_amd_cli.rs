@@ -70,4 +70,19 @@ fn run_and_load_on_the_simulated_gpu() {
         assert_eq!(o.status.code(), Some(2), "{device}: {}", text(&o.stderr));
         assert_eq!(text(&o.stderr).trim_end().lines().count(), 1, "{device}: {}", text(&o.stderr));
     }
+    // #26 items 12 and 2: a dispatch the simulated GPU faults on (the emulator refused, or stopped by its
+    // budget) stops the queue before the step's signal; the driver's wait reports the hang in one line,
+    // exit 2 (the fault itself is logged at PILOT_LOG=debug).
+    for (var, value) in [("PILOT_SIM_EXEC", "host"), ("PILOT_EMU_MAX_INSTRUCTIONS", "1")] {
+        let o = Command::new(env!("CARGO_BIN_EXE_pilot"))
+            .args(["run", &art, "--device", "sim", "--steps", "1"])
+            .env("PILOT_AMD_FIRMWARE", &fw)
+            .env(var, value)
+            .output()
+            .expect("pilot runs");
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{var}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{var}: {err}");
+        assert!(err.contains("hung or faulted"), "{var}: {err}");
+    }
 }

@@ -55,6 +55,13 @@ impl Default for SimConfig {
     }
 }
 
+/// The host's physical memory in bytes (`MemTotal` of /proc/meminfo), where it can be read.
+fn host_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+    line.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()?.checked_mul(1024)
+}
+
 fn firmware_dir(cfg: &SimConfig) -> PathBuf {
     cfg.firmware_dir.clone().unwrap_or_else(|| {
         std::env::var_os("PILOT_AMD_FIRMWARE")
@@ -146,7 +153,11 @@ impl State {
 #[derive(Clone)]
 pub struct Simulator(Arc<Mutex<State>>);
 
+/// The most VRAM a simulated board may have (a power of two above the 24 GiB of the largest board).
+pub const MAX_VRAM_BYTES: u64 = 32 << 30;
+
 impl Simulator {
+    /// A simulator for `cfg`; panics on a VRAM size [`Simulator::try_new`] refuses.
     pub fn new(cfg: SimConfig) -> Simulator {
         assert!(cfg.vram_bytes.is_power_of_two() && cfg.vram_bytes >= 1 << 20, "VRAM must be a power of two >= 1 MB");
         Simulator(Arc::new(Mutex::new(State {
@@ -158,6 +169,19 @@ impl Simulator {
             next_ticket: 0,
             done: HashMap::new(),
         })))
+    }
+
+    /// [`Simulator::new`], refusing with a one-line reason a VRAM size that is not a power of two from 1 MB
+    /// to [`MAX_VRAM_BYTES`] or that is more than the host's memory (VRAM is host memory).
+    pub fn try_new(cfg: SimConfig) -> std::result::Result<Simulator, String> {
+        let v = cfg.vram_bytes;
+        if !v.is_power_of_two() || !(1 << 20..=MAX_VRAM_BYTES).contains(&v) {
+            return Err(format!("simulated VRAM of {v} bytes is not a power of two from 1 MB to {MAX_VRAM_BYTES}"));
+        }
+        if let Some(host) = host_memory().filter(|&h| v > h) {
+            return Err(format!("simulated VRAM of {v} bytes is more than the host's {host} bytes of memory"));
+        }
+        Ok(Simulator::new(cfg))
     }
 
     fn state(&self) -> MutexGuard<'_, State> {

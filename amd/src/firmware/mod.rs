@@ -265,6 +265,10 @@ impl FirmwareFile {
     }
 }
 
+/// The largest firmware file read: every file [`Card::files`] names is under 1 MB (the largest, a PSP sOS,
+/// about 780 KB in linux-firmware), so a FIFO, a device node or a huge file is refused before reading.
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+
 /// Every firmware file one card needs, read from one directory and checked.
 #[derive(Clone, Debug)]
 pub struct FirmwareSet {
@@ -280,7 +284,8 @@ impl FirmwareSet {
             .iter()
             .map(|spec| {
                 let path = dir.join(&spec.name);
-                let data = std::fs::read(&path).map_err(|source| FirmwareError::Read { path, source })?;
+                let data = pilot_core::fsio::read_regular(&path, MAX_FILE_BYTES)
+                    .map_err(|source| FirmwareError::Read { path, source })?;
                 FirmwareFile::parse(spec, data)
             })
             .collect::<Result<_, _>>()?;
@@ -306,6 +311,26 @@ pub fn firmware_dir() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// #26 item 6: firmware was read with `std::fs::read`, so a FIFO blocked for ever and `/dev/zero` was
+    /// read until allocation failed. Only regular files of at most [`MAX_FILE_BYTES`] are read now.
+    #[test]
+    fn only_regular_firmware_files_under_the_cap_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join(&Card::Gfx1100.files()[0].name);
+        let mkfifo = std::process::Command::new("mkfifo").arg(&first).status().unwrap();
+        assert!(mkfifo.success(), "mkfifo (coreutils) is needed for this test");
+        let e = FirmwareSet::load(dir.path(), Card::Gfx1100).unwrap_err().to_string();
+        assert!(e.contains("psp_13_0_0_sos.bin: cannot read: is a FIFO, not a regular file"), "{e}");
+        std::fs::remove_file(&first).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &first).unwrap();
+        let e = FirmwareSet::load(dir.path(), Card::Gfx1100).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        std::fs::remove_file(&first).unwrap();
+        std::fs::File::create(&first).unwrap().set_len(MAX_FILE_BYTES + 1).unwrap();
+        let e = FirmwareSet::load(dir.path(), Card::Gfx1100).unwrap_err().to_string();
+        assert!(e.contains(&format!("is {} bytes, more than the {MAX_FILE_BYTES}", MAX_FILE_BYTES + 1)), "{e}");
+    }
 
     #[test]
     fn file_lists_per_card() {

@@ -155,8 +155,12 @@ impl AmdDispatch {
         if args > 0 && self.user_sgprs < 2 {
             return Err(err(format!("{path}.user_sgprs"), "fewer than the two the kernarg address needs"));
         }
-        if self.user_sgprs > 32 {
-            return Err(err(format!("{path}.user_sgprs"), format!("{} exceeds 32", self.user_sgprs)));
+        // The hardware loads user SGPRs from COMPUTE_USER_DATA_0..15 only.
+        if self.user_sgprs > 16 {
+            return Err(err(
+                format!("{path}.user_sgprs"),
+                format!("{} exceeds the 16 COMPUTE_USER_DATA registers", self.user_sgprs),
+            ));
         }
         if !self.wave32 {
             return Err(err(format!("{path}.wave32"), "pilot dispatches wave32 only"));
@@ -210,5 +214,18 @@ mod tests {
         let Value::Dict(mut entries) = d.encode() else { unreachable!() };
         entries.retain(|(k, _)| *k != Value::str("vgprs"));
         assert_eq!(AmdDispatch::decode("p", &Value::Dict(entries)).unwrap_err().to_string(), "p.vgprs: missing");
+    }
+
+    /// #26 item 10: the hardware has 16 user-data registers; 17 to 31 used to pass.
+    #[test]
+    fn more_user_sgprs_than_user_data_registers_are_refused() {
+        let mut d = sample();
+        d.user_sgprs = 16;
+        d.check("p", 3).unwrap();
+        for n in [17, 31] {
+            d.user_sgprs = n;
+            let e = d.check("p", 3).unwrap_err().to_string();
+            assert_eq!(e, format!("p.user_sgprs: {n} exceeds the 16 COMPUTE_USER_DATA registers"));
+        }
     }
 }

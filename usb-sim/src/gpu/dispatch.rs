@@ -3,14 +3,18 @@
 //! - the program at `COMPUTE_PGM_LO/HI << 8` (a GC-hub address), its machine code read from simulated VRAM
 //!   and decoded from there up to `s_code_end`, or up to the first undecodable word after an `s_endpgm`;
 //! - `COMPUTE_PGM_RSRC1/2/3` (VGPRs, float modes, USER_SGPR_COUNT, system SGPRs, work-item id VGPRs, LDS in
-//!   512-byte units), `COMPUTE_USER_DATA_0..` for the user SGPRs, `COMPUTE_NUM_THREAD_X/Y/Z` (bits 0-9),
+//!   512-byte units), `COMPUTE_USER_DATA_0..` for the user SGPRs, `COMPUTE_NUM_THREAD_X/Y/Z` (NUM_THREAD_FULL,
+//!   bits 0-15; NUM_THREAD_PARTIAL, bits 16-31, is refused),
 //!   the workgroup counts from the packet, `COMPUTE_DISPATCH_INITIATOR` (bit 0 compute shader enable, bit 15
 //!   wave32 — wave64 is refused), `COMPUTE_TMPRING_SIZE.WAVESIZE` for private memory (WAVESIZE x 4 bytes per
 //!   work-item, tinygrad's encoding) with `COMPUTE_DISPATCH_SCRATCH_BASE` in VRAM when it is used.
 //!
 //! gfx1201 (RDNA4) dispatches are refused: the emulator decodes gfx11 only.
 //! `PILOT_SIM_EXEC` unset or `emulator` runs the code; any other value is refused (there is no host stand-in).
-//! Workgroups run on `PILOT_SIM_THREADS` host threads (default: the machine's parallelism, at most 8).
+//! Workgroups run on `PILOT_SIM_THREADS` host threads (1 to [`MAX_THREADS`]; default: the machine's parallelism,
+//! at most 8). A dispatch runs under the emulator's budget ([`pilot_rdna3::Budget::from_env`]); one that
+//! exceeds it is a hang: the queue stops before the step's signal, as a hung GPU's would, and the driver's
+//! wait times out.
 
 use super::kernel_mem::KernelVram;
 use super::mem::{Fabric, Hub};
@@ -48,13 +52,20 @@ fn program_len(name: &str, code: &[u8]) -> Result<Option<usize>, String> {
     Ok(None)
 }
 
-/// Host threads for a dispatch's workgroups: `PILOT_SIM_THREADS`, else the machine's parallelism (at most 8).
-fn threads() -> usize {
-    std::env::var("PILOT_SIM_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
-        .max(1)
+/// The most host threads `PILOT_SIM_THREADS` may ask for.
+pub const MAX_THREADS: usize = 256;
+
+/// Host threads for a dispatch's workgroups: `PILOT_SIM_THREADS` (1 to [`MAX_THREADS`]), else the machine's
+/// parallelism (at most 8).
+fn threads() -> Result<usize, String> {
+    match std::env::var("PILOT_SIM_THREADS") {
+        Err(_) => Ok(std::thread::available_parallelism().map_or(1, |n| n.get().min(8))),
+        Ok(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_THREADS).contains(n))
+            .ok_or_else(|| format!("PILOT_SIM_THREADS={v}: expected 1 to {MAX_THREADS} threads")),
+    }
 }
 
 impl Gpu {
@@ -89,9 +100,18 @@ impl Gpu {
         }
         let pgm = (u64::from(self.get(Reg::PgmLo)) | u64::from(self.get(Reg::PgmHi)) << 32) << 8;
         let (rsrc1, rsrc2, rsrc3) = (self.get(Reg::Rsrc1), self.get(Reg::Rsrc2), self.get(Reg::Rsrc3));
-        let workgroup = [Reg::NumThreadX, Reg::NumThreadY, Reg::NumThreadZ].map(|r| self.get(r) & 0x3FF);
-        if workgroup.contains(&0) || grid.contains(&0) {
-            return Err(format!("dispatch of {grid:?} workgroups of {workgroup:?} work-items"));
+        let num_thread = [Reg::NumThreadX, Reg::NumThreadY, Reg::NumThreadZ].map(|r| self.get(r));
+        if num_thread.iter().any(|n| n >> 16 != 0) {
+            return Err(format!(
+                "COMPUTE_NUM_THREAD {num_thread:#x?}: partial workgroups (NUM_THREAD_PARTIAL) are not emulated"
+            ));
+        }
+        let workgroup = num_thread.map(|n| n & 0xFFFF);
+        let items = workgroup.iter().map(|&n| u64::from(n)).product::<u64>();
+        if grid.contains(&0) || items == 0 || items > 1024 {
+            return Err(format!(
+                "dispatch of {grid:?} workgroups of {workgroup:?} work-items (1 to 1024 per workgroup)"
+            ));
         }
         let user_count = (rsrc2 >> 1) & 0x1F;
         if user_count > USER_DATA_COUNT {
@@ -117,10 +137,11 @@ impl Gpu {
             lds_bytes: ((rsrc2 >> 15) & 0x1FF) * 512,
             scratch_bytes,
             step_limit: pilot_rdna3::dispatch::DEFAULT_STEP_LIMIT,
+            budget: pilot_rdna3::Budget::from_env()?,
         };
         let ranges = self.hub_view(Hub::Gc).vram_ranges(fabric.vram());
         let mem = KernelVram::new(fabric.vram(), ranges).ok_or("VRAM is not word-aligned in host memory")?;
-        let stats = pilot_rdna3::dispatch_parallel(&kernel, &d, &mem, threads()).map_err(|e| e.to_string())?;
+        let stats = pilot_rdna3::dispatch_parallel(&kernel, &d, &mem, threads()?).map_err(|e| e.to_string())?;
         self.dispatched.instructions += stats.instructions;
         self.dispatched.dispatches += 1;
         Ok(self.timing.dispatch(stats.instructions, self.board.gc_info().cus()))

@@ -95,6 +95,9 @@ pub fn find(file: &[u8], header_size: usize, image: &[u8]) -> Option<usize> {
         .find(|&o| &file[o..o + probe.len()] == probe && &file[o..o + image.len()] == image)
 }
 
+/// The largest firmware file read (regular files only): the real files are under 1 MB.
+const MAX_FILE_BYTES: u64 = 4 << 20;
+
 /// Firmware files read once from a directory.
 #[derive(Debug, Default)]
 pub struct Files {
@@ -110,9 +113,29 @@ impl Files {
     pub fn get(&mut self, name: &str) -> Result<&[u8], String> {
         if !self.cache.contains_key(name) {
             let path = self.dir.join(name);
-            let data = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let data = pilot_core::fsio::read_regular(&path, MAX_FILE_BYTES)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             self.cache.insert(name.to_string(), data);
         }
         Ok(&self.cache[name])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// #26 item 6: the simulated PSP read firmware with `std::fs::read` (a FIFO blocked for ever).
+    #[test]
+    fn only_regular_files_under_the_cap_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mkfifo").arg(dir.path().join("fifo.bin")).status().unwrap();
+        assert!(ok.success(), "mkfifo (coreutils) is needed for this test");
+        std::fs::File::create(dir.path().join("big.bin")).unwrap().set_len(MAX_FILE_BYTES + 1).unwrap();
+        std::fs::write(dir.path().join("ok.bin"), [1, 2, 3]).unwrap();
+        let mut files = Files::new(dir.path().to_path_buf());
+        assert!(files.get("fifo.bin").unwrap_err().ends_with("is a FIFO, not a regular file"));
+        assert!(files.get("big.bin").unwrap_err().contains("more than the 4194304"));
+        assert_eq!(files.get("ok.bin").unwrap(), [1, 2, 3]);
     }
 }

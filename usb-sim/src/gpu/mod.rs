@@ -157,7 +157,7 @@ impl Gpu {
 
     fn fault(&mut self, engine: impl Into<String>, offset: Option<u64>, reason: impl Into<String>) {
         let f = GpuFault { engine: engine.into(), offset, reason: reason.into() };
-        log::warn!("sim GPU fault: {f}");
+        log::debug!("sim GPU fault: {f}");
         self.faults.push(f);
     }
 

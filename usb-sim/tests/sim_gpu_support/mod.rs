@@ -4,6 +4,7 @@
 
 pub mod boot;
 pub mod pm4;
+pub mod program;
 
 use pilot_usb_bridge::pcie::{bring_up, Layout};
 use pilot_usb_bridge::Bridge;
