@@ -35,6 +35,13 @@ usb-bench MODEL:
 regen:
     cargo run -p pilot-regen
 
+# The whole ONNX node manifest on every target from one build: the reference executor, the CPU (C), OpenCL
+# (PoCL) and usb+amd on the simulated GPU (--device sim); prints each target's count (about 40 min on two
+# cores with PoCL's cache cold). CI runs samples; run this once per change to the lowering.
+conformance-all:
+    PILOT_CONFORMANCE_CPU_ALL=1 PILOT_CONFORMANCE_CL_ALL=1 nice cargo test -p pilot-compiler --test onnx_node -- --nocapture --test-threads 1 manifest_cases_pass manifest_sample_passes_on_the_cpu_backend manifest_cases_pass_on_opencl
+    PILOT_CONFORMANCE_AMD_ALL=1 nice cargo test -p pilot-compiler --test onnx_node_amd -- --nocapture manifest_cases_pass_on_the_simulated_amd_gpu
+
 fmt:
     cargo fmt --all
 

@@ -8,6 +8,8 @@
   exporter.onnx     PyTorch-style shape subgraphs (Shape/Gather/Unsqueeze/Concat/Reshape, Range,
                     ConstantOfShape, Expand) and dynamic dims (batch, h, w) pinned with --shape
   gru.onnx          the ONNX GRU operator over a short sequence
+  grouped.onnx      grouped, depthwise and pointwise convolutions
+  ocr.onnx          a ddddocr-style recognizer: conv trunk, bidirectional LSTM over 24 columns, logits
 
 Usage: .venv/bin/python scripts/make_models.py DIR [--scale S]   (S multiplies channel widths)
 """
@@ -204,6 +206,33 @@ def gru(c):
     )
 
 
+def ocr(c):
+    """A ddddocr-style captcha recognizer: a conv trunk over a grey image, its columns as a sequence into a
+    bidirectional LSTM (state carried over 24 steps), per-step class logits."""
+    g = G()
+    x = g.op("Relu", [g.conv("image", 1, 4 * c, 3, 1)])
+    x = g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    x = g.op("Relu", [g.conv(x, 4 * c, 8 * c, 3, 1)])
+    x = g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    x = g.op("Relu", [g.conv(x, 8 * c, 16 * c, 3, 1)])
+    x = g.op("MaxPool", [x], kernel_shape=[2, 1], strides=[2, 1])  # (1, 16c, 4, 24)
+    x = g.op("Transpose", [x], perm=[3, 0, 1, 2])
+    feats, hidden, steps = 16 * c * 4, 16 * c, 24
+    x = g.op("Reshape", [x, g.const([steps, 1, feats], np.int64)])
+    wl = g.init(w("lstm_W", 2, 4 * hidden, feats, scale=1.0 / np.sqrt(feats)))
+    rl = g.init(w("lstm_R", 2, 4 * hidden, hidden, scale=2.0 / np.sqrt(hidden)))
+    bl = g.init(w("lstm_B", 2, 8 * hidden, scale=0.1))
+    y = g.op("LSTM", [x, wl, rl, bl], hidden_size=hidden, direction="bidirectional")
+    y = g.op("Reshape", [g.op("Transpose", [y], perm=[0, 2, 1, 3]), g.const([steps, 1, 2 * hidden], np.int64)])
+    logits = g.op("MatMul", [y, g.init(w("cls_w", 2 * hidden, 37, scale=4.0 / np.sqrt(2 * hidden)))])
+    g.nodes.append(helper.make_node("Add", [logits, g.init(w("cls_b", 37, scale=0.1))], ["logits"], name="out"))
+    return g.model(
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 1, 32, 96])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [steps, 1, 37])],
+        name="ocr",
+    )
+
+
 def grouped(c):
     """Grouped convolutions whose groups span whole 4-channel pixels, then depthwise and pointwise."""
     g = G()
@@ -225,7 +254,7 @@ def main():
     scale = int(sys.argv[sys.argv.index("--scale") + 1]) if "--scale" in sys.argv else 4
     os.makedirs(out, exist_ok=True)
     for name, f in [("vision", vision), ("policy", policy), ("dmonitoring", dmonitoring), ("exporter", exporter), ("gru", gru),
-                    ("grouped", grouped)]:
+                    ("grouped", grouped), ("ocr", ocr)]:
         onnx.save(f(scale), os.path.join(out, f"{name}.onnx"))
     print(f"models in {out}")
 

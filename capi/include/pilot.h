@@ -60,6 +60,7 @@ typedef enum PilotDtype {
   PILOT_DTYPE_U32 = 9,
   PILOT_DTYPE_U64 = 10,
   PILOT_DTYPE_BOOL = 11,
+  PILOT_DTYPE_BF16 = 12,
 } PilotDtype;
 
 /*

@@ -42,6 +42,7 @@ pub enum PilotDtype {
     U32 = 9,
     U64 = 10,
     Bool = 11,
+    BF16 = 12,
 }
 
 impl From<DType> for PilotDtype {
@@ -59,6 +60,7 @@ impl From<DType> for PilotDtype {
             DType::U32 => PilotDtype::U32,
             DType::U64 => PilotDtype::U64,
             DType::Bool => PilotDtype::Bool,
+            DType::BF16 => PilotDtype::BF16,
         }
     }
 }

@@ -71,6 +71,7 @@ impl Tensor {
                 DType::F32 => data.extend_from_slice(&(v as f32).to_le_bytes()),
                 DType::F64 => data.extend_from_slice(&v.to_le_bytes()),
                 DType::F16 => data.extend_from_slice(&half::f16::from_f64(v).to_le_bytes()),
+                DType::BF16 => data.extend_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
                 DType::I8 => data.push(v as i8 as u8),
                 DType::U8 => data.push(v as u8),
                 DType::Bool => data.push((v != 0.0) as u8),

@@ -125,6 +125,7 @@ fn manifest_cases_pass() {
     assert!(cases.len() > 100, "the manifest lists {} cases", cases.len());
     let failures: Vec<String> =
         cases.iter().filter_map(|c| run_case(&dir.join(c)).err().map(|e| format!("{c}: {e}"))).collect();
+    eprintln!("reference: {} of {} manifest cases pass", cases.len() - failures.len(), cases.len());
     assert!(
         failures.is_empty(),
         "{} of {} manifest cases failed:\n{}",
@@ -152,6 +153,7 @@ fn manifest_sample_passes_on_the_cpu_backend() {
     let cases: Vec<String> = listed("onnx_node_passing.txt").into_iter().step_by(every).collect();
     let failures: Vec<String> =
         cases.iter().filter_map(|c| run_case_cpu(&dir.join(c)).err().map(|e| format!("{c}: {e}"))).collect();
+    eprintln!("cpu: {} of {} run manifest cases pass", cases.len() - failures.len(), cases.len());
     assert!(
         failures.is_empty(),
         "{} of {} sampled cases failed on the CPU backend:\n{}",
@@ -271,10 +273,10 @@ fn survey_cl() {
     eprintln!("{pass} of {} manifest cases pass on OpenCL in {:.1?}", cases.len(), start.elapsed());
 }
 
-/// The cases listed in the file `PILOT_ONNX_CASES` (one a line; default: the manifest) on the CPU
-/// and OpenCL back ends (`PILOT_SURVEY_BACKENDS=cpu` or `cl`: one of them): writes
-/// `target/onnx-node-backend-survey.txt` (`case cpu:PASS|FAIL(error) cl:...`), to check cases
-/// before they join the manifest.
+/// The cases listed in the file `PILOT_ONNX_CASES` (one a line; default: the manifest) on the
+/// reference executor and the CPU and OpenCL back ends (`PILOT_SURVEY_BACKENDS=reference`, `cpu` or
+/// `cl`: one of them): writes `target/onnx-node-backend-survey.txt` (`case reference:PASS|FAIL(error)
+/// cpu:... cl:...`), to check cases before they join the manifest.
 #[test]
 #[ignore]
 fn survey_backends() {
@@ -294,7 +296,7 @@ fn survey_backends() {
     };
     let only = std::env::var("PILOT_SURVEY_BACKENDS").unwrap_or_default();
     type CaseFn = fn(&Path) -> Result<(), String>;
-    let backends: [(&str, CaseFn); 2] = [("cpu", run_case_cpu), ("cl", run_case_cl)];
+    let backends: [(&str, CaseFn); 3] = [("reference", run_case), ("cpu", run_case_cpu), ("cl", run_case_cl)];
     let mut report = String::new();
     for c in &cases {
         report.push_str(c);
@@ -305,5 +307,5 @@ fn survey_backends() {
         report.push('\n');
     }
     std::fs::write(root().join("target/onnx-node-backend-survey.txt"), &report).unwrap();
-    eprintln!("{} cases surveyed on cpu and cl", cases.len());
+    eprintln!("{} cases surveyed", cases.len());
 }

@@ -518,3 +518,127 @@ run(node, [("x", f32(2, 4, 9))], [("y", T.FLOAT)], [("w", f32(4, 5, 3))])
 "#,
     );
 }
+
+/// With `--image --float16`, an LSTM's input projection reads half images but its recurrence does not:
+/// the hidden state (and `R`) stay in float32 buffers, so the state is not rounded to half at every
+/// step. Over 6 steps a state packed into an image would add one image per step.
+#[test]
+fn lstm_state_stays_float32_with_half_images() {
+    use common::proto::{floats, model_bytes, value};
+    use pilot_compiler::lower::image::ImageMode;
+    use pilot_compiler::onnx::proto as pb;
+    use pilot_core::DType;
+
+    let (seq, input, hidden) = (6usize, 8usize, 8usize);
+    let ramp = |n: usize| (0..n).map(|i| ((i % 7) as f32 - 3.0) * 0.05).collect::<Vec<f32>>();
+    let g = pb::GraphProto {
+        node: vec![pb::NodeProto {
+            op_type: Some("LSTM".into()),
+            input: vec!["x".into(), "w".into(), "r".into()],
+            output: vec!["y".into()],
+            attribute: vec![pb::AttributeProto {
+                name: Some("hidden_size".into()),
+                i: Some(hidden as i64),
+                r#type: Some(pb::attribute_proto::AttributeType::Int as i32),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        initializer: vec![
+            floats("w", &[1, 4 * hidden as i64, input as i64], &ramp(4 * hidden * input)),
+            floats("r", &[1, 4 * hidden as i64, hidden as i64], &ramp(4 * hidden * hidden)),
+        ],
+        input: vec![value("x", &[seq as i64, 1, input as i64])],
+        output: vec![value("y", &[seq as i64, 1, 1, hidden as i64])],
+        ..Default::default()
+    };
+    let model = onnx::load_bytes(&model_bytes(g), None).unwrap();
+    let mode = ImageMode { float16: true, max_width: 16384 };
+    let lowered = pilot_compiler::lower::lower_with(&model, &Default::default(), Some(mode)).unwrap();
+    let images: Vec<_> = lowered.program.bufs.iter().filter(|b| b.image.is_some()).collect();
+    assert!(images.iter().all(|b| b.dtype == DType::F16), "--float16 stores images as half");
+    // The projection's two operands (x and W) and nothing per step.
+    assert_eq!(images.len(), 2, "{} half images", images.len());
+}
+
+fn graph_attr(name: &str, g: pilot_compiler::onnx::proto::GraphProto) -> pilot_compiler::onnx::proto::AttributeProto {
+    use pilot_compiler::onnx::proto as pb;
+    pb::AttributeProto {
+        name: Some(name.into()),
+        g: Some(g),
+        r#type: Some(pb::attribute_proto::AttributeType::Graph as i32),
+        ..Default::default()
+    }
+}
+
+/// An If: a run-time condition selects between the branches elementwise when they agree in shape;
+/// a shape computed inside a branch from a run-time input names that input to pin.
+#[test]
+fn if_on_a_run_time_condition_and_shapes_from_branches() {
+    use common::proto::{model_bytes, value};
+    use pilot_compiler::onnx::proto as pb;
+
+    let node = |op: &str, ins: &[&str], out: &str, attrs: Vec<pb::AttributeProto>| pb::NodeProto {
+        op_type: Some(op.into()),
+        input: ins.iter().map(|s| s.to_string()).collect(),
+        output: vec![out.into()],
+        attribute: attrs,
+        ..Default::default()
+    };
+    let branch = |name: &str, nodes: Vec<pb::NodeProto>, out: &str, dims: &[i64]| pb::GraphProto {
+        name: Some(name.into()),
+        node: nodes,
+        output: vec![value(out, dims)],
+        ..Default::default()
+    };
+    let typed = |name: &str, elem: i32, dims: &[i64]| {
+        let mut v = value(name, dims);
+        if let Some(pb::type_proto::Value::TensorType(t)) = v.r#type.as_mut().and_then(|t| t.value.as_mut()) {
+            t.elem_type = Some(elem);
+        }
+        v
+    };
+    // y = cond ? x * 2 : -x, with cond a run-time bool input.
+    let g = pb::GraphProto {
+        node: vec![node(
+            "If",
+            &["cond"],
+            "y",
+            vec![
+                graph_attr("then_branch", branch("t", vec![node("Add", &["x", "x"], "t_out", vec![])], "t_out", &[4])),
+                graph_attr("else_branch", branch("e", vec![node("Neg", &["x"], "e_out", vec![])], "e_out", &[4])),
+            ],
+        )],
+        input: vec![typed("cond", 9, &[]), value("x", &[4])],
+        output: vec![value("y", &[4])],
+        ..Default::default()
+    };
+    let model = onnx::load_bytes(&model_bytes(g), None).unwrap();
+    let lowered = pilot_compiler::lower::lower(&model, &Default::default()).unwrap();
+    let x = Tensor::from_f32(vec![4], &[1.0, -2.0, 3.0, 0.5]);
+    for (c, want) in [(1u8, [2.0, -4.0, 6.0, 1.0]), (0, [-1.0, 2.0, -3.0, -0.5])] {
+        let cond = Tensor { dtype: pilot_core::DType::Bool, shape: vec![], data: vec![c] };
+        let out = pilot_compiler::exec::run(&lowered.program, &[cond, x.clone()]).unwrap();
+        assert_eq!(out[0].to_f64(), want.map(f64::from).to_vec(), "cond {c}");
+    }
+
+    // A Reshape whose shape a constant-condition branch computes from the run-time input `n`.
+    let then_g = branch("t", vec![node("Identity", &["n"], "shape", vec![])], "shape", &[2]);
+    let else_g = branch("e", vec![node("Identity", &["n"], "shape2", vec![])], "shape2", &[2]);
+    let mut konst =
+        pb::TensorProto { name: Some("c".into()), data_type: Some(9), int32_data: vec![1], ..Default::default() };
+    konst.dims = vec![];
+    let g = pb::GraphProto {
+        node: vec![
+            node("If", &["c"], "s", vec![graph_attr("then_branch", then_g), graph_attr("else_branch", else_g)]),
+            node("Reshape", &["x", "s"], "y", vec![]),
+        ],
+        initializer: vec![konst],
+        input: vec![value("x", &[4]), typed("n", 7, &[2])],
+        output: vec![value("y", &[2, 2])],
+        ..Default::default()
+    };
+    let model = onnx::load_bytes(&model_bytes(g), None).unwrap();
+    let e = pilot_compiler::lower::lower(&model, &Default::default()).unwrap_err().to_string();
+    assert!(e.contains("computed from the run-time model input(s) `n`") && e.contains("--const n=FILE.npy"), "{e}");
+}

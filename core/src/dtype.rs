@@ -5,6 +5,8 @@
 pub enum DType {
     F32,
     F16,
+    /// bfloat16: float32's sign, exponent and top 7 mantissa bits (ml_dtypes' `bfloat16`).
+    BF16,
     F64,
     I8,
     I16,
@@ -18,9 +20,10 @@ pub enum DType {
 }
 
 impl DType {
-    pub const ALL: [DType; 12] = [
+    pub const ALL: [DType; 13] = [
         DType::F32,
         DType::F16,
+        DType::BF16,
         DType::F64,
         DType::I8,
         DType::I16,
@@ -37,17 +40,19 @@ impl DType {
     pub const fn size(self) -> usize {
         match self {
             DType::I8 | DType::U8 | DType::Bool => 1,
-            DType::F16 | DType::I16 | DType::U16 => 2,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F64 | DType::I64 | DType::U64 => 8,
         }
     }
 
-    /// The numpy name, which is also the artifact's name for the type.
+    /// The numpy name, which is also the artifact's name for the type (`bfloat16` is ml_dtypes' name:
+    /// numpy itself has none).
     pub const fn name(self) -> &'static str {
         match self {
             DType::F32 => "float32",
             DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
             DType::F64 => "float64",
             DType::I8 => "int8",
             DType::I16 => "int16",
@@ -67,7 +72,7 @@ impl DType {
     }
 
     pub const fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F16 | DType::F64)
+        matches!(self, DType::F32 | DType::F16 | DType::BF16 | DType::F64)
     }
 }
 
@@ -84,6 +89,7 @@ pub fn to_f64(dtype: DType, bytes: &[u8]) -> Vec<f64> {
                 DType::F32 => f32::from_le_bytes([w[0], w[1], w[2], w[3]]) as f64,
                 DType::F64 => f64::from_le_bytes(w),
                 DType::F16 => half::f16::from_le_bytes([w[0], w[1]]).to_f64(),
+                DType::BF16 => half::bf16::from_le_bytes([w[0], w[1]]).to_f64(),
                 DType::I8 => w[0] as i8 as f64,
                 DType::U8 | DType::Bool => w[0] as f64,
                 DType::I16 => i16::from_le_bytes([w[0], w[1]]) as f64,

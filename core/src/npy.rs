@@ -2,7 +2,8 @@
 //!
 //! Contract:
 //! - An [`Array`] is always little-endian, C order; `data.len() == product(shape) * dtype.size()`.
-//! - Reading accepts the descrs `<f2 <f4 <f8 |i1 <i2 <i4 <i8 |u1 <u2 <u4 <u8 |b1` (any byte-order mark
+//! - Reading accepts the descrs `<f2 <f4 <f8 |i1 <i2 <i4 <i8 |u1 <u2 <u4 <u8 |b1`, and `<V2` as bfloat16
+//!   (what `np.save` writes for an ml_dtypes `bfloat16` array) (any byte-order mark
 //!   on one-byte types, `=`/`|` meaning native, `?` for bool); big-endian (`>`) data is byte-swapped to
 //!   little-endian. Structured, string, complex and object dtypes and `fortran_order: True` are errors.
 //! - The header dict is parsed as the Python literal numpy writes: exactly the keys `descr`,
@@ -261,10 +262,13 @@ pub fn write(path: impl AsRef<Path>, array: &Array) -> Result<(), NpyError> {
     Ok(())
 }
 
-/// The descrs this module writes (what numpy writes on a little-endian machine).
-const DESCRS: [(DType, &str); 12] = [
+/// The descrs this module writes (what numpy writes on a little-endian machine). numpy has no
+/// bfloat16: `np.save` of an ml_dtypes `bfloat16` array writes the 2-byte void descr `<V2`, which
+/// is read back as bfloat16.
+const DESCRS: [(DType, &str); 13] = [
     (DType::F32, "<f4"),
     (DType::F16, "<f2"),
+    (DType::BF16, "<V2"),
     (DType::F64, "<f8"),
     (DType::I8, "|i1"),
     (DType::I16, "<i2"),

@@ -116,6 +116,13 @@ fn exporter_shape_subgraphs_with_pinned_dynamic_dims() {
     eprintln!("exporter: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);
 }
 
+/// A conv trunk into a bidirectional LSTM over 24 steps (`--float16` keeps its state in float32).
+#[test]
+fn ocr_conv_lstm_recognizer() {
+    let c = compile_run_compare("ocr", &[], Mode::Cpu);
+    eprintln!("ocr: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);
+}
+
 /// Every model in `mode` (OpenCL or the fake KGSL), compared with onnxruntime.
 fn all_models_on(mode: Mode) {
     for (name, shapes) in [
@@ -123,6 +130,7 @@ fn all_models_on(mode: Mode) {
         ("policy", &[][..]),
         ("dmonitoring", &[][..]),
         ("exporter", &[("x", &[2usize, 3, 8, 12][..])][..]),
+        ("ocr", &[][..]),
     ] {
         let c = compile_run_compare(name, shapes, mode);
         eprintln!("{name} {mode:?}: {} kernels, worst scaled error {:.2e}", c.kernels, c.worst);

@@ -134,6 +134,7 @@ pub fn random_input(spec: &TensorSpec, rng_seed: u64) -> anyhow::Result<Vec<u8>>
             DType::F32 => out.extend_from_slice(&(rng.normal() as f32).to_le_bytes()),
             DType::F64 => out.extend_from_slice(&rng.normal().to_le_bytes()),
             DType::F16 => out.extend_from_slice(&half::f16::from_f64(rng.normal()).to_le_bytes()),
+            DType::BF16 => out.extend_from_slice(&half::bf16::from_f64(rng.normal()).to_le_bytes()),
             DType::U8 | DType::I8 => out.push(rng.next() as u8),
             DType::Bool => out.push((rng.next() & 1) as u8),
             d => {

@@ -11,6 +11,7 @@ fn round_to(dtype: DType, v: f64) -> Const {
     match dtype {
         DType::F32 => Const::float(v as f32 as f64),
         DType::F16 => Const::float(half::f16::from_f64(v).to_f64()),
+        DType::BF16 => Const::float(half::bf16::from_f64(v).to_f64()),
         DType::F64 => Const::float(v),
         _ => Const::Int(cast_int(dtype, v)),
     }
@@ -288,12 +289,14 @@ fn eval_in(
                 DType::F32 => (xv.as_f64() as f32).to_bits() as u64,
                 DType::F64 => xv.as_f64().to_bits(),
                 DType::F16 => half::f16::from_f64(xv.as_f64()).to_bits() as u64,
+                DType::BF16 => half::bf16::from_f64(xv.as_f64()).to_bits() as u64,
                 _ => xv.as_i64() as u64,
             };
             match dtype {
                 DType::F32 => Const::float(f32::from_bits(bits as u32) as f64),
                 DType::F64 => Const::float(f64::from_bits(bits)),
                 DType::F16 => Const::float(half::f16::from_bits(bits as u16).to_f64()),
+                DType::BF16 => Const::float(half::bf16::from_bits(bits as u16).to_f64()),
                 _ => Const::Int(wrap_int(dtype, bits as i64)),
             }
         }

@@ -246,6 +246,7 @@ impl Ctx {
         let c = match dtype {
             DType::F32 => Const::float(v as f32 as f64),
             DType::F16 => Const::float(half::f16::from_f64(v).to_f64()),
+            DType::BF16 => Const::float(half::bf16::from_f64(v).to_f64()),
             DType::F64 => Const::float(v),
             _ => Const::Int(cast_int(dtype, v)),
         };
@@ -379,12 +380,27 @@ impl Ctx {
     }
 
     /// Reduces `body` (which may use `var`) over `0..extent`.
+    ///
+    /// Sums and products of float16 accumulate in float32 and round once at the end (as
+    /// mixed-precision runtimes and tinygrad do): a float16 accumulator loses a bit of the running
+    /// total at every step. A float16 body that is itself such a rounded float32 reduction (a
+    /// convolution's nested window and channel loops) is taken before its rounding.
     pub fn reduce(&mut self, op: RedOp, var: u32, extent: u64, body: N) -> N {
         if extent == 1 {
             let zero = self.int(0);
             return subst::substitute(self, body, &HashMap::from([(var, zero)]), None);
         }
         let dtype = self.dtype(body);
+        if matches!(dtype, DType::F16 | DType::BF16) && matches!(op, RedOp::Sum | RedOp::Prod) {
+            let wide = match *self.op(body) {
+                Op::Cast(inner) if self.dtype(inner) == DType::F32 && matches!(self.op(inner), Op::Reduce { .. }) => {
+                    inner
+                }
+                _ => self.cast(body, DType::F32),
+            };
+            let acc = self.intern(Op::Reduce { op, var, extent, body: wide }, DType::F32);
+            return self.cast(acc, dtype);
+        }
         self.intern(Op::Reduce { op, var, extent, body }, dtype)
     }
 
@@ -516,7 +532,7 @@ pub fn wrap_int(dtype: DType, i: i64) -> i64 {
 
 pub fn min_value(dtype: DType) -> f64 {
     match dtype {
-        DType::F32 | DType::F16 | DType::F64 => f64::NEG_INFINITY,
+        DType::F32 | DType::F16 | DType::BF16 | DType::F64 => f64::NEG_INFINITY,
         DType::I8 => i8::MIN as f64,
         DType::I16 => i16::MIN as f64,
         DType::I32 => i32::MIN as f64,
@@ -527,7 +543,7 @@ pub fn min_value(dtype: DType) -> f64 {
 
 pub fn max_value(dtype: DType) -> f64 {
     match dtype {
-        DType::F32 | DType::F16 | DType::F64 => f64::INFINITY,
+        DType::F32 | DType::F16 | DType::BF16 | DType::F64 => f64::INFINITY,
         DType::I8 => i8::MAX as f64,
         DType::I16 => i16::MAX as f64,
         DType::I32 => i32::MAX as f64,

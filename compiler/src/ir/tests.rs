@@ -192,3 +192,18 @@ fn index_helpers_build_what_they_say() {
     assert_eq!((cast_int(DType::I8, 200.0), cast_int(DType::I32, f64::NAN)), (-56, 0));
     assert_eq!((wrap_int(DType::U16, -1), wrap_int(DType::Bool, 5)), (65535, 1));
 }
+
+/// Float16 and bfloat16 sums accumulate in float32: ones summed in half stop growing at 2048 (and
+/// at 256 in bfloat16), where adding 1 rounds back down.
+#[test]
+fn half_sums_accumulate_in_float32() {
+    for (dtype, n) in [(DType::F16, 4096u64), (DType::BF16, 512)] {
+        let mut c = Ctx::new();
+        let r = c.fresh_var(n);
+        let one = c.constant(dtype, 1.0);
+        let sum = c.reduce(RedOp::Sum, r, n, one);
+        assert_eq!(c.dtype(sum), dtype, "the sum keeps its element type");
+        let got = interp::eval(&c, sum, &mut HashMap::new(), &|_, _| None).unwrap().as_f64();
+        assert_eq!(got, n as f64, "{dtype}");
+    }
+}

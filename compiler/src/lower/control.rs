@@ -1,6 +1,8 @@
-//! If with a condition known at compile time: the chosen branch's nodes are lowered in place (its
-//! values join the enclosing graph's, as ONNX names are unique across scopes); the other branch is
-//! never looked at. A condition known only at run time is an error naming the input.
+//! If. A condition known at compile time lowers the chosen branch's nodes in place (its values join
+//! the enclosing graph's, as ONNX names are unique across scopes); the other branch is never looked
+//! at. A condition known only at run time lowers both branches and selects each output elementwise
+//! (`Where`), which needs the branches' outputs to agree in shape and element type; otherwise the
+//! error names the input to pin.
 
 use super::{lookup as any_op, settle, NodeCtx, OpFn};
 use crate::error::{CompileError, Result};
@@ -25,13 +27,8 @@ fn branch<'n>(c: &NodeCtx<'n>, name: &str) -> Result<&'n Graph> {
         .ok_or_else(|| c.err(format!("missing graph attribute `{name}`")))
 }
 
-fn if_(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
-    let cond = c.const_input(0)?;
-    if cond.numel() != 1 {
-        return Err(c.err(format!("condition of shape {:?}: one element is required", cond.shape)));
-    }
-    let taken = cond.to_f64()[0] != 0.0;
-    let g = branch(c, if taken { "then_branch" } else { "else_branch" })?;
+/// Lowers the nodes of branch `g` in place and returns its outputs.
+fn lower_branch(c: &mut NodeCtx<'_>, g: &Graph) -> Result<Vec<Lazy>> {
     for (name, t) in &g.initializers {
         let x = c.l.p.constant(t.clone());
         c.l.values.insert(name.clone(), x);
@@ -53,6 +50,9 @@ fn if_(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         for (name, x) in node.outputs.iter().zip(outs) {
             if !name.is_empty() {
                 let x = settle(c.l, name, x);
+                if !c.l.p.is_constant(&x) {
+                    c.l.sources.derive(name, node.inputs.iter().chain(&node.captured()));
+                }
                 c.l.values.insert(name.clone(), x);
             }
         }
@@ -66,4 +66,39 @@ fn if_(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
                 .ok_or_else(|| c.err(format!("branch output `{}` is never computed", o.name)))
         })
         .collect()
+}
+
+fn if_(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
+    let cond = c.input(0)?;
+    if cond.numel() != 1 {
+        return Err(c.err(format!("condition of shape {:?}: one element is required", cond.shape)));
+    }
+    if c.l.p.is_constant(&cond) {
+        let taken = c.const_input(0)?.to_f64()[0] != 0.0;
+        let g = branch(c, if taken { "then_branch" } else { "else_branch" })?;
+        return lower_branch(c, g);
+    }
+    let (then_g, else_g) = (branch(c, "then_branch")?, branch(c, "else_branch")?);
+    let then_out = lower_branch(c, then_g)?;
+    let else_out = lower_branch(c, else_g)?;
+    if then_out.len() != else_out.len() {
+        return Err(c.err(format!("the branches have {} and {} outputs", then_out.len(), else_out.len())));
+    }
+    let mut outs = Vec::with_capacity(then_out.len());
+    for (k, (t, e)) in then_out.iter().zip(&else_out).enumerate() {
+        if t.shape != e.shape || t.dtype != e.dtype {
+            let why = c.l.sources.explain(&c.node.inputs[0]).unwrap_or_else(|| "is not".into());
+            return Err(c.err(format!(
+                "output {k} is {} {:?} in then_branch and {} {:?} in else_branch, so the condition must be a compile-time constant: it {why}",
+                t.dtype.name(),
+                t.shape,
+                e.dtype.name(),
+                e.shape
+            )));
+        }
+        let cond = c.l.p.reshape(&cond, &vec![1; t.rank()]);
+        let cond = c.l.p.expand(&cond, &t.shape);
+        outs.push(c.l.p.where_(&cond, t, e));
+    }
+    Ok(outs)
 }

@@ -515,7 +515,7 @@ pub fn lower_pinned(
             NodeCtx { l: &mut l, node }.check_value(&format!("output `{name}`"), x.dtype, &x.shape)?;
             let x = settle(&mut l, name, x);
             if !l.p.is_constant(&x) {
-                l.sources.derive(name, &node.inputs);
+                l.sources.derive(name, node.inputs.iter().chain(&node.captured()));
             }
             l.values.insert(name.clone(), x);
         }

@@ -283,6 +283,17 @@ fn conv_transpose(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
 
 /// Batched matrix product with numpy semantics (1-D operands are promoted and the axis removed).
 pub(super) fn matmul_lazy(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy) -> Result<Lazy> {
+    matmul_via(c, a, b, true)
+}
+
+/// [`matmul_lazy`] that never reads its operands as images (`--image`): for operands that must stay
+/// in float32 plain buffers under `--float16`, as a recurrent state and its weights do (half storage
+/// would round the state again at every step, and the error would grow with the sequence).
+pub(super) fn matmul_plain(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy) -> Result<Lazy> {
+    matmul_via(c, a, b, false)
+}
+
+fn matmul_via(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy, images: bool) -> Result<Lazy> {
     let (a1, b1) = (a.rank() == 1, b.rank() == 1);
     let p = c.p();
     let a = if a1 { p.reshape(a, &[1, a.shape[0]]) } else { a.clone() };
@@ -292,7 +303,7 @@ pub(super) fn matmul_lazy(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy) -> Result<Laz
     if k != k2 {
         return Err(c.err(format!("inner dimensions differ: {:?} × {:?}", a.shape, b.shape)));
     }
-    if !a1 && !b1 {
+    if images && !a1 && !b1 {
         if let Some(y) = super::image::matmul(c, &a, &b) {
             return Ok(y);
         }

@@ -4,7 +4,9 @@
 //! `X·Wᵀ + b` for all steps are computed once up front (one matmul kernel per direction), then each
 //! step multiplies the previous hidden state by `Rᵀ` and applies the gate nonlinearities. Hidden
 //! (and cell) states are realized after every step, so expression trees stay the size of one step.
-//! `Y` gathers the per-step states with a balanced selection tree (depth log₂ seq).
+//! `Y` gathers the per-step states with a balanced selection tree (depth log₂ seq). With `--image
+//! --float16` only the input projections read half images; the recurrence `h·Rᵀ` reads plain float32
+//! buffers, so the state is never rounded to half between steps.
 //!
 //! Supported: directions forward/reverse/bidirectional, optional `B`, `initial_h`, `initial_c`,
 //! peepholes `P`, `clip`, layouts 0 and 1, `linear_before_reset` (GRU), `input_forget` (LSTM: f = 1 − i), and
@@ -17,7 +19,7 @@ mod act;
 use std::collections::HashMap;
 
 use super::elementwise::{konst, with};
-use super::nn::matmul_lazy;
+use super::nn::{matmul_lazy, matmul_plain};
 use super::{NodeCtx, OpFn};
 use crate::error::Result;
 use crate::ir::subst::substitute;
@@ -179,12 +181,13 @@ impl Layer {
         apply(p, a, &x)
     }
 
-    /// `h·R[rows]ᵀ` for direction `d`: `[batch, n]`.
+    /// `h·R[rows]ᵀ` for direction `d`: `[batch, n]`, from plain float32 buffers (never half
+    /// images: the state stays float32 under `--float16`).
     fn recur(&self, c: &mut NodeCtx<'_>, h: &Lazy, d: usize, lo: usize, n: usize) -> Result<Lazy> {
         let p = c.p();
         let rd = Self::rows(p, &self.r, d, lo, n);
         let rt = p.permute(&rd, &[1, 0]);
-        matmul_lazy(c, h, &rt)
+        matmul_plain(c, h, &rt)
     }
 
     /// The outputs from per-direction, per-time-step states `[batch, hidden]` (in time order):

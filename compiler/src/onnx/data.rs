@@ -11,13 +11,14 @@ use super::proto::TensorProto;
 use crate::tensor::Tensor;
 
 /// The pilot dtype of an ONNX `TensorProto.DataType` code (also the encoding of `Cast.to` and
-/// similar attributes); `None` for codes pilot does not support (string, bfloat16, complex, float8,
+/// similar attributes); `None` for codes pilot does not support (string, complex, float8,
 /// 4-bit, ...) and for unknown codes.
 pub fn dtype_from_onnx(code: i64) -> Option<DType> {
     let ty = DataType::try_from(i32::try_from(code).ok()?).ok()?;
     Some(match ty {
         DataType::Float => DType::F32,
         DataType::Float16 => DType::F16,
+        DataType::Bfloat16 => DType::BF16,
         DataType::Double => DType::F64,
         DataType::Int8 => DType::I8,
         DataType::Int16 => DType::I16,
@@ -37,6 +38,7 @@ pub fn onnx_dtype_code(dtype: DType) -> i64 {
     let ty = match dtype {
         DType::F32 => DataType::Float,
         DType::F16 => DataType::Float16,
+        DType::BF16 => DataType::Bfloat16,
         DType::F64 => DataType::Double,
         DType::I8 => DataType::Int8,
         DType::I16 => DataType::Int16,
@@ -65,7 +67,7 @@ pub fn onnx_dtype_name(code: i64) -> String {
 /// The element count is the product of `dims` (no dims: a scalar); it must equal the number of
 /// elements in whichever data source the tensor uses: external data (`base_dir` is the model's
 /// directory), else `raw_data` (little-endian), else the typed field for the dtype. Narrow integer,
-/// bool and float16 values held in `int32_data` are truncated to their width, as onnx's
+/// bool, float16 and bfloat16 values held in `int32_data` are truncated to their width, as onnx's
 /// `numpy_helper` does.
 pub(crate) fn decode_tensor(mut t: TensorProto, base_dir: Option<&Path>) -> Result<Tensor, ImportError> {
     let name = t.name.take().unwrap_or_default();
@@ -111,7 +113,7 @@ fn typed(t: &TensorProto, name: &str, dtype: DType, numel: usize) -> Result<Vec<
         DType::U32 => pack(name, "uint64_data", &t.uint64_data, numel, |v| (v as u32).to_le_bytes()),
         DType::I32 => pack(name, "int32_data", i32s, numel, i32::to_le_bytes),
         DType::I16 => pack(name, "int32_data", i32s, numel, |v| (v as i16).to_le_bytes()),
-        DType::U16 | DType::F16 => pack(name, "int32_data", i32s, numel, |v| (v as u16).to_le_bytes()),
+        DType::U16 | DType::F16 | DType::BF16 => pack(name, "int32_data", i32s, numel, |v| (v as u16).to_le_bytes()),
         DType::I8 => pack(name, "int32_data", i32s, numel, |v| [v as i8 as u8]),
         DType::U8 => pack(name, "int32_data", i32s, numel, |v| [v as u8]),
         DType::Bool => pack(name, "int32_data", i32s, numel, |v| [u8::from(v != 0)]),

@@ -222,6 +222,31 @@ impl Node {
         }
     }
 
+    /// The values of enclosing scopes that this node's subgraphs (If branches, Loop and Scan bodies)
+    /// read: names their nodes use that they do not define themselves, sorted, once each.
+    pub fn captured(&self) -> Vec<String> {
+        fn walk(g: &Graph, out: &mut Vec<String>) {
+            let mut defined: std::collections::HashSet<&str> = g.inputs.iter().map(|v| v.name.as_str()).collect();
+            defined.extend(g.initializers.iter().map(|(n, _)| n.as_str()));
+            defined.extend(g.nodes.iter().flat_map(|n| n.outputs.iter().map(String::as_str)));
+            for n in &g.nodes {
+                out.extend(n.inputs.iter().filter(|i| !i.is_empty() && !defined.contains(i.as_str())).cloned());
+                out.extend(n.captured().into_iter().filter(|i| !defined.contains(i.as_str())));
+            }
+        }
+        let mut out = Vec::new();
+        for (_, a) in &self.attrs {
+            match a {
+                Attr::Graph(g) => walk(g, &mut out),
+                Attr::Graphs(gs) => gs.iter().for_each(|g| walk(g, &mut out)),
+                _ => {}
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// The value of a `Constant` node as a tensor: `value` as is, `value_float`/`value_int` as
     /// f32/i64 scalars, `value_floats`/`value_ints` as 1-D f32/i64 tensors. `None` for other
     /// nodes and for `value_string(s)`/`sparse_value` (not supported).

@@ -153,11 +153,23 @@ fn bad_sizes_are_errors_not_allocations() {
     assert!(e.contains("int32_data has 0 values, dims need 2"), "{e}");
 }
 
+/// bfloat16 is the top half of a float32's bits, in `raw_data` or one value per `int32_data` entry.
+#[test]
+fn bfloat16_tensors_decode() {
+    let mut t = tensor("b", DataType::Bfloat16, &[2]);
+    t.raw_data = Some([0x3fc0u16, 0xc020].iter().flat_map(|v| v.to_le_bytes()).collect());
+    let got = decode(t).unwrap();
+    assert_eq!((got.dtype, got.to_f64()), (DType::BF16, vec![1.5, -2.5]));
+    let mut t = tensor("b", DataType::Bfloat16, &[1]);
+    t.int32_data = vec![0x3f80];
+    assert_eq!(decode(t).unwrap().to_f64(), vec![1.0]);
+}
+
 #[test]
 fn unsupported_dtypes_name_tensor_and_type() {
     for (ty, name) in [
         (DataType::String, "STRING"),
-        (DataType::Bfloat16, "BFLOAT16"),
+        (DataType::Int4, "INT4"),
         (DataType::Complex64, "COMPLEX64"),
         (DataType::Float8e4m3fn, "FLOAT8E4M3FN"),
         (DataType::Undefined, "UNDEFINED"),
@@ -280,9 +292,9 @@ fn value_infos() {
     assert_eq!(m.graph.inputs[1], ValueInfo { name: "u".into(), dtype: None, dims: None });
     assert_eq!(m.graph.value_info[0], ValueInfo { name: "s".into(), dtype: None, dims: None });
 
-    let g = pb::GraphProto { output: vec![value("y", DataType::Bfloat16 as i32, vec![])], ..Default::default() };
+    let g = pb::GraphProto { output: vec![value("y", DataType::Float8e5m2 as i32, vec![])], ..Default::default() };
     let e = message(load_proto(&model(g)).unwrap_err());
-    assert!(e.contains("\"y\"") && e.contains("BFLOAT16"), "{e}");
+    assert!(e.contains("\"y\"") && e.contains("FLOAT8E5M2"), "{e}");
 
     let seq = pb::TypeProto { value: Some(type_proto::Value::SequenceType(Box::default())), ..Default::default() };
     let v = pb::ValueInfoProto { name: Some("q".into()), r#type: Some(seq), ..Default::default() };

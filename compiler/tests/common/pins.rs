@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use pilot_compiler::lower::pin::Pins;
-use pilot_compiler::onnx::Model;
+use pilot_compiler::onnx::{Attr, Graph, Model, Node};
 
 use super::read_pb;
 
@@ -16,7 +16,7 @@ use super::read_pb;
 /// decide output shapes or the computation's structure, so an ahead-of-time compiler needs them at
 /// compile time. Inputs pilot computes with at run time are not listed, so they stay run-time inputs:
 /// data (Clip bounds, RNN `sequence_lens`, optimizer step counts, Gather indices) and scalars that
-/// shape nothing (Trilu `k`, Dropout `ratio`).
+/// shape nothing (Trilu `k`).
 pub const SHAPE_INPUTS: &[(&str, &[usize])] = &[
     ("AffineGrid", &[1]),            // size
     ("BlackmanWindow", &[0]),        // size
@@ -26,7 +26,7 @@ pub const SHAPE_INPUTS: &[(&str, &[usize])] = &[
     ("ConstantOfShape", &[0]),       // shape
     ("CumSum", &[1]),                // axis
     ("DFT", &[1, 2]),                // dft_length, axis
-    ("Dropout", &[2]),               // training_mode
+    ("Dropout", &[1, 2]),            // ratio, training_mode (training draws its mask at compile time)
     ("Expand", &[1]),                // shape
     ("HammingWindow", &[0]),         // size
     ("HannWindow", &[0]),            // size
@@ -62,32 +62,47 @@ const NOT_VALUES: &[(&str, usize)] = &[("Shape", 0), ("Size", 0), ("CastLike", 1
 
 /// The names of the graph inputs of `model` to pin: those feeding a [`SHAPE_INPUTS`] position,
 /// directly or through the nodes computing it (not through [`NOT_VALUES`] inputs).
+/// Nodes in subgraphs (If branches, Loop and Scan bodies) count as the graph's own: a branch's
+/// Reshape seeds the search, and a node's subgraphs read the outer values it captures.
 pub fn shape_input_names(model: &Model) -> BTreeSet<String> {
     let g = &model.graph;
-    let producer: HashMap<&str, usize> =
-        g.nodes.iter().enumerate().flat_map(|(i, n)| n.outputs.iter().map(move |o| (o.as_str(), i))).collect();
+    let mut nodes: Vec<&Node> = Vec::new();
+    flatten(g, &mut nodes);
+    let producer: HashMap<&str, &Node> =
+        nodes.iter().flat_map(|&n| n.outputs.iter().map(move |o| (o.as_str(), n))).collect();
     let table: HashMap<&str, &[usize]> = SHAPE_INPUTS.iter().copied().collect();
-    let mut todo: Vec<&str> = Vec::new();
-    for n in g.nodes.iter().filter(|n| n.domain.is_empty() || n.domain == "ai.onnx") {
+    let mut todo: Vec<String> = Vec::new();
+    for n in nodes.iter().filter(|n| n.domain.is_empty() || n.domain == "ai.onnx") {
         for &i in table.get(n.op_type.as_str()).copied().unwrap_or_default() {
-            todo.extend(n.inputs.get(i).map(String::as_str).filter(|s| !s.is_empty()));
+            todo.extend(n.inputs.get(i).filter(|s| !s.is_empty()).cloned());
         }
     }
     let inputs: BTreeSet<&str> = g.real_inputs().map(|v| v.name.as_str()).collect();
     let (mut seen, mut pinned) = (BTreeSet::new(), BTreeSet::new());
     while let Some(v) = todo.pop() {
-        if !seen.insert(v) {
-            continue;
-        }
-        if inputs.contains(v) {
-            pinned.insert(v.to_string());
-        } else if let Some(&p) = producer.get(v) {
-            let n = &g.nodes[p];
+        if inputs.contains(v.as_str()) {
+            pinned.insert(v.clone());
+        } else if let Some(n) = producer.get(v.as_str()).filter(|_| !seen.contains(&v)) {
             let traced = |&(i, s): &(usize, &String)| !s.is_empty() && !NOT_VALUES.contains(&(n.op_type.as_str(), i));
-            todo.extend(n.inputs.iter().enumerate().filter(traced).map(|(_, s)| s.as_str()));
+            todo.extend(n.inputs.iter().enumerate().filter(traced).map(|(_, s)| s.clone()));
+            todo.extend(n.captured());
         }
+        seen.insert(v);
     }
     pinned
+}
+
+fn flatten<'g>(g: &'g Graph, out: &mut Vec<&'g Node>) {
+    for n in &g.nodes {
+        out.push(n);
+        for (_, a) in &n.attrs {
+            match a {
+                Attr::Graph(sub) => flatten(sub, out),
+                Attr::Graphs(subs) => subs.iter().for_each(|sub| flatten(sub, out)),
+                _ => {}
+            }
+        }
+    }
 }
 
 /// One data set of a case split for compilation: the pinned values, and the indices (into the

@@ -36,6 +36,9 @@ static inline long pl_group_id(uint d) {
 static inline float pl_bits_half(ushort b) { return (float)as_half(b); }
 static inline ushort pl_half_bits(float x) { return as_ushort((half)x); }
 static inline float pl_round_half(float x) { return (float)(half)x; }
+static inline float pl_bits_bf16(ushort b) { return as_float((uint)b << 16); }
+static inline ushort pl_bf16_bits(float x) { uint u = as_uint(x); return (ushort)(((u & 0x7fffffffu) > 0x7f800000u ? u | 0x00400000u : u + 0x7fffu + ((u >> 16) & 1u)) >> 16); }
+static inline float pl_round_bf16(float x) { return pl_bits_bf16(pl_bf16_bits(x)); }
 #define exp(x) pl_expf(x)
 #define tanh(x) pl_tanhf(x)
 #define log(x) ((float)pl_log(x))

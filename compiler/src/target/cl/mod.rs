@@ -13,13 +13,17 @@ use crate::error::Result;
 use crate::program::Program;
 
 /// Helpers every kernel may call. Half is storage only (no `cl_khr_fp16`): conversions go through
-/// `vload_half`/`vstore_half`, which round to nearest even.
+/// `vload_half`/`vstore_half`, which round to nearest even. bfloat16 is stored as `ushort` (the top
+/// half of a float's bits), rounded to nearest even by bit arithmetic (NaN stays a quiet NaN).
 pub const PRELUDE: &str = r#"__constant sampler_t smp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
 float pl_fmax(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b); }
 float pl_fmin(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b); }
 float pl_bits_half(ushort b) { return vload_half(0, (const half *)&b); }
 ushort pl_half_bits(float x) { ushort b; vstore_half(x, 0, (half *)&b); return b; }
 float pl_round_half(float x) { return pl_bits_half(pl_half_bits(x)); }
+float pl_bits_bf16(ushort b) { return as_float((uint)b << 16); }
+ushort pl_bf16_bits(float x) { uint u = as_uint(x); return (ushort)(((u & 0x7fffffffu) > 0x7f800000u ? u | 0x00400000u : u + 0x7fffu + ((u >> 16) & 1u)) >> 16); }
+float pl_round_bf16(float x) { return pl_bits_bf16(pl_bf16_bits(x)); }
 float pl_channel(float4 p, long c) { return c == 0 ? p.s0 : c == 1 ? p.s1 : c == 2 ? p.s2 : p.s3; }
 "#;
 

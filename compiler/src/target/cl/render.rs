@@ -38,10 +38,10 @@ const LANES: u32 = 64;
 const SHARED_REDUCTION: u64 = 256;
 const FEW_OUTPUTS: usize = 4096;
 
-/// The value type a node computes in: half is computed as float.
+/// The value type a node computes in: half and bfloat16 are computed as float.
 pub fn value_type(d: DType) -> &'static str {
     match d {
-        DType::F32 | DType::F16 => "float",
+        DType::F32 | DType::F16 | DType::BF16 => "float",
         DType::F64 => "double",
         DType::I8 => "char",
         DType::U8 | DType::Bool => "uchar",
@@ -58,6 +58,7 @@ pub fn value_type(d: DType) -> &'static str {
 fn storage_type(d: DType) -> &'static str {
     match d {
         DType::F16 => "half",
+        DType::BF16 => "ushort",
         _ => value_type(d),
     }
 }
@@ -240,6 +241,8 @@ pub fn render_for(p: &Program, k: &Kernel, prep: &Prepared, locals: bool, float6
             let guard = if shared { "if (lid == 0) " } else { "" };
             if out_buf.dtype == DType::F16 {
                 let _ = writeln!(e.out, "  {guard}vstore_half({v}, {flat}, b{});", k.out);
+            } else if out_buf.dtype == DType::BF16 {
+                let _ = writeln!(e.out, "  {guard}b{}[{flat}] = pl_bf16_bits({v});", k.out);
             } else {
                 let _ = writeln!(e.out, "  {guard}b{}[{flat}] = {v};", k.out);
             }
@@ -434,6 +437,8 @@ impl Emitter<'_> {
                     };
                     let load = if self.p.bufs[buf as usize].dtype == DType::F16 {
                         format!("vload_half({idx}, b{buf})")
+                    } else if self.p.bufs[buf as usize].dtype == DType::BF16 {
+                        format!("pl_bits_bf16(b{buf}[{idx}])")
                     } else {
                         format!("b{buf}[{idx}]")
                     };
@@ -452,6 +457,8 @@ impl Emitter<'_> {
                 match (from, d) {
                     (DType::F16, _) => format!("({t})pl_half_bits({v})"),
                     (_, DType::F16) => format!("pl_bits_half((ushort){v})"),
+                    (DType::BF16, _) => format!("({t})pl_bf16_bits({v})"),
+                    (_, DType::BF16) => format!("pl_bits_bf16((ushort){v})"),
                     _ => format!("as_{t}({v})"),
                 }
             }
@@ -533,6 +540,9 @@ impl Emitter<'_> {
         }
         if d == DType::F16 {
             return format!("pl_round_half((float)({v}))");
+        }
+        if d == DType::BF16 {
+            return format!("pl_round_bf16((float)({v}))");
         }
         if from.is_float() && !d.is_float() {
             // The CPU backend's semantics: truncate to i64, saturating, NaN to 0; then wrap to the width.

@@ -169,7 +169,16 @@ pub const PRELUDE: &str = concat!(
     r#"
 typedef signed char i8; typedef unsigned char u8; typedef short i16; typedef unsigned short u16;
 typedef int i32; typedef unsigned int u32; typedef long long i64; typedef unsigned long long u64;
-typedef _Float16 f16;
+typedef _Float16 f16; typedef __bf16 bf16;
+/* float -> bfloat16, rounding to nearest even (NaN stays a quiet NaN). Clang lowers every narrowing to
+   __bf16 to a call of this compiler-rt helper, which the loader does not provide: each object defines
+   its own. */
+__attribute__((weak)) bf16 __truncsfbf2(float x) {
+  union { float f; u32 u; } v = { x };
+  u32 u = (v.u & 0x7fffffffu) > 0x7f800000u ? v.u | 0x00400000u : v.u + 0x7fffu + ((v.u >> 16) & 1u);
+  union { u16 s; bf16 b; } r = { (u16)(u >> 16) };
+  return r.b;
+}
 /* Register tiles (target/cpu/tile.rs): vectors of 4, 8 and 16 floats (GCC vector extensions, which
    clang shares; a scalar operand is broadcast). */
 typedef float pl_v4 __attribute__((vector_size(16)));

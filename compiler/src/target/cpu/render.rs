@@ -35,6 +35,7 @@ pub fn ctype(d: DType) -> &'static str {
         DType::F32 => "float",
         DType::F64 => "double",
         DType::F16 => "f16",
+        DType::BF16 => "bf16",
         DType::I8 => "i8",
         DType::U8 | DType::Bool => "u8",
         DType::I16 => "i16",
@@ -64,6 +65,7 @@ pub(crate) fn literal(c: Const, d: DType) -> String {
             match d {
                 DType::F64 => format!("((double){s})"),
                 DType::F16 => format!("((f16){s})"),
+                DType::BF16 => format!("((bf16){s})"),
                 _ => format!("((float){s})"),
             }
         }
@@ -338,7 +340,7 @@ impl Renderer<'_> {
                     format!("({v}) != 0")
                 } else if is_f(from) && !is_f(d) {
                     format!("({t})pl_f2i((double)({v}))")
-                } else if d == DType::F16 && from == DType::F64 {
+                } else if matches!(d, DType::F16 | DType::BF16) && from == DType::F64 {
                     // Through float: double→half needs a libgcc helper the loader does not provide.
                     format!("({t})(float)({v})")
                 } else {
@@ -533,6 +535,7 @@ impl Renderer<'_> {
 fn narrow(d: DType, expr: String) -> String {
     match d {
         DType::F16 => format!("(f16)(float)({expr})"),
+        DType::BF16 => format!("(bf16)(float)({expr})"),
         _ => format!("({})({expr})", ctype(d)),
     }
 }
