@@ -690,11 +690,14 @@ mod tests {
     fn numpy_interop() {
         let Some(python) = pilot_test_support::venv_python() else { return };
         let dir = tempfile::tempdir().unwrap();
-        let script = "import numpy as np, sys
+        // numpy reads bfloat16's `<V2` as raw 2-byte voids: ml_dtypes (an onnx dependency) names them, and numpy
+        // writes an ml_dtypes bfloat16 array as `<V2` again (little-endian only: no byte-swapped form to test).
+        let script = "import numpy as np, sys, ml_dtypes
 a = np.load(sys.argv[1])
+if sys.argv[3] == 'bfloat16': a = a.view(ml_dtypes.bfloat16)
 assert a.dtype == np.dtype(sys.argv[3]) and a.shape == (2, 3, 4), (a.dtype, a.shape)
 assert a.tobytes() == bytes.fromhex(sys.argv[4]), 'data differs'
-np.save(sys.argv[2], a.astype(a.dtype.newbyteorder('>')) if a.dtype.itemsize > 1 else a)";
+np.save(sys.argv[2], a.astype(a.dtype.newbyteorder('>')) if a.dtype.itemsize > 1 and a.dtype.kind != 'V' else a)";
         for dtype in DType::ALL {
             let (ours, theirs) = (dir.path().join("ours.npy"), dir.path().join("theirs.npy"));
             let one: Vec<u8> = match dtype {
