@@ -146,7 +146,7 @@ enum PilotStatus pilot_model_open(const char *path,
 enum PilotStatus pilot_model_close(struct PilotModel *m);
 
 /*
- The number of inputs (0 for a null model).
+ The number of inputs (0 for a null or closed model).
 
  # Safety
  `m` is null or an open model.
@@ -154,7 +154,7 @@ enum PilotStatus pilot_model_close(struct PilotModel *m);
 size_t pilot_model_input_count(const struct PilotModel *m);
 
 /*
- The number of outputs (0 for a null model).
+ The number of outputs (0 for a null or closed model).
 
  # Safety
  `m` is null or an open model.

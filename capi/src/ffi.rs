@@ -249,7 +249,7 @@ pub unsafe extern "C" fn pilot_model_close(m: *mut PilotModel) -> PilotStatus {
     })
 }
 
-/// The number of inputs (0 for a null model).
+/// The number of inputs (0 for a null or closed model).
 ///
 /// # Safety
 /// `m` is null or an open model.
@@ -259,7 +259,7 @@ pub unsafe extern "C" fn pilot_model_input_count(m: *const PilotModel) -> usize 
     unsafe { model(m.cast_mut()) }.map_or(0, |m| m.model.inputs().len())
 }
 
-/// The number of outputs (0 for a null model).
+/// The number of outputs (0 for a null or closed model).
 ///
 /// # Safety
 /// `m` is null or an open model.
