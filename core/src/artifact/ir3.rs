@@ -118,12 +118,7 @@ impl Ir3Program {
             "double_threadsize",
             "args",
         ];
-        if let Some((k, _)) = entries.iter().find(|(k, _)| !matches!(k, Value::Str(s) if KNOWN.contains(&s.as_str()))) {
-            return Err(match k {
-                Value::Str(s) => err(format!("{path}.{s}"), "unknown key"),
-                other => err(path, format!("expected str keys, found {}", other.type_name())),
-            });
-        }
+        super::schema::check_keys(path, entries, KNOWN)?;
         let get = |key: &str| {
             entries
                 .iter()

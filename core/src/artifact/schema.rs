@@ -212,6 +212,20 @@ fn format_from(s: &str) -> Option<ProgramFormat> {
     })
 }
 
+/// Refuses a key of the dict at `path` that is not one of `known`: a key the schema does not define (a renamed
+/// key would otherwise drop its record silently, e.g. a buffer's `checksum` from `load --verify`).
+pub(crate) fn check_keys(path: &str, entries: &[(Value, Value)], known: &[&str]) -> Result<(), SchemaError> {
+    for (k, _) in entries {
+        match k {
+            Value::Str(s) if known.contains(&s.as_str()) => {}
+            Value::Str(s) if path.is_empty() => return Err(err(s.as_str(), "unknown key")),
+            Value::Str(s) => return Err(err(format!("{path}.{s}"), "unknown key")),
+            other => return Err(err(path, format!("expected str keys, found {}", other.type_name()))),
+        }
+    }
+    Ok(())
+}
+
 /// Typed access to a dict with paths for errors.
 struct Obj<'a> {
     path: String,
@@ -219,21 +233,13 @@ struct Obj<'a> {
 }
 
 impl<'a> Obj<'a> {
-    /// The dict at `path`, which may hold only the `known` keys: a key the schema does not define is refused
-    /// (a renamed key would otherwise drop its record silently, e.g. a buffer's `checksum` from `load --verify`).
+    /// The dict at `path`, which may hold only the `known` keys ([`check_keys`]).
     fn new(path: &str, v: &'a Value, known: &[&str]) -> Result<Obj<'a>, SchemaError> {
         let Value::Dict(entries) = v else {
             return Err(err(path, format!("expected dict, found {}", v.type_name())));
         };
-        let o = Obj { path: path.to_string(), entries };
-        for (k, _) in entries {
-            match k {
-                Value::Str(s) if known.contains(&s.as_str()) => {}
-                Value::Str(s) => return Err(err(o.at(s), "unknown key")),
-                other => return Err(err(path, format!("expected str keys, found {}", other.type_name()))),
-            }
-        }
-        Ok(o)
+        check_keys(path, entries, known)?;
+        Ok(Obj { path: path.to_string(), entries })
     }
 
     fn at(&self, key: &str) -> String {
