@@ -5,7 +5,11 @@
 //! (`kernel_descriptor_t`, `COMPUTE_PGM_RSRC1/2/3`, `KERNEL_CODE_PROPERTY`) and the "Kernel Descriptor"
 //! tables of LLVM's AMDGPUUsage.
 
+use std::mem::offset_of;
+
 use pilot_core::Arch;
+use zerocopy::little_endian::{I64, U16, U32};
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use super::Refusal;
 
@@ -119,26 +123,51 @@ fn refuse(field: impl Into<String>, msg: impl Into<String>) -> Refusal {
     Refusal { field: field.into(), msg: msg.into() }
 }
 
+/// `kernel_descriptor_t` as it lies in the code object: little-endian, no alignment assumed.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct Raw {
+    group_segment_fixed_size: U32,
+    private_segment_fixed_size: U32,
+    kernarg_size: U32,
+    reserved0: [u8; 4],
+    kernel_code_entry_byte_offset: I64,
+    reserved1: [u8; 20],
+    compute_pgm_rsrc3: U32,
+    compute_pgm_rsrc1: U32,
+    compute_pgm_rsrc2: U32,
+    kernel_code_properties: U16,
+    kernarg_preload: U16,
+    reserved3: [u8; 4],
+}
+
+const _: () = assert!(size_of::<Raw>() == SIZE);
+
 impl Descriptor {
     /// Decodes 64 bytes; the reserved bytes must be zero.
     pub fn parse(b: &[u8; SIZE]) -> Result<Descriptor, Refusal> {
-        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"));
-        let u16_at = |o: usize| u16::from_le_bytes(b[o..o + 2].try_into().expect("2 bytes"));
-        for (name, range) in [("reserved0", 12..16), ("reserved1", 24..44), ("reserved3", 60..64)] {
-            if b[range.clone()].iter().any(|&x| x != 0) {
+        let raw = Raw::ref_from_bytes(b).expect("Raw is SIZE bytes, unaligned");
+        let reserved: [(&str, usize, &[u8]); 3] = [
+            ("reserved0", offset_of!(Raw, reserved0), &raw.reserved0),
+            ("reserved1", offset_of!(Raw, reserved1), &raw.reserved1),
+            ("reserved3", offset_of!(Raw, reserved3), &raw.reserved3),
+        ];
+        for (name, at, bytes) in reserved {
+            if bytes.iter().any(|&x| x != 0) {
+                let range = at..at + bytes.len();
                 return Err(refuse(format!("descriptor.{name}"), format!("bytes {range:?} must be zero")));
             }
         }
         Ok(Descriptor {
-            group_segment_fixed_size: u32_at(0),
-            private_segment_fixed_size: u32_at(4),
-            kernarg_size: u32_at(8),
-            kernel_code_entry_byte_offset: i64::from_le_bytes(b[16..24].try_into().expect("8 bytes")),
-            compute_pgm_rsrc3: u32_at(44),
-            compute_pgm_rsrc1: u32_at(48),
-            compute_pgm_rsrc2: u32_at(52),
-            kernel_code_properties: u16_at(56),
-            kernarg_preload: u16_at(58),
+            group_segment_fixed_size: raw.group_segment_fixed_size.get(),
+            private_segment_fixed_size: raw.private_segment_fixed_size.get(),
+            kernarg_size: raw.kernarg_size.get(),
+            kernel_code_entry_byte_offset: raw.kernel_code_entry_byte_offset.get(),
+            compute_pgm_rsrc3: raw.compute_pgm_rsrc3.get(),
+            compute_pgm_rsrc1: raw.compute_pgm_rsrc1.get(),
+            compute_pgm_rsrc2: raw.compute_pgm_rsrc2.get(),
+            kernel_code_properties: raw.kernel_code_properties.get(),
+            kernarg_preload: raw.kernarg_preload.get(),
         })
     }
 

@@ -10,6 +10,9 @@ use super::bus::GpuBus;
 use super::regs::{HwIp, RCC_CONFIG_MEMSIZE};
 use crate::firmware::{Card, IpVersion};
 use std::collections::BTreeMap;
+use std::mem::offset_of;
+use zerocopy::little_endian::{U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 /// Where the table starts, counted back from VRAM's end, and how much of it pilot reads.
 pub const TABLE_FROM_END: u64 = 64 << 10;
@@ -115,148 +118,261 @@ pub fn discover(bus: &mut dyn GpuBus) -> Result<Discovery, DiscoveryError> {
     parse(&table, vram_size)
 }
 
-/// Little-endian reads that name the field when they fall outside the bytes read.
-struct Table<'a>(&'a [u8]);
+/// `struct table_info` (Linux `discovery.h`): one entry of the binary header's table list.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct TableInfo {
+    offset: U16,
+    checksum: U16,
+    size: U16,
+    padding: U16,
+}
 
-impl Table<'_> {
-    fn bytes(&self, at: usize, n: usize, what: &str) -> Result<&[u8], DiscoveryError> {
-        self.0.get(at..at + n).ok_or_else(|| {
-            DiscoveryError::Bad(format!("{what} at byte {at:#x} lies past the {:#x} bytes read", self.0.len()))
-        })
-    }
-    fn u8(&self, at: usize, what: &str) -> Result<u8, DiscoveryError> {
-        Ok(self.bytes(at, 1, what)?[0])
-    }
-    fn u16(&self, at: usize, what: &str) -> Result<u16, DiscoveryError> {
-        Ok(u16::from_le_bytes(self.bytes(at, 2, what)?.try_into().expect("2 bytes")))
-    }
-    fn u32(&self, at: usize, what: &str) -> Result<u32, DiscoveryError> {
-        Ok(u32::from_le_bytes(self.bytes(at, 4, what)?.try_into().expect("4 bytes")))
-    }
-    fn u64(&self, at: usize, what: &str) -> Result<u64, DiscoveryError> {
-        Ok(u64::from_le_bytes(self.bytes(at, 8, what)?.try_into().expect("8 bytes")))
-    }
-    /// Linux `amdgpu_discovery_calculate_checksum`: the byte sum, truncated to 16 bits.
-    fn checksum(&self, at: usize, n: usize, what: &str) -> Result<u16, DiscoveryError> {
-        Ok(self.bytes(at, n, what)?.iter().fold(0u16, |s, b| s.wrapping_add(u16::from(*b))))
-    }
+/// `struct binary_header`.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct BinaryHeader {
+    binary_signature: U32,
+    version_major: U16,
+    version_minor: U16,
+    binary_checksum: U16,
+    /// Bytes from `binary_checksum`'s end (byte 10) that the checksum covers, counted from byte 0.
+    binary_size: U16,
+    table_list: [TableInfo; 6],
+}
+
+/// `struct die_info`.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct DieInfo {
+    die_id: U16,
+    die_offset: U16,
+}
+
+/// `struct ip_discovery_header` (the union after `die_info` read as its v4 bit field byte).
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct IpDiscoveryHeader {
+    signature: U32,
+    version: U16,
+    size: U16,
+    id: U32,
+    num_dies: U16,
+    die_info: [DieInfo; 16],
+    /// Bit 0: `base_addr_64_bit`.
+    flags: u8,
+    padding: u8,
+}
+
+/// `struct die_header`.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct DieHeader {
+    die_id: U16,
+    num_ips: U16,
+}
+
+/// `struct ip_v4` without its base addresses, which follow it (32 or 64 bits each).
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct IpEntry {
+    hw_id: U16,
+    instance_number: u8,
+    num_base_address: u8,
+    major: u8,
+    minor: u8,
+    revision: u8,
+    variant_harvest: u8,
+}
+
+/// `struct harvest_info`.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct HarvestInfo {
+    hw_id: U16,
+    number_instance: u8,
+    reserved: u8,
+}
+
+/// `struct harvest_table`.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct HarvestTable {
+    signature: U32,
+    version: U32,
+    list: [HarvestInfo; 32],
+}
+
+/// `struct gc_info_v1_0` and `gc_info_v2_0` share this layout up to `gc_num_sa_per_se`; v1 counts WGPs in
+/// `a`/`b` (`gc_num_wgp0_per_sa`, `gc_num_wgp1_per_sa`), v2 CUs per SH and SHs per SE
+/// (`gc_num_cu_per_sh`, `gc_num_sh_per_se`).
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct GcInfoRaw {
+    table_id: U32,
+    version_major: U16,
+    version_minor: U16,
+    size: U32,
+    gc_num_se: U32,
+    a: U32,
+    b: U32,
+    gc_num_rb_per_se: U32,
+    gc_num_gl2c: U32,
+    gc_num_gprs: U32,
+    gc_num_max_gs_thds: U32,
+    gc_gs_table_depth: U32,
+    gc_gsprim_buff_depth: U32,
+    gc_parameter_cache_depth: U32,
+    gc_double_offchip_lds_buffer: U32,
+    gc_wave_size: U32,
+    gc_max_waves_per_simd: U32,
+    gc_max_scratch_slots_per_cu: U32,
+    gc_lds_size: U32,
+    gc_num_sc_per_se: U32,
+    /// v1 only: `gc_num_sa_per_se` (v2's `gc_num_packer_per_sc`).
+    gc_num_sa_per_se: U32,
+}
+
+const _: () = {
+    assert!(size_of::<BinaryHeader>() == 60);
+    assert!(size_of::<IpDiscoveryHeader>() == 80);
+    assert!(size_of::<IpEntry>() == 8);
+    assert!(size_of::<HarvestTable>() == 136);
+    assert!(offset_of!(GcInfoRaw, gc_wave_size) == 56);
+    assert!(offset_of!(GcInfoRaw, gc_num_sa_per_se) == 76);
+};
+
+/// The structure `T` at byte `at`, or an error naming it when it lies past the bytes read.
+fn read<'a, T: FromBytes + KnownLayout + Immutable + Unaligned>(
+    bytes: &'a [u8],
+    at: usize,
+    what: &str,
+) -> Result<&'a T, DiscoveryError> {
+    bytes.get(at..).and_then(|b| T::ref_from_prefix(b).ok()).map(|(t, _)| t).ok_or_else(|| past(bytes, at, what))
+}
+
+/// `n` base addresses of `W` (`U32` or `U64`) at byte `at`.
+fn read_bases<W: FromBytes + Immutable + Unaligned + Copy>(
+    bytes: &[u8],
+    at: usize,
+    n: usize,
+) -> Result<&[W], DiscoveryError> {
+    bytes
+        .get(at..)
+        .and_then(|b| <[W]>::ref_from_prefix_with_elems(b, n).ok())
+        .map(|(t, _)| t)
+        .ok_or_else(|| past(bytes, at, "ip.base_address"))
+}
+
+fn past(bytes: &[u8], at: usize, what: &str) -> DiscoveryError {
+    DiscoveryError::Bad(format!("{what} at byte {at:#x} lies past the {:#x} bytes read", bytes.len()))
+}
+
+/// Linux `amdgpu_discovery_calculate_checksum`: the byte sum of `n` bytes at `at`, truncated to 16 bits.
+fn checksum(bytes: &[u8], at: usize, n: usize, what: &str) -> Result<u16, DiscoveryError> {
+    let b = bytes.get(at..at.saturating_add(n)).ok_or_else(|| past(bytes, at, what))?;
+    Ok(b.iter().fold(0u16, |s, b| s.wrapping_add(u16::from(*b))))
 }
 
 /// Parses the table bytes (`binary_header` at 0) of a GPU with `vram_size` bytes of VRAM.
 pub fn parse(bytes: &[u8], vram_size: u64) -> Result<Discovery, DiscoveryError> {
-    let t = Table(bytes);
     let bad = |m: String| DiscoveryError::Bad(m);
-    let signature = t.u32(0, "binary_header.binary_signature")?;
+    let header: &BinaryHeader = read(bytes, 0, "binary_header")?;
+    let signature = header.binary_signature.get();
     if signature != BINARY_SIGNATURE {
         return Err(bad(format!(
             "binary_header.binary_signature is {signature:#010x}, not {BINARY_SIGNATURE:#010x} (no table at VRAM end - 64 KB)"
         )));
     }
     // binary_checksum covers binary_size bytes from the field after it (byte 10).
-    let (sum, size) =
-        (t.u16(8, "binary_header.binary_checksum")?, usize::from(t.u16(10, "binary_header.binary_size")?));
+    let (sum, size) = (header.binary_checksum.get(), usize::from(header.binary_size.get()));
     if size < 12 {
         return Err(bad(format!("binary_header.binary_size {size} is smaller than the header")));
     }
-    let got = t.checksum(10, size - 10, "binary_header.binary_size")?;
+    let got = checksum(bytes, 10, size - 10, "binary_header.binary_size")?;
     if got != sum {
         return Err(bad(format!("binary_header.binary_checksum is {sum:#06x}, the bytes sum to {got:#06x}")));
     }
-    let table = |id: usize| -> Result<(usize, u16), DiscoveryError> {
-        let at = 12 + id * 8;
-        Ok((usize::from(t.u16(at, "binary_header.table_list.offset")?), t.u16(at + 2, "table_list.checksum")?))
+    let table = |id: usize| {
+        let t = &header.table_list[id];
+        (usize::from(t.offset.get()), t.checksum.get())
     };
 
-    let (ih, ih_sum) = table(TABLE_IP_DISCOVERY)?;
-    let ih_signature = t.u32(ih, "ip_discovery_header.signature")?;
+    let (ih_at, ih_sum) = table(TABLE_IP_DISCOVERY);
+    let ih: &IpDiscoveryHeader = read(bytes, ih_at, "ip_discovery_header")?;
+    let ih_signature = ih.signature.get();
     if ih_signature != DISCOVERY_TABLE_SIGNATURE {
         return Err(bad(format!(
             "ip_discovery_header.signature is {ih_signature:#010x}, not {DISCOVERY_TABLE_SIGNATURE:#010x}"
         )));
     }
-    let ih_size = usize::from(t.u16(ih + 6, "ip_discovery_header.size")?);
-    let got = t.checksum(ih, ih_size, "ip_discovery_header.size")?;
+    let got = checksum(bytes, ih_at, usize::from(ih.size.get()), "ip_discovery_header.size")?;
     if got != ih_sum {
         return Err(bad(format!("the IP discovery table's checksum is {ih_sum:#06x}, its bytes sum to {got:#06x}")));
     }
-    let num_dies = usize::from(t.u16(ih + 12, "ip_discovery_header.num_dies")?);
-    if num_dies == 0 || num_dies > 16 {
+    let num_dies = usize::from(ih.num_dies.get());
+    if num_dies == 0 || num_dies > ih.die_info.len() {
         return Err(bad(format!("ip_discovery_header.num_dies is {num_dies}, not 1..=16")));
     }
-    let wide = t.u8(ih + 78, "ip_discovery_header.base_addr_64_bit")? & 1 == 1;
+    let wide = ih.flags & 1 == 1;
 
     let mut ips: BTreeMap<HwIp, IpInfo> = BTreeMap::new();
-    for die in 0..num_dies {
-        let die_offset = usize::from(t.u16(ih + 14 + die * 4 + 2, "die_info.die_offset")?);
-        let num_ips = usize::from(t.u16(die_offset + 2, "die_header.num_ips")?);
-        let mut at = die_offset + 4;
-        for _ in 0..num_ips {
-            let id = t.u16(at, "ip.hw_id")?;
-            let instance = t.u8(at + 2, "ip.instance_number")?;
-            let nbases = usize::from(t.u8(at + 3, "ip.num_base_address")?);
-            let version = IpVersion(
-                t.u8(at + 4, "ip.major")?.into(),
-                t.u8(at + 5, "ip.minor")?.into(),
-                t.u8(at + 6, "ip.revision")?.into(),
-            );
-            let mut bases = Vec::with_capacity(nbases);
-            for i in 0..nbases {
-                bases.push(if wide {
-                    t.u64(at + 8 + i * 8, "ip.base_address")?
-                } else {
-                    u64::from(t.u32(at + 8 + i * 4, "ip.base_address")?)
-                });
-            }
-            at += 8 + nbases * if wide { 8 } else { 4 };
-            if instance != 0 {
+    for die in &ih.die_info[..num_dies] {
+        let die_at = usize::from(die.die_offset.get());
+        let die: &DieHeader = read(bytes, die_at, "die_header")?;
+        let mut at = die_at + size_of::<DieHeader>();
+        for _ in 0..die.num_ips.get() {
+            let ip: &IpEntry = read(bytes, at, "ip")?;
+            let (n, bases_at) = (usize::from(ip.num_base_address), at + size_of::<IpEntry>());
+            let bases: Vec<u64> = if wide {
+                read_bases::<U64>(bytes, bases_at, n)?.iter().map(|b| b.get()).collect()
+            } else {
+                read_bases::<U32>(bytes, bases_at, n)?.iter().map(|b| u64::from(b.get())).collect()
+            };
+            at = bases_at + n * if wide { 8 } else { 4 };
+            if ip.instance_number != 0 {
                 continue;
             }
-            for ip in HwIp::ALL.into_iter().filter(|ip| hw_id(*ip) == id) {
-                ips.insert(ip, IpInfo { version, bases: bases.clone() });
+            let version = IpVersion(ip.major.into(), ip.minor.into(), ip.revision.into());
+            for known in HwIp::ALL.into_iter().filter(|k| hw_id(*k) == ip.hw_id.get()) {
+                ips.insert(known, IpInfo { version, bases: bases.clone() });
             }
         }
     }
 
     let mut harvested: BTreeMap<HwIp, Vec<u8>> = BTreeMap::new();
-    let (harv, _) = table(TABLE_HARVEST_INFO)?;
-    if harv != 0 && t.u32(harv, "harvest_table.signature")? == HARVEST_TABLE_SIGNATURE {
-        for i in 0..32 {
-            let at = harv + 8 + i * 4;
-            let (id, instance) = (t.u16(at, "harvest_info.hw_id")?, t.u8(at + 2, "harvest_info.number_instance")?);
-            for ip in HwIp::ALL.into_iter().filter(|ip| id != 0 && hw_id(*ip) == id) {
-                harvested.entry(ip).or_default().push(instance);
+    let (harv_at, _) = table(TABLE_HARVEST_INFO);
+    if harv_at != 0 {
+        let harv: &HarvestTable = read(bytes, harv_at, "harvest_table")?;
+        if harv.signature.get() == HARVEST_TABLE_SIGNATURE {
+            for h in &harv.list {
+                let id = h.hw_id.get();
+                for ip in HwIp::ALL.into_iter().filter(|ip| id != 0 && hw_id(*ip) == id) {
+                    harvested.entry(ip).or_default().push(h.number_instance);
+                }
             }
         }
     }
 
-    let (gc_at, _) = table(TABLE_GC)?;
-    let version = (t.u16(gc_at + 4, "gc_info.version_major")?, t.u16(gc_at + 6, "gc_info.version_minor")?);
-    let field = |off: usize, name: &str| t.u32(gc_at + off, name);
-    let gc = match version.0 {
-        // gc_info_v1_x: WGPs (two CUs each) per SA in two groups (Linux `amdgpu_discovery_get_gfx_info`:
-        // max_cu_per_sh = 2 * (wgp0 + wgp1)), SAs per SE at 76.
-        1 => GcInfo {
-            version,
-            num_se: field(12, "gc_info.gc_num_se")?,
-            cu_per_sa: 2 * (field(16, "gc_info.gc_num_wgp0_per_sa")? + field(20, "gc_info.gc_num_wgp1_per_sa")?),
-            sa_per_se: field(76, "gc_info.gc_num_sa_per_se")?,
-            wave_size: field(56, "gc_info.gc_wave_size")?,
-            max_waves_per_simd: field(60, "gc_info.gc_max_waves_per_simd")?,
-            max_scratch_slots_per_cu: field(64, "gc_info.gc_max_scratch_slots_per_cu")?,
-            lds_size: field(68, "gc_info.gc_lds_size")?,
-        },
-        // gc_info_v2_x: CUs per SH, SHs per SE.
-        2 => GcInfo {
-            version,
-            num_se: field(12, "gc_info.gc_num_se")?,
-            cu_per_sa: field(16, "gc_info.gc_num_cu_per_sh")?,
-            sa_per_se: field(20, "gc_info.gc_num_sh_per_se")?,
-            wave_size: field(56, "gc_info.gc_wave_size")?,
-            max_waves_per_simd: field(60, "gc_info.gc_max_waves_per_simd")?,
-            max_scratch_slots_per_cu: field(64, "gc_info.gc_max_scratch_slots_per_cu")?,
-            lds_size: field(68, "gc_info.gc_lds_size")?,
-        },
+    let (gc_at, _) = table(TABLE_GC);
+    let g: &GcInfoRaw = read(bytes, gc_at, "gc_info")?;
+    let version = (g.version_major.get(), g.version_minor.get());
+    let (cu_per_sa, sa_per_se) = match version.0 {
+        // v1: WGPs (two CUs each) per SA in two groups (Linux `amdgpu_discovery_get_gfx_info`:
+        // max_cu_per_sh = 2 * (wgp0 + wgp1)).
+        1 => (2 * (g.a.get() + g.b.get()), g.gc_num_sa_per_se.get()),
+        2 => (g.a.get(), g.b.get()),
         v => return Err(bad(format!("gc_info version {v}.{} is not 1.x or 2.x", version.1))),
+    };
+    let gc = GcInfo {
+        version,
+        num_se: g.gc_num_se.get(),
+        cu_per_sa,
+        sa_per_se,
+        wave_size: g.gc_wave_size.get(),
+        max_waves_per_simd: g.gc_max_waves_per_simd.get(),
+        max_scratch_slots_per_cu: g.gc_max_scratch_slots_per_cu.get(),
+        lds_size: g.gc_lds_size.get(),
     };
 
     let card = card_of(&ips)?;
@@ -441,6 +557,6 @@ pub(crate) mod tests {
         let mut t = good;
         t[0x100 + 16..0x100 + 18].copy_from_slice(&0x2ffeu16.to_le_bytes());
         fix(&mut t);
-        assert!(message(parse(&t, 1 << 30)).contains("die_header.num_ips at byte 0x3000 lies past"));
+        assert!(message(parse(&t, 1 << 30)).contains("die_header at byte 0x2ffe lies past the 0x2800 bytes read"));
     }
 }
