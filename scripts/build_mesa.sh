@@ -31,34 +31,17 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive sudo_if_needed apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-# Reuse the Debian mirror the machine already uses (deb822 or one-line sources), else deb.debian.org.
-mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null \
-  | grep -v '^[[:space:]]*#' | grep -oE 'https?://[^ ]+/debian/?( |$)' | head -n1 | tr -d ' ' || true)
-mirror=${mirror%/}
-[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
-keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+. scripts/lib/private_apt.sh
 
 apt_dir=$out/apt
 src_root=$out/src
 rm -rf "$apt_dir" "$src_root" "$out/build" "$stamp"
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$src_root"
-echo "deb-src [signed-by=$keyring] $mirror trixie main" >"$apt_dir/sources.list"
-: >"$apt_dir/status"
-apt_opts=(
-  -o "Dir::Etc::SourceList=$apt_dir/sources.list"
-  -o Dir::Etc::SourceParts=/dev/null
-  -o "Dir::State::Lists=$apt_dir/lists"
-  -o "Dir::State::status=$apt_dir/status"
-  -o "Dir::Cache=$apt_dir/cache"
-  -o Dir::Etc::Preferences=/dev/null
-  -o Dir::Etc::PreferencesParts=/dev/null
-  -o APT::Sandbox::User=root
-  -o Acquire::Languages=none
-)
+mkdir -p "$src_root"
+private_apt "$apt_dir" deb-src main
 echo "setup: fetching the mesa $version source (Debian trixie) into $src_root" >&2
 apt-get "${apt_opts[@]}" update -qq >/dev/null
 (cd "$src_root" && apt-get "${apt_opts[@]}" source --download-only -qq "mesa=$version" >/dev/null) || {
-  echo "build_mesa: mesa $version is not in $mirror trixie any more: set \$version in $0 to the current one" >&2
+  echo "build_mesa: mesa $version is not in $apt_mirror trixie any more: set \$version in $0 to the current one" >&2
   exit 1
 }
 # apt checked the .dsc against the signed Sources index; dpkg-source checks every file against the .dsc's checksums.

@@ -18,35 +18,17 @@ stamp=$out/done
 
 [ "$(cat "$stamp" 2>/dev/null)" = "firmware-amd-graphics_${version}_all.deb" ] && [ -d "$fw" ] && exit 0
 
-# Reuse the Debian mirror the machine already uses (deb822 or one-line sources), else deb.debian.org.
-mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null \
-  | grep -v '^[[:space:]]*#' | grep -oE 'https?://[^ ]+/debian/?( |$)' | head -n1 | tr -d ' ' || true)
-mirror=${mirror%/}
-[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
-keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+. scripts/lib/private_apt.sh
 
 apt_dir=$(pwd)/$out/apt
 rm -rf "$apt_dir" "$root"
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/debs" "$root"
-echo "deb [signed-by=$keyring] $mirror trixie non-free-firmware" >"$apt_dir/sources.list"
-: >"$apt_dir/status"
-
-apt_opts=(
-  -o "Dir::Etc::SourceList=$apt_dir/sources.list"
-  -o Dir::Etc::SourceParts=/dev/null
-  -o "Dir::State::Lists=$apt_dir/lists"
-  -o "Dir::State::status=$apt_dir/status"
-  -o "Dir::Cache=$apt_dir/cache"
-  -o Dir::Etc::Preferences=/dev/null
-  -o Dir::Etc::PreferencesParts=/dev/null
-  -o APT::Sandbox::User=root
-  -o Acquire::Languages=none
-)
+mkdir -p "$apt_dir/debs" "$root"
+private_apt "$apt_dir" deb non-free-firmware
 
 echo "setup: fetching firmware-amd-graphics (Debian trixie, non-free-firmware) into $root" >&2
 apt-get "${apt_opts[@]}" update -qq >/dev/null
 (cd "$apt_dir/debs" && apt-get "${apt_opts[@]}" download -qq "firmware-amd-graphics=$version" >/dev/null) || {
-  echo "fetch_amd_firmware: firmware-amd-graphics $version is not in $mirror trixie any more:" \
+  echo "fetch_amd_firmware: firmware-amd-graphics $version is not in $apt_mirror trixie any more:" \
     "set \$version in $0 to the current one and update amd/tests/firmware_real.rs" >&2
   exit 1
 }
