@@ -9,7 +9,8 @@
 //!
 //! Each submission is one streaming write of the packets into the ring, one of the write-pointer shadow and one
 //! doorbell. The rings never wrap inside a submission: the tail is padded (PM4 NOP, SDMA zero NOPs) and the
-//! submission starts again at 0, after the engine's read pointer has caught up.
+//! submission starts again at 0 — for the compute ring after the CP's read pointer has caught up, for the SDMA ring
+//! without reading (see [`SdmaQueue::submit`]).
 
 use super::bus::GpuBus;
 use super::mqd::{self, HqdParams};
@@ -319,14 +320,18 @@ impl SdmaQueue {
     }
 
     /// Submits `packets` (whole SDMA packets, at most half the ring): the tail is zero-filled (SDMA NOPs) when they
-    /// do not fit before the ring's end, after the engine has read up to there.
+    /// do not fit before the ring's end, and they start again at 0.
+    ///
+    /// The wrap reads nothing (tinygrad `usb_push` zero-fills the tail and restarts at 0 the same way): a copy-out
+    /// submits while its SRAM read is armed, and a read pointer poll then would be a bulk IN on the armed endpoint.
+    /// Callers keep the SDMA work synchronous instead — every copy returns only once its last packet has acted (the
+    /// drain fence, the released bulk IN) — so at any submission the engine has read everything before it.
     pub fn submit(&mut self, bus: &mut dyn GpuBus, packets: &[u32]) -> Result<()> {
         let bytes = packets.len() as u64 * 4;
         if packets.is_empty() || bytes > self.ring.mem.size / 2 {
             return Err(gpu_err("SDMA submit", format!("{} dwords do not fit half the ring", packets.len())));
         }
         if bytes > self.ring.tail() {
-            self.ring.drain(bus, 1, "SDMA submit")?;
             let zeros = vec![0u8; self.ring.tail() as usize];
             self.ring.push(bus, &zeros, 1)?;
         }
