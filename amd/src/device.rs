@@ -87,10 +87,53 @@ fn program_err(name: &str, reason: impl std::fmt::Display) -> DeviceError {
     DeviceError::Program { name: name.to_string(), reason: reason.to_string() }
 }
 
+/// The two rings' sizes in bytes. The default is tinygrad's on USB (an 8 KB compute ring, a 1 MB SDMA ring);
+/// tests shrink them to wrap them often.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingSizes {
+    pub compute: u64,
+    pub sdma: u64,
+}
+
+impl Default for RingSizes {
+    fn default() -> Self {
+        RingSizes { compute: ComputeQueue::MEMORY[0].0, sdma: SdmaQueue::MEMORY[0].0 }
+    }
+}
+
+impl RingSizes {
+    /// The smallest ring either queue takes: room for two of the largest submissions (a step's ring packets, a
+    /// copy-in chunk's SDMA packets) and a power of two, as both engines' size fields are log2.
+    pub const MIN: u64 = 0x400;
+
+    fn check(&self) -> Result<(), BootError> {
+        for (what, n) in [("compute", self.compute), ("SDMA", self.sdma)] {
+            if !n.is_power_of_two() || !(Self::MIN..=1 << 22).contains(&n) {
+                return Err(BootError::Invalid {
+                    step: "queues",
+                    msg: format!("a {what} ring of {n:#x} bytes is not a power of two from {:#x} to 4 MB", Self::MIN),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 impl AmdDevice {
     /// Brings up PCIe behind `bridge`, boots the GPU with the firmware in `firmware_dir`, creates the queues and
     /// the timeline signal.
-    pub fn open(mut bridge: Bridge, firmware_dir: &Path, opts: BootOptions) -> Result<AmdDevice, OpenError> {
+    pub fn open(bridge: Bridge, firmware_dir: &Path, opts: BootOptions) -> Result<AmdDevice, OpenError> {
+        AmdDevice::open_with_rings(bridge, firmware_dir, opts, RingSizes::default())
+    }
+
+    /// [`AmdDevice::open`] with rings of the given sizes.
+    pub fn open_with_rings(
+        mut bridge: Bridge,
+        firmware_dir: &Path,
+        opts: BootOptions,
+        rings: RingSizes,
+    ) -> Result<AmdDevice, OpenError> {
+        rings.check()?;
         let topo = pcie::bring_up(&mut bridge, &Layout::default())?;
         let mut bars = BusMap::from_topology(bridge.name(), &topo)?;
         let mut booted = {
@@ -106,16 +149,16 @@ impl AmdDevice {
             let paddr = booted.vram.alloc(size, align).map_err(|e| gpu_err("VRAM", e.to_string()))?;
             Ok(Mem { paddr, va: va.vram(paddr), size })
         };
-        let [ring, eop, _, gart] = ComputeQueue::MEMORY;
+        let [(_, ring_align), eop, _, gart] = ComputeQueue::MEMORY;
         let mqd = booted.boot_memory.mqd[0];
         let compute_mem = ComputeMem {
-            ring: alloc(ring)?,
+            ring: alloc((rings.compute, ring_align.max(rings.compute)))?,
             eop: alloc(eop)?,
             mqd: Mem { paddr: mqd, va: va.vram(mqd), size: ComputeQueue::MEMORY[2].0 },
             gart: alloc(gart)?,
         };
-        let [sdma_ring, sdma_gart] = SdmaQueue::MEMORY;
-        let (sdma_ring, sdma_gart) = (alloc(sdma_ring)?, alloc(sdma_gart)?);
+        let [(_, sdma_align), sdma_gart] = SdmaQueue::MEMORY;
+        let (sdma_ring, sdma_gart) = (alloc((rings.sdma, sdma_align))?, alloc(sdma_gart)?);
         let signal = alloc((0x100, 0x100))?;
         let mut bus = BridgeBus::new(&mut bridge, bars);
         bus.write_vram(signal.paddr, &[0u8; 0x100])?;

@@ -2,19 +2,20 @@
 //! as `AMDComputeQueue._submit` / `AMDCopyQueue._submit` feed them on USB:
 //!
 //! - [`ComputeQueue`]: the compute HQD on ME1 pipe 0 queue 0 (VMID 0), its MQD in VRAM and the HQD registers
-//!   written from the MQD's register mirror, then `CP_HQD_ACTIVE`; doorbell `MEC_RING0` (3); the write pointer
+//!   written from the MQD's register mirror, then `CP_HQD_ACTIVE` and an HDP flush; doorbell `MEC_RING0` (3); the write pointer
 //!   counts dwords.
 //! - [`SdmaQueue`]: SDMA0 queue 0, ring base, read-pointer writeback and write-pointer poll addresses, doorbell
 //!   `sDMA_ENGINE0` (0x100); the write pointer counts bytes.
 //!
 //! Each submission is one streaming write of the packets into the ring, one of the write-pointer shadow and one
 //! doorbell. The rings never wrap inside a submission: the tail is padded (PM4 NOP, SDMA zero NOPs) and the
-//! submission starts again at 0, after the engine's read pointer has caught up.
+//! submission starts again at 0 — for the compute ring after the CP's read pointer has caught up, for the SDMA ring
+//! without reading (see [`SdmaQueue::submit`]).
 
 use super::bus::GpuBus;
 use super::mqd::{self, HqdParams};
 use super::pm4;
-use super::regs::{gc, reg, HwIp, RegAddr};
+use super::regs::{gc, nbio, reg, HwIp, RegAddr};
 use crate::firmware::Card;
 use pilot_core::hcq::reloc::RelocBuf;
 use pilot_usb_bridge::error::{Error, Result};
@@ -51,6 +52,15 @@ pub const BRIDGE_WINDOWS: [(u64, u64); 3] = [
     (pilot_usb_bridge::proto::bus::SYS_BUF, 0x1000),
     (pilot_usb_bridge::proto::bus::CQ_BUF, 0x1000),
 ];
+
+/// Flushes HDP, so the GPU sees what the host wrote through BAR0 (tinygrad `AM_GMC.flush_hdp`: a write to the register
+/// whose byte address `BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL` holds). tinygrad's `AM_GFX.setup_ring` does it right after
+/// `CP_HQD_ACTIVE`, before releasing the GRBM selection; the MQD, ring and pointer page were written through BAR0.
+fn flush_hdp(bus: &mut dyn GpuBus, regs: &dyn RegMap, card: Card) -> Result<()> {
+    let cntl = nbio!(card, m => reg!(HwIp::Nbio, m::BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL));
+    let at = rreg(bus, regs, cntl)? / 4;
+    bus.write_reg(at, 0)
+}
 
 /// A piece of VRAM: its physical address (the BAR0 offset), its GPU address and its size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -217,6 +227,7 @@ impl ComputeQueue {
             bus.write_reg(base + i as u32, v)?;
         }
         wreg(bus, regs, active, 1)?;
+        flush_hdp(bus, regs, card)?;
         wreg(bus, regs, grbm, 0)?;
         Ok(ComputeQueue { ring: Ring { mem: mem.ring, gart: mem.gart, doorbell: DOORBELL_MEC_RING0, put: 0 } })
     }
@@ -319,14 +330,18 @@ impl SdmaQueue {
     }
 
     /// Submits `packets` (whole SDMA packets, at most half the ring): the tail is zero-filled (SDMA NOPs) when they
-    /// do not fit before the ring's end, after the engine has read up to there.
+    /// do not fit before the ring's end, and they start again at 0.
+    ///
+    /// The wrap reads nothing (tinygrad `usb_push` zero-fills the tail and restarts at 0 the same way): a copy-out
+    /// submits while its SRAM read is armed, and a read pointer poll then would be a bulk IN on the armed endpoint.
+    /// Callers keep the SDMA work synchronous instead — every copy returns only once its last packet has acted (the
+    /// drain fence, the released bulk IN) — so at any submission the engine has read everything before it.
     pub fn submit(&mut self, bus: &mut dyn GpuBus, packets: &[u32]) -> Result<()> {
         let bytes = packets.len() as u64 * 4;
         if packets.is_empty() || bytes > self.ring.mem.size / 2 {
             return Err(gpu_err("SDMA submit", format!("{} dwords do not fit half the ring", packets.len())));
         }
         if bytes > self.ring.tail() {
-            self.ring.drain(bus, 1, "SDMA submit")?;
             let zeros = vec![0u8; self.ring.tail() as usize];
             self.ring.push(bus, &zeros, 1)?;
         }

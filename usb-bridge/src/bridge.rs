@@ -8,7 +8,7 @@
 //! - SRAM through the 0xF2 engine: host-to-SRAM writes and the armed SRAM-to-host read.
 
 use crate::error::{Error, Result, TransferError};
-use crate::lock::DeviceLock;
+use crate::lock::BridgeLock;
 use crate::proto::{self, timeout, Bdf, Completion, CplStatus, FwStatus, Setup, Tlp, TlpMode, COMPLETION_LEN};
 use crate::transport::{Ticket, Transport};
 use std::time::Duration;
@@ -42,12 +42,12 @@ pub struct Bridge {
     t: Box<dyn Transport>,
     stats: Stats,
     in_flight: Vec<Ticket>,
-    _lock: Option<DeviceLock>,
+    _lock: Option<BridgeLock>,
 }
 
 impl Bridge {
     /// Opens the bridge behind `t`: product check, claim, link check (powering PCIe on when it is down).
-    pub fn open(t: Box<dyn Transport>, lock: Option<DeviceLock>) -> Result<Bridge> {
+    pub fn open(t: Box<dyn Transport>, lock: Option<BridgeLock>) -> Result<Bridge> {
         if !proto::PRODUCT_PREFIXES.iter().any(|p| t.product().starts_with(p)) {
             return Err(Error::WrongFirmware { device: t.name().to_string(), product: t.product().to_string() });
         }

@@ -3,8 +3,8 @@
 //!
 //! Copy-in is pipelined: chunks of 256 KB - 4 alternate between two SRAM windows, each wire image ends with a
 //! sentinel dword the GPU polls for, and the GPU writes a drain fence (XDATA 0xA800) after copying each chunk.
-//! The host keeps the bulk OUT of one window in flight while it fills the other, and waits on the fence only
-//! before reusing a window. Copy-out arms an SRAM read per 512 KB piece; the GPU copies into SRAM and writes
+//! The GPU drains one window while the host sends the other; the host waits on the fence only before reusing a
+//! window, and reaps each chunk's bulk OUT before it arms the next (see [`Copier::stream`]). Copy-out arms an SRAM read per 512 KB piece; the GPU copies into SRAM and writes
 //! to 0x822000+, which releases the bulk IN.
 //!
 //! The GPU side of both (tinygrad's SDMA packets) is behind [`DeviceDma`].
@@ -128,6 +128,10 @@ impl Copier {
         Ok(())
     }
 
+    /// Sends every chunk. Chunk k's bulk OUT is reaped before chunk k+1 is armed: the 0xF2 engine takes the arm in
+    /// force when a transfer's data starts, and a queued bulk OUT (a worker thread, the host controller) may start
+    /// after a control transfer sent later, so an arm sent earlier could capture chunk k's data. Only the reap
+    /// proves the data has gone. The fence read for the window's previous chunk still overlaps chunk k's transfer.
     fn stream(
         &mut self,
         b: &mut Bridge,
@@ -138,14 +142,21 @@ impl Copier {
         for k in 0..job.chunks() {
             let seq = job.first_seq + k;
             let w = (seq & 1) as usize;
-            if let Some(t) = in_flight[w].take() {
-                self.windows[w] = Some(b.reap(t)?);
-            }
             // The window last held chunk seq-2: the GPU must have drained it.
             self.wait_fence(b, seq.saturating_sub(1))?;
+            for (v, t) in in_flight.iter_mut().enumerate() {
+                if let Some(t) = t.take() {
+                    self.windows[v] = Some(b.reap(t)?);
+                }
+            }
             let off = k as usize * copy::CHUNK;
             let wire = self.stage(w, seq, &data[off..off + job.payload(k)], job.wire_len(k));
             in_flight[w] = Some(b.sram_write_async(proto::window_slot(seq), wire)?);
+        }
+        for (v, t) in in_flight.iter_mut().enumerate() {
+            if let Some(t) = t.take() {
+                self.windows[v] = Some(b.reap(t)?);
+            }
         }
         self.wait_fence(b, job.first_seq + job.chunks())
     }

@@ -1,5 +1,8 @@
-//! The exclusive per-bridge lock: an `flock` on `/tmp/pilot-usb-BUS-ADDR.lock`, held while a bridge is open,
-//! so two processes never drive one bridge (`pilot smi kill-pids` finds holders by this name).
+//! The exclusive per-bridge locks, held while a bridge is open so two processes never drive one bridge: an `flock`
+//! on tinygrad's lock file for the bridge (`$TMPDIR/am_usb:BUS-ADDR.lock`, tinygrad `system.py`
+//! `USBPCIDevice.__init__` → `System.flock_acquire(f"{devpref.lower()}_{pcibus.lower()}.lock")` with devpref `AM`
+//! and pcibus `usb:BUS-ADDR`), so pilot and tinygrad exclude each other, and one on `/tmp/pilot-usb-BUS-ADDR.lock`,
+//! by which `pilot smi kill-pids` finds holders.
 
 use crate::error::{Error, Result};
 use nix::errno::Errno;
@@ -13,6 +16,36 @@ pub const LOCK_DIR: &str = "/tmp";
 /// The lock file of bridge `usb:BUS-ADDR`.
 pub fn lock_path(bus: u8, address: u8) -> PathBuf {
     Path::new(LOCK_DIR).join(format!("pilot-usb-{bus}-{address}.lock"))
+}
+
+/// The file tinygrad locks for bridge `usb:BUS-ADDR` (in Python's `tempfile.gettempdir()`, which follows `TMPDIR`
+/// as [`std::env::temp_dir`] does).
+pub fn tinygrad_lock_path(bus: u8, address: u8) -> PathBuf {
+    std::env::temp_dir().join(format!("am_usb:{bus}-{address}.lock"))
+}
+
+/// Both locks of one bridge: tinygrad's first, then pilot's.
+#[derive(Debug)]
+pub struct BridgeLock {
+    _tinygrad: DeviceLock,
+    pilot: DeviceLock,
+}
+
+impl BridgeLock {
+    /// Takes both locks of `usb:BUS-ADDR` without waiting: [`Error::Busy`] naming the file another process holds.
+    pub fn acquire(device: &str, bus: u8, address: u8) -> Result<BridgeLock> {
+        Self::acquire_at(device, &tinygrad_lock_path(bus, address), &lock_path(bus, address))
+    }
+
+    fn acquire_at(device: &str, tinygrad: &Path, pilot: &Path) -> Result<BridgeLock> {
+        let tinygrad = DeviceLock::acquire(device, tinygrad)?;
+        Ok(BridgeLock { _tinygrad: tinygrad, pilot: DeviceLock::acquire(device, pilot)? })
+    }
+
+    /// pilot's lock file.
+    pub fn path(&self) -> &Path {
+        self.pilot.path()
+    }
 }
 
 /// A held lock; dropping it releases the lock.
@@ -55,6 +88,26 @@ mod tests {
         drop(first);
         DeviceLock::acquire("usb:9-9", &path).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn item5_a_bridge_tinygrad_holds_is_busy_for_pilot() {
+        let dir = std::env::temp_dir().join(format!("pilot-usb-lock-tg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (tg, ours) = (dir.join("am_usb:9-9.lock"), dir.join("pilot-usb-9-9.lock"));
+        let tinygrad = DeviceLock::acquire("tinygrad", &tg).unwrap();
+        let err = BridgeLock::acquire_at("usb:9-9", &tg, &ours).unwrap_err();
+        assert!(matches!(err, Error::Busy { .. }), "{err}");
+        drop(tinygrad);
+        let held = BridgeLock::acquire_at("usb:9-9", &tg, &ours).unwrap();
+        assert!(matches!(DeviceLock::acquire("tinygrad", &tg), Err(Error::Busy { .. })), "tinygrad must see it busy");
+        drop(held);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn item5_tinygrad_lock_name() {
+        assert_eq!(tinygrad_lock_path(2, 1), std::env::temp_dir().join("am_usb:2-1.lock"));
     }
 
     #[test]

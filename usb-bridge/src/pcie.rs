@@ -1,7 +1,8 @@
 //! PCIe bring-up behind the bridge, as tinygrad's `System.pci_setup_usb_bars(gpu_bus=4, ...)` does it:
-//! program each bridge on buses 0..gpu_bus (bus numbers, memory windows, command), resize the GPU's BAR0 to
-//! the largest size its Resizable BAR capability offers, size and assign its memory BARs, enable memory
-//! decoding and bus mastering.
+//! program each bridge on buses 0..gpu_bus (bus numbers, memory windows, command), turn off the GPU link's ASPM
+//! (tinygrad `AMDev._disable_aspm`: with L1 enabled across retimers, reads oscillate to 0xffffffff), resize the
+//! GPU's BAR0 to the largest size its Resizable BAR capability offers, size and assign its memory BARs, enable
+//! memory decoding and bus mastering. Until ASPM is off only config space is read.
 
 use crate::bridge::Bridge;
 use crate::error::{Error, Result};
@@ -11,6 +12,12 @@ use crate::proto::Bdf;
 pub mod cfg {
     pub const VENDOR_ID: u16 = 0x00;
     pub const COMMAND: u16 = 0x04;
+    /// The first entry of the (legacy) capability list; each entry is id, next pointer.
+    pub const CAP_PTR: u16 = 0x34;
+    pub const CAP_ID_PCIE: u32 = 0x10;
+    /// PCI Express capability + 0x10: Link Control; bits [1:0] are ASPM control (L0s, L1).
+    pub const PCIE_LINK_CONTROL: u16 = 0x10;
+    pub const LINK_CONTROL_ASPM: u32 = 0x3;
     pub const CLASS_REV: u16 = 0x08;
     pub const HEADER_TYPE: u16 = 0x0E;
     pub const BAR0: u16 = 0x10;
@@ -58,6 +65,8 @@ impl Default for Layout {
 const BAR_ALIGN: u64 = 2 << 20;
 /// Extended capabilities walked before giving up on a looping list.
 const MAX_EXT_CAPS: usize = 64;
+/// Legacy capabilities walked at most (48 dword-aligned slots fit between 0x40 and 0x100).
+const MAX_CAPS: usize = 48;
 
 /// One function found on the way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +95,9 @@ pub struct Topology {
     pub gpu: Function,
     /// BAR0 size before and after the resize, when the GPU offers Resizable BAR for BAR0.
     pub rebar: Option<(u64, u64)>,
+    /// The GPU's PCIe Link Control as found, before its ASPM bits were cleared; `None` when the capability list
+    /// has no PCI Express capability (then nothing was changed, as in tinygrad).
+    pub link_control: Option<u16>,
     pub bars: Vec<Bar>,
 }
 
@@ -108,10 +120,33 @@ pub fn bring_up(b: &mut Bridge, layout: &Layout) -> Result<Topology> {
         bridges.push(f);
     }
     let gpu = identify(b, Bdf { bus: layout.gpu_bus, dev: 0, func: 0 })?;
+    let link_control = disable_aspm(b, gpu.bdf)?;
     let rebar = resize_bar0(b, gpu.bdf)?;
     let bars = assign_bars(b, gpu.bdf, layout)?;
     b.config_write(gpu.bdf, cfg::COMMAND, 2, cfg::CMD_IO | cfg::CMD_MEMORY | cfg::CMD_MASTER)?;
-    Ok(Topology { bridges, gpu, rebar, bars })
+    Ok(Topology { bridges, gpu, rebar, link_control, bars })
+}
+
+/// Clears the ASPM bits of the GPU's PCIe Link Control (tinygrad `AMDev._disable_aspm`): the walk of the capability
+/// list is bounded and stops at a pointer seen before, since a dead link can return 0xff pointers forever. Clearing
+/// the endpoint alone suffices (L1 engages only when both ends enable it). Returns Link Control as found.
+fn disable_aspm(b: &mut Bridge, gpu: Bdf) -> Result<Option<u16>> {
+    let mut seen = [0u16; MAX_CAPS];
+    let mut cap = (b.config_read(gpu, cfg::CAP_PTR, 1)? & 0xFC) as u16;
+    for n in 0..MAX_CAPS {
+        if cap == 0 || seen[..n].contains(&cap) {
+            return Ok(None);
+        }
+        if b.config_read(gpu, cap, 1)? == cfg::CAP_ID_PCIE {
+            let at = cap + cfg::PCIE_LINK_CONTROL;
+            let link_control = b.config_read(gpu, at, 2)?;
+            b.config_write(gpu, at, 2, link_control & !cfg::LINK_CONTROL_ASPM)?;
+            return Ok(Some(link_control as u16));
+        }
+        seen[n] = cap;
+        cap = (b.config_read(gpu, cap + 1, 1)? & 0xFC) as u16;
+    }
+    Ok(None)
 }
 
 fn identify(b: &mut Bridge, bdf: Bdf) -> Result<Function> {

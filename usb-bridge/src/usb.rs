@@ -2,7 +2,7 @@
 //! `USB3.__init__`, synchronous transfers, and asynchronous bulk OUT on a worker thread.
 
 use crate::error::{Error, Result, TransferError};
-use crate::lock::{lock_path, DeviceLock};
+use crate::lock::BridgeLock;
 use crate::proto::{self, Setup};
 use crate::transport::{Ticket, Transport};
 use rusb::{Context, DeviceHandle, UsbContext};
@@ -81,7 +81,7 @@ pub fn list() -> Result<Vec<Found>> {
 }
 
 /// Opens `usb:BUS-ADDR` (or the first bridge found when `which` is `None`) and takes its lock.
-pub fn open(which: Option<(u8, u8)>) -> Result<(Box<dyn Transport>, DeviceLock)> {
+pub fn open(which: Option<(u8, u8)>) -> Result<(Box<dyn Transport>, BridgeLock)> {
     let ids = ids();
     let all = list()?;
     let f = match which {
@@ -95,7 +95,7 @@ pub fn open(which: Option<(u8, u8)>) -> Result<(Box<dyn Transport>, DeviceLock)>
         },
     })?;
     let name = f.name();
-    let lock = DeviceLock::acquire(&name, &lock_path(f.bus, f.address))?;
+    let lock = BridgeLock::acquire(&name, f.bus, f.address)?;
     let usb_err = |op: &str, e: rusb::Error| Error::Transfer { device: name.clone(), op: op.into(), kind: kind(e) };
     let devices = context()?.devices().map_err(|e| usb_err("list devices", e))?;
     let dev = devices
@@ -250,7 +250,7 @@ pub fn read_ltssm(f: &Found) -> Result<u8> {
     if !proto::PRODUCT_PREFIXES.iter().any(|p| product.starts_with(p)) {
         return Err(Error::WrongFirmware { device: name, product: product.to_string() });
     }
-    let _lock = DeviceLock::acquire(&name, &lock_path(f.bus, f.address))?;
+    let _lock = BridgeLock::acquire(&name, f.bus, f.address)?;
     let err = |op: &str, kind| Error::Transfer { device: name.clone(), op: op.into(), kind };
     let devices = context()?.devices().map_err(|e| err("list devices", self::kind(e)))?;
     let dev = devices

@@ -55,6 +55,30 @@ pub struct BridgeFirmware {
     firmware_dir: PathBuf,
     /// The GPU model; taken out while it runs so it can reach the rest of the firmware as its [`Fabric`].
     gpu: Option<Box<Gpu>>,
+    /// Draws which reads an enabled ASPM L1 corrupts (seeded: one seed, one sequence of outcomes).
+    link_noise: LinkNoise,
+}
+
+/// While the GPU endpoint leaves ASPM L1 enabled, one memory read in [`ASPM_FLAKY_ONE_IN`] through the link
+/// completes as 0xffffffff (tinygrad `AMDev._disable_aspm`: "L1 across retimers makes reads oscillate to
+/// 0xffffffff"; the rate is the model's assumption, no source measures it). Config reads are left exact, so
+/// the driver can walk the capability list and turn ASPM off before it reads a BAR.
+pub const ASPM_FLAKY_ONE_IN: u64 = 8;
+
+/// A xorshift64* stream: deterministic per seed.
+struct LinkNoise(u64);
+
+impl LinkNoise {
+    fn new(seed: u64) -> LinkNoise {
+        LinkNoise(seed | 1)
+    }
+
+    fn one_in(&mut self, n: u64) -> bool {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32 < (1 << 32) / n
+    }
 }
 
 fn stall<T>() -> Result<T, TransferError> {
@@ -68,6 +92,7 @@ impl BridgeFirmware {
         pcie_on_at_boot: bool,
         board: Board,
         firmware_dir: PathBuf,
+        seed: u64,
     ) -> BridgeFirmware {
         let mut fw = BridgeFirmware {
             timing,
@@ -88,6 +113,7 @@ impl BridgeFirmware {
             board,
             firmware_dir,
             gpu: None,
+            link_noise: LinkNoise::new(seed),
         };
         fw.power_on_gpu();
         fw
@@ -112,6 +138,9 @@ impl BridgeFirmware {
     /// A host read of the dword at bus address `addr`; `None` when nothing decodes it.
     fn mem_read32(&mut self, addr: u64) -> Option<u32> {
         let (region, off) = self.pcie.decode(addr, 4)?;
+        if self.pcie.gpu_aspm_l1() && self.link_noise.one_in(ASPM_FLAKY_ONE_IN) {
+            return Some(0xFFFF_FFFF);
+        }
         Some(match region {
             Region::Vram => {
                 self.wait_gpu();
@@ -347,12 +376,13 @@ impl BridgeFirmware {
         }
     }
 
-    /// Bulk OUT on `ep`; returns the modelled time the data has landed (the transfer's completion).
-    pub fn bulk_out(&mut self, ep: u8, data: &[u8]) -> Result<(usize, Duration), TransferError> {
+    /// Bulk OUT on `ep`, its data served against the arm in force now, its transfer time counted from
+    /// `submitted`; returns the modelled time the data has landed (the transfer's completion).
+    pub fn bulk_out(&mut self, ep: u8, data: &[u8], submitted: Duration) -> Result<(usize, Duration), TransferError> {
         if ep != EP_DATA_OUT {
             return stall();
         }
-        let start = self.now.max(self.bulk_out_free);
+        let start = submitted.max(self.bulk_out_free);
         let land = match self.pending {
             Pending::TlpWrite { addr, bytes } if bytes == data.len() => {
                 for (i, dw) in data.chunks(4).enumerate() {
@@ -391,6 +421,15 @@ impl BridgeFirmware {
             return stall();
         }
         match self.pending {
+            // EP 0x81 carries both a streamed read and the armed SRAM read; which one a bulk IN gets while both
+            // wait is not known, and tinygrad never reads while a copy-out is armed (`AMDAllocator._copyout` arms,
+            // submits, then takes the bulk IN; `usb_ib`/`usb_push` zero-fill a ring tail instead of polling the read
+            // pointer). Refuse it: the armed read is lost with it.
+            Pending::TlpRead { .. } if self.armed_read.is_some() => {
+                self.pending = Pending::None;
+                self.armed_read = None;
+                return stall();
+            }
             Pending::TlpRead { addr, bytes } if bytes == buf.len() => {
                 for (i, dw) in buf.chunks_mut(4).enumerate() {
                     // A streamed read of an address nothing decodes: the firmware's behaviour is not known; refuse.

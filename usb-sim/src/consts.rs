@@ -99,3 +99,18 @@ pub const MMIO_BYTES: u64 = 2 << 20;
 pub const IO_BYTES: u64 = 0x100;
 /// BAR0's size out of reset, before a resize.
 pub const BAR0_DEFAULT_BYTES: u64 = 256 << 20;
+
+/// The GPU's (legacy) capability list, as `lspci -v` lists it for a Navi 3x function: vendor specific at 0x48,
+/// power management at 0x50, PCI Express at 0x64, MSI at 0xA0. (The offsets are the model's; the driver must walk.)
+pub const CFG_STATUS: usize = 0x06;
+pub const STATUS_CAP_LIST: u8 = 1 << 4;
+pub const CFG_CAP_PTR: usize = 0x34;
+pub const CAP_LIST: [(usize, u8); 4] = [(0x48, 0x09), (0x50, 0x01), (0x64, 0x10), (0xA0, 0x05)];
+pub const CAP_ID_PCIE: u8 = 0x10;
+/// PCIe capability + 0x10: Link Control; bits [1:0] ASPM control (bit 0 L0s, bit 1 L1).
+pub const PCIE_LNKCTL: usize = 0x10;
+pub const LNKCTL_ASPM_MASK: u8 = 0x03;
+pub const LNKCTL_ASPM_L1: u8 = 0x02;
+/// Link Control out of power-on: ASPM L1 enabled, read completion boundary 128 B (bit 3) — tinygrad
+/// `AMDev._disable_aspm`: "power on defaults it enabled".
+pub const LNKCTL_POWER_ON: u8 = LNKCTL_ASPM_L1 | 1 << 3;

@@ -4,7 +4,7 @@
 //!
 //! Gaps against tinygrad's mock that this fills (see tinygrad `test/mockgpu/usb.py`): the 0x822000 read
 //! trigger, the E4 length clamp, F0 error/timeout and UR completions, LTSSM and F3, strict routing through the
-//! bridge chain, and timing. The GPU itself is [`gpu`]: its registers, doorbells, firmware checks and
+//! bridge chain, timing, and an ASPM L1 link whose reads return 0xffffffff until the driver disables it. The GPU itself is [`gpu`]: its registers, doorbells, firmware checks and
 //! queues. Not modelled: USB2 fallback, XDATA bank 1 (PHY).
 
 mod bridge_fw;
@@ -22,7 +22,7 @@ use pilot_usb_bridge::copy::{CopyInJob, DeviceDma};
 use pilot_usb_bridge::error::{Error, Result, TransferError};
 use pilot_usb_bridge::proto::Setup;
 use pilot_usb_bridge::transport::{Ticket, Transport};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -41,6 +41,8 @@ pub struct SimConfig {
     /// Where the simulated PSP reads the real firmware it checks staged images against; `None`:
     /// `PILOT_AMD_FIRMWARE`, else `/lib/firmware/amdgpu`.
     pub firmware_dir: Option<PathBuf>,
+    /// Seeds every random choice the model makes (which reads an enabled ASPM L1 corrupts, ...): one seed, one run.
+    pub seed: u64,
 }
 
 impl Default for SimConfig {
@@ -51,6 +53,7 @@ impl Default for SimConfig {
             timing: Timing::default(),
             board: Board::Navi31,
             firmware_dir: None,
+            seed: 0x5EED,
         }
     }
 }
@@ -99,6 +102,17 @@ enum Dir {
 /// A served asynchronous bulk OUT: its result, its buffer and when it completes.
 type Submitted = (Result<usize, TransferError>, Vec<u8>, Duration);
 
+/// A submitted asynchronous bulk OUT whose data has not started yet.
+struct Queued {
+    id: u64,
+    ep: u8,
+    data: Vec<u8>,
+    timeout: Duration,
+    /// The fault counted for it at submission.
+    fault: Result<Option<Fault>, TransferError>,
+    submitted: Duration,
+}
+
 struct State {
     fw: BridgeFirmware,
     transactions: u64,
@@ -106,10 +120,31 @@ struct State {
     unplugged: bool,
     halted: [bool; 2],
     next_ticket: u64,
+    queued: VecDeque<Queued>,
     done: HashMap<u64, Submitted>,
 }
 
 impl State {
+    /// Starts (and serves, in submission order) the queued bulk OUTs up to `upto`, or all of them.
+    fn start_queued(&mut self, upto: Option<u64>) {
+        while self.queued.front().is_some_and(|q| upto.is_none_or(|t| q.id <= t)) {
+            let q = self.queued.pop_front().expect("checked");
+            let (result, land) = match q.fault {
+                Err(e) => (Err(e), self.fw.now),
+                Ok(Some(Fault::Timeout)) => (Err(TransferError::Timeout(q.timeout)), q.submitted + q.timeout),
+                Ok(Some(Fault::Drop)) => {
+                    self.fw.lose_bulk_out(q.data.len());
+                    (Ok(q.data.len()), self.fw.now)
+                }
+                Ok(_) => match self.fw.bulk_out(q.ep, &q.data, q.submitted) {
+                    Ok((n, land)) => (Ok(n), land),
+                    Err(e) => (Err(e), self.fw.now),
+                },
+            };
+            self.done.insert(q.id, (result, q.data, land));
+        }
+    }
+
     /// Counts one transaction and returns the fault that fires on it, if any.
     fn fault(&mut self, dir: Dir, bulk_ep: Option<usize>) -> Result<Option<Fault>, TransferError> {
         let n = self.transactions;
@@ -161,12 +196,20 @@ impl Simulator {
     pub fn new(cfg: SimConfig) -> Simulator {
         assert!(cfg.vram_bytes.is_power_of_two() && cfg.vram_bytes >= 1 << 20, "VRAM must be a power of two >= 1 MB");
         Simulator(Arc::new(Mutex::new(State {
-            fw: BridgeFirmware::new(cfg.timing, cfg.vram_bytes, cfg.pcie_on_at_boot, cfg.board, firmware_dir(&cfg)),
+            fw: BridgeFirmware::new(
+                cfg.timing,
+                cfg.vram_bytes,
+                cfg.pcie_on_at_boot,
+                cfg.board,
+                firmware_dir(&cfg),
+                cfg.seed,
+            ),
             transactions: 0,
             faults: Vec::new(),
             unplugged: false,
             halted: [false; 2],
             next_ticket: 0,
+            queued: VecDeque::new(),
             done: HashMap::new(),
         })))
     }
@@ -224,6 +267,11 @@ impl Simulator {
         self.state().fw.link_up()
     }
 
+    /// Whether the GPU endpoint's Link Control still enables ASPM L1 (reads through the link are flaky then).
+    pub fn aspm_l1(&self) -> bool {
+        self.state().fw.pcie.gpu_aspm_l1()
+    }
+
     /// Every fault the GPU's engines recorded (a queue that stopped, a PSP or SMU command refused), oldest
     /// first: what a driver's timeout can name.
     pub fn gpu_faults(&self) -> Vec<GpuFault> {
@@ -251,7 +299,11 @@ impl Transport for SimTransport {
 
     fn claim(&mut self) -> Result<(), TransferError> {
         let mut s = self.sim.state();
-        // Opening again models a replugged, re-enumerated device.
+        // Opening again models a replugged, re-enumerated device; transfers still queued are cancelled.
+        while let Some(q) = s.queued.pop_front() {
+            let now = s.fw.now;
+            s.done.insert(q.id, (Err(TransferError::Other("cancelled by a new open".into())), q.data, now));
+        }
         s.unplugged = false;
         s.halted = [false; 2];
         s.fw.control_out(Setup { request_type: 0, request: REQ_SET_CONFIGURATION, value: 1, index: 0 }, &[])
@@ -296,41 +348,41 @@ impl Transport for SimTransport {
 
     fn bulk_out(&mut self, ep: u8, data: &[u8], timeout: Duration) -> Result<usize, TransferError> {
         let mut s = self.sim.state();
+        // Transfers on one endpoint start in submission order.
+        s.start_queued(None);
         let (n, land) = match s.fault(Dir::Out, Some(0))? {
             Some(Fault::Timeout) => return Err(s.timed_out(timeout)),
             Some(Fault::Drop) => {
                 s.fw.lose_bulk_out(data.len());
                 (data.len(), s.fw.now)
             }
-            _ => s.fw.bulk_out(ep, data)?,
+            _ => {
+                let now = s.fw.now;
+                s.fw.bulk_out(ep, data, now)?
+            }
         };
         s.fw.now = s.fw.now.max(land);
         Ok(n)
     }
 
+    /// The transfer is queued, not served: the host stack hands it to the bus at some time before its reap (a
+    /// libusb worker, an xHCI ring), so its data may start after control transfers sent later, and the bridge's
+    /// 0xF2 engine takes the arm it finds when data starts (tinygrad `ops_amd.py` `AMDAllocator._copyin` hands chunk
+    /// k to libusb before it arms chunk k+1). The model takes the latest start a host may see: at the reap, or
+    /// before the next bulk transfer on the same endpoint. Its modelled transfer time still runs from submission.
     fn submit_bulk_out(&mut self, ep: u8, data: Vec<u8>, timeout: Duration) -> Result<Ticket, TransferError> {
         let mut s = self.sim.state();
-        // The transfer is served now; its completion time is when the link and the SRAM engine are done.
-        let result = match s.fault(Dir::Out, Some(0)) {
-            Err(e) => (Err(e), s.fw.now),
-            Ok(Some(Fault::Timeout)) => (Err(TransferError::Timeout(timeout)), s.fw.now + timeout),
-            Ok(Some(Fault::Drop)) => {
-                s.fw.lose_bulk_out(data.len());
-                (Ok(data.len()), s.fw.now)
-            }
-            Ok(_) => match s.fw.bulk_out(ep, &data) {
-                Ok((n, land)) => (Ok(n), land),
-                Err(e) => (Err(e), s.fw.now),
-            },
-        };
+        let fault = s.fault(Dir::Out, Some(0));
         let id = s.next_ticket;
         s.next_ticket += 1;
-        s.done.insert(id, (result.0, data, result.1));
+        let submitted = s.fw.now;
+        s.queued.push_back(Queued { id, ep, data, timeout, fault, submitted });
         Ok(Ticket(id))
     }
 
     fn reap(&mut self, ticket: Ticket) -> Result<(usize, Vec<u8>), TransferError> {
         let mut s = self.sim.state();
+        s.start_queued(Some(ticket.0));
         let Some((result, buf, done)) = s.done.remove(&ticket.0) else {
             return Err(TransferError::Other(format!("unknown transfer {}", ticket.0)));
         };

@@ -4,7 +4,12 @@
 //! Routing is strict: a type 1 config request reaches bus N only through bridges whose secondary/subordinate
 //! numbers cover it; a memory request reaches the GPU only when every bridge has memory decoding on and a
 //! window covering the address, and the GPU has memory decoding on and a BAR there. Anything else is an
-//! Unsupported Request. What BAR2 (doorbells) and BAR5 (registers) decode to is the GPU model's
+//! Unsupported Request.
+//!
+//! The GPU's capability list holds a PCI Express capability whose Link Control enables ASPM L1 at power-on
+//! (tinygrad `runtime/support/am/amdev.py` `AMDev._disable_aspm`: "L1 across retimers makes reads oscillate to
+//! 0xffffffff; power on defaults it enabled"). While it stays enabled, the firmware model corrupts memory reads
+//! (`super::bridge_fw`). What BAR2 (doorbells) and BAR5 (registers) decode to is the GPU model's
 //! (`super::gpu`); this module only says which BAR and offset an address hits.
 
 use super::consts::*;
@@ -120,6 +125,11 @@ struct Gpu {
 
 const REBAR_CTRL: usize = CFG_EXT_CAP + 8;
 
+/// Where the GPU's PCI Express capability sits.
+fn pcie_cap() -> usize {
+    CAP_LIST.iter().find(|&&(_, id)| id == CAP_ID_PCIE).expect("the model lists a PCIe capability").0
+}
+
 impl Gpu {
     fn new(vram_bytes: u64) -> Gpu {
         let mut cfg = ConfigSpace::new(GPU_ID, CLASS_DISPLAY, 0x00);
@@ -129,6 +139,15 @@ impl Gpu {
         cfg.put32(CFG_EXT_CAP + 4, ((1u32 << (max + 1)) - 1) << 4);
         cfg.put32(REBAR_CTRL, 1 << 5 | ((bar0 >> 20).trailing_zeros()) << 8);
         cfg.writable[REBAR_CTRL + 1] = 0x3F;
+        cfg.bytes[CFG_STATUS] |= STATUS_CAP_LIST;
+        cfg.bytes[CFG_CAP_PTR] = CAP_LIST[0].0 as u8;
+        for (i, &(at, id)) in CAP_LIST.iter().enumerate() {
+            cfg.bytes[at] = id;
+            cfg.bytes[at + 1] = CAP_LIST.get(i + 1).map_or(0, |&(next, _)| next as u8);
+        }
+        let lnkctl = pcie_cap() + PCIE_LNKCTL;
+        cfg.bytes[lnkctl] = LNKCTL_POWER_ON;
+        cfg.writable[lnkctl] = LNKCTL_ASPM_MASK;
         let mut bars = [None; 6];
         bars[BAR_VRAM] = Some(BarModel { size: bar0, flags: BAR_FLAGS_64_PREF, addr: 0 });
         bars[BAR_DOORBELL] = Some(BarModel { size: DOORBELL_BYTES, flags: BAR_FLAGS_64_PREF, addr: 0 });
@@ -193,6 +212,12 @@ impl Gpu {
                 b.mask();
             }
         }
+    }
+
+    /// Whether the endpoint's Link Control enables ASPM L1 (L1 engages only when both ends enable it; the
+    /// model's upstream port always does, so the endpoint's bit decides).
+    fn aspm_l1(&self) -> bool {
+        self.cfg.bytes[pcie_cap() + PCIE_LNKCTL] & LNKCTL_ASPM_L1 != 0
     }
 
     fn decode(&self, addr: u64, len: u64) -> Option<(Region, u64)> {
@@ -272,6 +297,11 @@ impl Pcie {
             None => return false,
         }
         true
+    }
+
+    /// Whether ASPM L1 can engage on the GPU's link (the endpoint's Link Control enables it).
+    pub fn gpu_aspm_l1(&self) -> bool {
+        self.gpu.aspm_l1()
     }
 
     /// Which GPU memory `len` bytes at bus address `addr` decode to, and the offset in it, when every hop

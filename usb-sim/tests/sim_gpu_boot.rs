@@ -215,3 +215,29 @@ fn a_crash_needs_a_mode1_reset_and_a_clean_fini_allows_a_partial_boot() {
     rig.queues(&r);
     assert_eq!(sim.gpu_faults().len(), before, "{}", fault_text(&rig));
 }
+
+#[test]
+fn blind_spot_psp_load_order_an_image_after_rlc_g_is_refused_and_so_is_a_late_autoload() {
+    let Some((mut rig, r, fw)) = rig(Board::Navi31, VRAM) else { return };
+    rig.program_hub(&r, VRAM, false);
+    // The IMU images moved after RLC_G: the load order Linux (psp_load_non_psp_fw) and tinygrad share is broken.
+    let (imu, mut steps): (Vec<_>, Vec<_>) = fw
+        .psp_load_list()
+        .into_iter()
+        .partition(|s| matches!(s, PspStep::LoadIpFw { fw_type, .. } if fw_type.0 == 68 || fw_type.0 == 69));
+    assert_eq!(imu.len(), 2);
+    let autoload = steps.pop().unwrap();
+    assert_eq!(autoload, PspStep::AutoloadRlc);
+    steps.extend(imu);
+    steps.push(autoload);
+    let statuses = rig.psp_run(&r, &fw, steps);
+    let n = statuses.len();
+    assert!(statuses[..n - 3].iter().all(|&(_, st)| st == 0), "{statuses:x?}");
+    assert_ne!(statuses[n - 3].1, 0, "IMU_I after RLC_G must be refused");
+    assert_ne!(statuses[n - 2].1, 0, "IMU_D after RLC_G must be refused");
+    let f = fault_text(&rig);
+    assert!(f.contains("firmware type 68 (IMU) after a RLC_G image"), "{f}");
+    // The autoload then lacks the IMU images.
+    assert_ne!(statuses[n - 1].1, 0);
+    assert_eq!(rig.rreg(r.bootload_status) >> 31, 0);
+}

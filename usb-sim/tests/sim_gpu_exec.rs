@@ -114,6 +114,27 @@ fn dispatch_stream_at(base: u64, co: &CodeObject, name: &str, groups: u32, value
     .concat()
 }
 
+/// The register writes and DISPATCH_DIRECT of `name` with its kernargs at physical `kernargs`; no barrier, no signal.
+fn dispatch_only(base: u64, co: &CodeObject, name: &str, groups: u32, kernargs: u64) -> Vec<u32> {
+    let k = co.kernel(name).unwrap();
+    let code = base + CODE + k.code_offset;
+    let ka = base + kernargs;
+    let d = &k.descriptor;
+    let lds = d.group_segment_fixed_size.div_ceil(512);
+    let mut user = vec![ka as u32, (ka >> 32) as u32];
+    user.resize(k.user_sgprs as usize, 0);
+    [
+        pm4::set_sh(reg::PGM_LO, &[(code >> 8) as u32, (code >> 40) as u32]),
+        pm4::set_sh(reg::RSRC1, &[d.compute_pgm_rsrc1, d.compute_pgm_rsrc2 | lds << 15]),
+        pm4::set_sh(reg::RSRC3, &[d.compute_pgm_rsrc3]),
+        pm4::set_sh(reg::TMPRING_SIZE, &[0]),
+        pm4::set_sh(reg::USER_DATA_0, &user),
+        pm4::set_sh(reg::NUM_THREAD_X, &[64, 1, 1]),
+        pm4::dispatch([groups, 1, 1]),
+    ]
+    .concat()
+}
+
 fn load(rig: &mut Rig, r: &Regs, co: &CodeObject, args: &[u64], scalars: &[u32]) {
     let fb = rig.mc(r, 0);
     load_at(rig, fb, co, args, scalars)
@@ -364,4 +385,51 @@ fn page_tables_translate_for_the_psp_the_queues_and_the_shaders() {
     rig.submit_compute(&mut p, &pm4::release_mem(VA_BASE + (3 << 29), 1));
     let f = rig.sim.gpu_faults();
     assert!(f.len() == 1 && f[0].reason.contains("is not valid"), "{f:?}");
+}
+
+#[test]
+fn blind_spot_acquire_mem_a_dispatch_reading_an_earlier_ones_output_needs_flush_and_invalidate() {
+    let Some(bytes) = code_object() else { return };
+    let co = CodeObject::parse(&bytes).unwrap();
+    let run = |barrier: Vec<u32>| {
+        let (mut rig, r, mut p) = booted().unwrap();
+        let a: Vec<f32> = (0..64).map(|i| i as f32).collect();
+        rig.put_vram(A, &f32_bytes(&a));
+        rig.put_vram(B, &f32_bytes(&[2.0; 64]));
+        rig.put_vram(SIGNAL + 512, &1u32.to_le_bytes());
+        // fma_idx writes C = 2a; lds_reverse then reads C (a second kernarg block) and writes B.
+        load(&mut rig, &r, &co, &[C, A, B, SIGNAL + 512], &[]);
+        let fb = rig.mc(&r, 0);
+        let mut second = Vec::new();
+        for x in [B, C] {
+            second.extend_from_slice(&(fb + x).to_le_bytes());
+        }
+        rig.put_vram(KERNARGS + 0x1000, &second);
+        let s = [
+            pm4::acquire_mem_inv(),
+            dispatch_only(fb, &co, "fma_idx", 1, KERNARGS),
+            barrier,
+            dispatch_only(fb, &co, "lds_reverse", 1, KERNARGS + 0x1000),
+            pm4::cs_partial_flush(),
+            pm4::release_mem(fb + SIGNAL, 1),
+        ]
+        .concat();
+        rig.submit_compute(&mut p, &s);
+        let got = f32s(&rig.vram(B, 4 * 64));
+        (rig.u32_at(SIGNAL), got, rig.sim.gpu_faults())
+    };
+    // With CS_PARTIAL_FLUSH and ACQUIRE_MEM (GLV/GL1 invalidate) between them: B = 2 * reverse(2a).
+    let (signal, got, faults) = run([pm4::cs_partial_flush(), pm4::acquire_mem_inv()].concat());
+    assert_eq!((signal, faults), (1, vec![]));
+    assert_eq!(got, (0..64).map(|i| 4.0 * (63 - i) as f32).collect::<Vec<_>>());
+    // Without them, or with an invalidate that leaves GL1 (or the flush) out: the queue stops, naming both.
+    for barrier in [vec![], pm4::acquire_mem_inv(), [pm4::cs_partial_flush(), pm4::acquire_mem()].concat()] {
+        let (signal, _, faults) = run(barrier);
+        assert_eq!(signal, 0);
+        let f: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
+        assert!(
+            f.iter().any(|f| f.contains("which dispatch") && f.contains("stored to with no CS_PARTIAL_FLUSH")),
+            "{f:?}"
+        );
+    }
 }

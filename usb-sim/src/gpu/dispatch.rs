@@ -9,6 +9,9 @@
 //!   wave32 — wave64 is refused), `COMPUTE_TMPRING_SIZE.WAVESIZE` for private memory (WAVESIZE x 4 bytes per
 //!   work-item, tinygrad's encoding) with `COMPUTE_DISPATCH_SCRATCH_BASE` in VRAM when it is used.
 //!
+//! A load of what an earlier dispatch stored, with no flush and invalidate between them, stops the queue with a fault
+//! naming both ([`super::coherence`]).
+//!
 //! gfx1201 (RDNA4) dispatches are refused: the emulator decodes gfx11 only.
 //! `PILOT_SIM_EXEC` unset or `emulator` runs the code; any other value is refused (there is no host stand-in).
 //! Workgroups run on `PILOT_SIM_THREADS` host threads (1 to [`MAX_THREADS`]; default: the machine's parallelism,
@@ -140,8 +143,15 @@ impl Gpu {
             budget: pilot_rdna3::Budget::from_env()?,
         };
         let ranges = self.hub_view(Hub::Gc).vram_ranges(fabric.vram());
-        let mem = KernelVram::new(fabric.vram(), ranges).ok_or("VRAM is not word-aligned in host memory")?;
-        let stats = pilot_rdna3::dispatch_parallel(&kernel, &d, &mem, threads()?).map_err(|e| e.to_string())?;
+        let threads = threads()?;
+        let vram = fabric.vram();
+        let caches = self.coherence.begin(vram.len());
+        let mem = KernelVram::new(vram, ranges).ok_or("VRAM is not word-aligned in host memory")?.with_caches(&caches);
+        let stats = pilot_rdna3::dispatch_parallel(&kernel, &d, &mem, threads).map_err(|e| e.to_string())?;
+        drop(mem);
+        if let Some(hazard) = caches.finish() {
+            return Err(hazard);
+        }
         self.dispatched.instructions += stats.instructions;
         self.dispatched.dispatches += 1;
         Ok(self.timing.dispatch(stats.instructions, self.board.gc_info().cus()))

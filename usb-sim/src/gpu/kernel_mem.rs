@@ -1,7 +1,8 @@
 //! VRAM as a kernel on the emulator sees it: GC-hub addresses (the system aperture over the frame buffer and
 //! context 0's VRAM mappings, enumerated once per dispatch), bounds-checked; shared by the workgroups that run
-//! on several host threads.
+//! on several host threads. Loads and stores are reported to the cache model ([`super::coherence`]).
 
+use super::coherence::DispatchView;
 use pilot_rdna3::{OutOfBounds, SharedMemory};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -10,6 +11,7 @@ pub struct KernelVram<'a> {
     words: &'a [AtomicU32],
     /// (GPU address, bytes, VRAM offset), sorted by address.
     ranges: Vec<(u64, u64, u64)>,
+    caches: Option<&'a DispatchView<'a>>,
 }
 
 impl<'a> KernelVram<'a> {
@@ -22,7 +24,13 @@ impl<'a> KernelVram<'a> {
         // AtomicU32 has the size, alignment and bit validity of u32, so every byte pattern is a valid value,
         // and all access during 'a goes through these atomics.
         let words = unsafe { std::slice::from_raw_parts(vram.as_mut_ptr().cast::<AtomicU32>(), vram.len() / 4) };
-        Some(KernelVram { words, ranges })
+        Some(KernelVram { words, ranges, caches: None })
+    }
+
+    /// Reports every load and store to `caches`.
+    pub fn with_caches(mut self, caches: &'a DispatchView<'a>) -> KernelVram<'a> {
+        self.caches = Some(caches);
+        self
     }
 
     fn range(&self, addr: u64, len: usize) -> Result<std::ops::Range<usize>, OutOfBounds> {
@@ -44,6 +52,9 @@ impl<'a> KernelVram<'a> {
 impl SharedMemory for KernelVram<'_> {
     fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), OutOfBounds> {
         let r = self.range(addr, out.len())?;
+        if let Some(c) = self.caches {
+            c.load(r.clone());
+        }
         for (o, i) in out.iter_mut().zip(r) {
             *o = (self.words[i / 4].load(Ordering::Relaxed) >> (8 * (i % 4))) as u8;
         }
@@ -52,6 +63,9 @@ impl SharedMemory for KernelVram<'_> {
 
     fn write(&self, addr: u64, data: &[u8]) -> Result<(), OutOfBounds> {
         let r = self.range(addr, data.len())?;
+        if let Some(c) = self.caches {
+            c.store(r.clone());
+        }
         let mut i = r.start;
         while i < r.end {
             let (word, shift) = (i / 4, i % 4);

@@ -12,6 +12,7 @@
 //! Engine faults are recorded ([`Gpu::faults`]) with the engine, the place and the reason.
 
 pub mod board;
+pub mod coherence;
 pub mod discovery;
 mod dispatch;
 mod fwfiles;
@@ -87,6 +88,8 @@ pub struct Gpu {
     kernels: HashMap<u64, (Vec<u8>, Arc<pilot_rdna3::CodeObjectKernel>)>,
     dispatched: Dispatched,
     firmware_dir: PathBuf,
+    /// Which dispatch stored where, for the cache model between dispatches.
+    coherence: coherence::Coherence,
 }
 
 impl Gpu {
@@ -109,6 +112,7 @@ impl Gpu {
             kernels: HashMap::new(),
             dispatched: Dispatched::default(),
             firmware_dir,
+            coherence: coherence::Coherence::default(),
         };
         // The AGP apertures are closed (BOT > TOP) until the driver opens them.
         gpu.set(Reg::MmAgpBot, 0xFF_FFFF);

@@ -14,6 +14,9 @@ pub const COPY_DATA: u32 = 0x40;
 pub const EVENT_WRITE: u32 = 0x46;
 pub const RELEASE_MEM: u32 = 0x49;
 pub const ACQUIRE_MEM: u32 = 0x58;
+/// `EVENT_WRITE` event type of CS_PARTIAL_FLUSH (body bits 5:0; tinygrad `runtime/autogen/am/soc_11.py`
+/// `enum_VGT_EVENT_TYPE`).
+pub const EVENT_CS_PARTIAL_FLUSH: u32 = 7;
 pub const SET_SH_REG: u32 = 0x76;
 pub const SET_UCONFIG_REG: u32 = 0x79;
 /// SET_SH_REG / SET_UCONFIG_REG offsets count from these register indices, up to (not including) the ends.
@@ -89,14 +92,21 @@ impl Gpu {
                     self.write_reg(first + i as u32, v, fabric);
                 }
             }
-            ACQUIRE_MEM => want_body("ACQUIRE_MEM", n, 7)?,
+            ACQUIRE_MEM => {
+                want_body("ACQUIRE_MEM", n, 7)?;
+                self.coherence.acquire(b[6]);
+            }
             EVENT_WRITE => {
                 if n != 1 && n != 3 {
                     return Err(format!("EVENT_WRITE with a {n}-dword body (it has 1 or 3)"));
                 }
+                if b[0] & 0x3F == EVENT_CS_PARTIAL_FLUSH {
+                    self.coherence.wait_idle();
+                }
             }
             RELEASE_MEM => {
                 want_body("RELEASE_MEM", n, 7)?;
+                self.coherence.wait_idle();
                 let (dst_sel, data_sel) = ((b[1] >> 16) & 3, b[1] >> 29);
                 if dst_sel > 1 {
                     return Err(format!("RELEASE_MEM dst_sel {dst_sel} (memory is 0 or 1)"));

@@ -9,7 +9,8 @@
 //!   reads 0x8000FFFF, a fault is recorded, and sOS will not start until a reset.
 //! - KM ring: `C2PMSG_69/70` = ring MC address, `_71` = size, `_64` = 2 << 16; `_64` then reads 0x80000000.
 //! - Frames (`psp_gfx_rb_frame`, 64 bytes) from the ring on each `C2PMSG_67` (wptr, dwords) write: LOAD_TOC,
-//!   LOAD_IP_FW, SETUP_TMR, AUTOLOAD_RLC, each checked; the response status (0 = success) is written into the
+//!   LOAD_IP_FW, SETUP_TMR, AUTOLOAD_RLC, each checked, the IP images in the load order Linux and tinygrad share
+//!   (SDMA, CP, IMU, RLC, RLC_G, then the autoload; see `load_group`); the response status (0 = success) is written into the
 //!   command buffer (`resp.status` at byte 864, `resp.tmr_size` at 880) and the frame's fence value to its
 //!   fence address.
 
@@ -100,6 +101,28 @@ fn file_for(board: Board, t: u32) -> Option<String> {
     })
 }
 
+/// Where an image stands in the PSP's load order: SDMA, then the CP engines, then IMU, then the RLC's other images,
+/// then RLC_G, which starts the RLC autoload's inputs being complete. This is the order Linux loads them in
+/// (`amdgpu_psp.c` `psp_load_non_psp_fw` walks `enum AMDGPU_UCODE_ID` in `amdgpu_ucode.h`: SDMA_UCODE_TH0/TH1,
+/// CP_RS64_*, IMU_I/D, RLC_RESTORE_LIST_*, RLC_IRAM/DRAM, RLC_P/V, RLC_G, and starts the autoload right after
+/// RLC_G) and tinygrad does (`amdev.py` `AMFirmware.__init__` fills `descs` SDMA, PFP/ME/MEC, IMU, RLC with RLC_G
+/// last). Within a group the two differ (tinygrad loads SDMA TH1 before TH0, each RS64 stack after its code), so
+/// the model enforces the groups only. The SMU image is ordered against the TMR instead (see `load_ip_fw`).
+fn load_group(t: u32) -> u8 {
+    use fw_type::*;
+    match t {
+        SDMA_TH0 | SDMA_TH1 => 0,
+        RS64_PFP | RS64_ME | RS64_MEC | RS64_PFP_P0_STACK | RS64_ME_P0_STACK | RS64_MEC_P0_STACK => 1,
+        IMU_I | IMU_D => 2,
+        RLC_G => 4,
+        _ => 3,
+    }
+}
+
+fn group_name(g: u8) -> &'static str {
+    ["SDMA", "CP", "IMU", "RLC (other than RLC_G)", "RLC_G"][usize::from(g)]
+}
+
 /// The images the RLC autoload needs loaded first.
 fn autoload_needs(board: Board) -> Vec<u32> {
     use fw_type::*;
@@ -125,6 +148,8 @@ pub struct PspState {
     toc_loaded: bool,
     tmr_ready: bool,
     pub loaded: HashSet<u32>,
+    /// The [`load_group`] of the last non-SMU image loaded.
+    last_group: Option<u8>,
     pub autoloaded: bool,
 }
 
@@ -356,6 +381,9 @@ impl Gpu {
                 if !missing.is_empty() {
                     return Err(format!("AUTOLOAD_RLC with firmware types {missing:?} not loaded"));
                 }
+                if self.psp.last_group != Some(load_group(fw_type::RLC_G)) {
+                    return Err("AUTOLOAD_RLC not right after RLC_G (Linux psp_load_non_psp_fw starts it there)".into());
+                }
                 self.psp.autoloaded = true;
                 Ok(0)
             }
@@ -372,6 +400,19 @@ impl Gpu {
         }
         if t != fw_type::SMU && !self.psp.tmr_ready && !self.board.boot_time_tmr() {
             return Err(format!("firmware type {t} before SETUP_TMR"));
+        }
+        if self.psp.autoloaded {
+            return Err(format!("firmware type {t} after AUTOLOAD_RLC"));
+        }
+        let group = load_group(t);
+        if t != fw_type::SMU {
+            if let Some(last) = self.psp.last_group.filter(|&last| last > group) {
+                return Err(format!(
+                    "firmware type {t} ({}) after a {} image: the PSP takes SDMA, CP, IMU, RLC, RLC_G in that order",
+                    group_name(group),
+                    group_name(last)
+                ));
+            }
         }
         let file = self.psp.files.get(&name)?.to_vec();
         let c = fwfiles::common(&name, &file)?;
@@ -398,6 +439,9 @@ impl Gpu {
             return Err(format!("type {t}: the {size} bytes at {addr:#x} are not an image of {name}"));
         }
         self.psp.loaded.insert(t);
+        if t != fw_type::SMU {
+            self.psp.last_group = Some(group);
+        }
         Ok(())
     }
 }

@@ -131,8 +131,17 @@ impl Rig {
 
     /// Every PSP step of a cold boot; panics on the first refusal.
     pub fn psp_boot(&mut self, r: &Regs, fw: &FirmwareSet) {
+        for (id, status) in self.psp_run(r, fw, fw.psp_load_list()) {
+            assert_eq!(status, 0, "PSP command {id:#x}: {:?}", self.sim.gpu_faults());
+        }
+    }
+
+    /// Runs `steps` (a load list, possibly altered); returns each KM-ring command's id and status. A bootloader step
+    /// that fails panics.
+    pub fn psp_run(&mut self, r: &Regs, fw: &FirmwareSet, steps: Vec<PspStep>) -> Vec<(u32, u32)> {
         let mut ring = false;
-        for step in fw.psp_load_list() {
+        let mut out = Vec::new();
+        for step in steps {
             let bytes = |file: &str, range: &std::ops::Range<usize>| fw.bytes(file, range).unwrap().to_vec();
             match step {
                 PspStep::Bootloader { command, file, range, component } => {
@@ -162,11 +171,11 @@ impl Rig {
                         PspStep::AutoloadRlc => (0x21, vec![]),
                         PspStep::Bootloader { .. } => unreachable!(),
                     };
-                    let (status, _) = self.psp_cmd(r, id, &args);
-                    assert_eq!(status, 0, "PSP command {id:#x}: {:?}", self.sim.gpu_faults());
+                    out.push((id, self.psp_cmd(r, id, &args).0));
                 }
             }
         }
+        out
     }
 
     /// SMU driver table and features.

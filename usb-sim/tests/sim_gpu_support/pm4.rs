@@ -28,6 +28,11 @@ pub fn acquire_mem() -> Vec<u32> {
     pkt3(0x58, &[0, 0xFFFF_FFFF, 0xFFFF_FFFF, 0, 0, 0, 0])
 }
 
+/// ACQUIRE_MEM invalidating GLM, GLK, GLV and GL1 with write-backs (GCR_CNTL 0x3F0, pilot's pre-dispatch barrier).
+pub fn acquire_mem_inv() -> Vec<u32> {
+    pkt3(0x58, &[0, 0xFFFF_FFFF, 0xFFFF_FFFF, 0, 0, 0, 0x3F0])
+}
+
 pub fn cs_partial_flush() -> Vec<u32> {
     pkt3(0x46, &[7 | 4 << 8])
 }
