@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plants the QCOM encoder bugs of issue 15 one at a time in a scratch copy of the repository and reports which tests
+"""Plants the QCOM encoder bugs of issue 15 (1-12) and the ir3 layout bugs of issue 23 (13-15) one at a time in a scratch copy of the repository and reports which tests
 catch each. The repository's own files are never edited: the copy
 lives in target/mutants/tree (built in target/mutants).
 
@@ -12,8 +12,10 @@ Usage: scripts/mutate_qcom.py [--quick] [--models] [--cffdump] [--names] [ID ...
 
 Suites: pilot-qcom's tests with every feature (the fake KGSL's unit tests, the device, OpenCL-executor and allocation
 tests on the fake, the golden streams, the tinygrad cross-check) and the model tests on
-the fake KGSL (pilot-tests `models`, compared with onnxruntime). A mutant counts as caught only when a test other than
-a hand-written hex vector (pm4/dispatch unit vectors, the golden streams) fails. Prints a markdown table; exits 1 when
+the fake KGSL (pilot-tests `models`, compared with onnxruntime); for the ir3 mutants also pilot-tests `ir3_layout`
+(every model test compiled by Mesa's ir3, its dispatches as the fake KGSL decodes them against the artifact's ir3
+record; needs target/mesa). A mutant counts as caught only when a test other than a hand-written vector
+(pm4/dispatch/ir3-layout unit vectors, the golden streams) fails. Prints a markdown table; exits 1 when
 a mutant is not caught that way, or when the unmutated copy fails.
 """
 import os
@@ -45,8 +47,8 @@ MUTANTS = [
      "reg SP_CS_INSTR_SIZE 0xa9bf"),
     (5, "`bind_host` re-points only the first use of an input",
      "qcom/src/device.rs",
-     "                uses += 1;\n",
-     "                uses += 1;\n                break;\n"),
+     "            uses += 1;\n",
+     "            uses += 1;\n            break;\n"),
     (6, "local size in the global-size slots",
      "qcom/src/dispatch.rs",
      "[e.launch.ndrange_0(), n[0], 0, n[1], 0, n[2], 0,",
@@ -57,16 +59,16 @@ MUTANTS = [
      "self.buf.push(pm4::pkt7_hdr(op as u8, cnt as u32 + (cnt > 3) as u32));"),
     (8, "missing buffer offset",
      "qcom/src/device.rs",
-     "block.set_ptr(d.offset_words * 4, base.add(offset))",
-     "block.set_ptr(d.offset_words * 4, base)"),
+     "Ok(Addr::base(Sym::Buffer(self.buffer)).add(self.offset))",
+     "Ok(Addr::base(Sym::Buffer(self.buffer)))"),
     (9, "image pitch in pixels instead of bytes",
      "qcom/src/dispatch.rs",
      "| (self.pitch << 7) |",
      "| ((self.pitch / self.format.pixel_bytes()) << 7) |"),
     (10, "timeline value not bumped at submit",
      "qcom/src/device.rs",
-     "for &(at, delta) in &s.timeline_at {",
-     "for &(at, delta) in s.timeline_at.iter().take(0) {"),
+     "for slot in &s.timeline_at {",
+     "for slot in s.timeline_at.iter().take(0) {"),
     (11, "wrong state block (textures loaded into the shader block)",
      "qcom/src/dispatch.rs",
      "ls(ST_CONSTANTS, SB6_CS_TEX, l.tex_cnt)",
@@ -75,8 +77,22 @@ MUTANTS = [
      "qcom/src/dispatch.rs",
      ".with_ntex(self.tex_cnt)",
      ".with_ntex(self.ibo_cnt)"),
+    (13, "ir3 kernel parameters written one vec4 past the record's const offset",
+     "qcom/src/device.rs",
+     "block.set_ptr(at, args[arg].pointer(\"\")?)",
+     "block.set_ptr(at + 16, args[arg].pointer(\"\")?)"),
+    (14, "ir3 full register footprint one short (`max_reg` instead of `max_reg + 1`)",
+     "qcom/src/ir3.rs",
+     "fregs: r.full_regs,",
+     "fregs: r.full_regs.saturating_sub(1),"),
+    (15, "ir3 instruction length one 128-byte group short",
+     "qcom/src/ir3.rs",
+     "image_size: code_bytes as u32,",
+     "image_size: code_bytes as u32 - 128,"),
 ]
 QUICK = [1, 2, 3]
+# Mutants of the ir3 layout: their runs add the ir3 suite (Mesa-compiled model tests on the fake KGSL).
+IR3_MUTANTS = [13, 14, 15]
 
 # (suite, cargo arguments)
 SUITES = [
@@ -84,9 +100,10 @@ SUITES = [
 ]
 MODELS = ("models", ["test", "-p", "pilot-tests", "--test", "models", "--no-fail-fast", "--", "fake_kgsl", "qcom_inputs"])
 CFFDUMP = ("cffdump", ["test", "-p", "pilot-tests", "--test", "cffdump", "--no-fail-fast"])
+IR3 = ("ir3", ["test", "-p", "pilot-tests", "--test", "ir3_layout", "--no-fail-fast"])
 
 # Hand-written hex vectors: failing only these does not count as caught.
-HEX_VECTORS = re.compile(r"^qcom (lib (dispatch|pm4)::|golden_streams )")
+HEX_VECTORS = re.compile(r"^qcom (lib (dispatch|pm4|ir3)::|golden_streams )")
 
 # How the table names the tests that failed, by prefix of "suite target test".
 LABELS = [
@@ -100,6 +117,8 @@ LABELS = [
     ("cffdump ", "models' steps in Mesa's cffdump"),
     ("qcom lib dispatch::", "dispatch hex vectors"),
     ("qcom lib pm4::", "pm4 hex vectors"),
+    ("qcom lib ir3::", "ir3 layout unit vectors"),
+    ("ir3 ", "ir3 models' dispatches on the fake vs Mesa's record"),
     ("qcom golden_streams ", "golden stream"),
 ]
 
@@ -188,7 +207,8 @@ def main():
         env["PILOT_PYTHON"] = venv
     tree = scratch_copy()
     suites = SUITES + ([MODELS] if models else []) + ([CFFDUMP] if cffdump else [])
-    base = [f for s, a in suites for f in run_suite(tree, s, a, env)]
+    base_suites = suites + ([IR3] if any(i in IR3_MUTANTS for i in ids) else [])
+    base = [f for s, a in base_suites for f in run_suite(tree, s, a, env)]
     if base:
         sys.exit("the unmutated copy fails:\n  " + "\n  ".join(base))
     rows, missed = [], []
@@ -196,7 +216,8 @@ def main():
         start = time.time()
         saved = apply(tree, mutant)
         try:
-            failed = [f for s, a in suites for f in run_suite(tree, s, a, env)]
+            mutant_suites = suites + ([IR3] if mutant[0] in IR3_MUTANTS else [])
+            failed = [f for s, a in mutant_suites for f in run_suite(tree, s, a, env)]
             witnesses = [f for f in failed if not HEX_VECTORS.match(f)]
             ran_models = models
             if not witnesses and not models:

@@ -9,10 +9,10 @@
 //! address inside a GPU allocation. Errors name the command object and the packet's dword offset.
 //! Accepted streams execute in order per context: CP_EVENT_WRITE stores its value, CP_REG_TO_MEM stores the
 //! always-on counter (19.2 MHz), CP_WAIT_REG_MEM stalls the context until memory satisfies it (re-checked at every
-//! later ioctl), and each CP_RUN_OPENCL / CP_EXEC_CS becomes a [`Dispatch`] (descriptors and samplers decoded) handed
-//! to the [`Executor`], after the ordering check of [`order`]: a dispatch touching memory an earlier one wrote needs
-//! CACHE_INVALIDATE and CP_WAIT_FOR_IDLE between them. A failing dispatch faults its context: later submissions and
-//! waits on it report the fault. [`FakeKgsl::with_rd_capture`] records a submission as Mesa's `.rd` capture ([`rd`]).
+//! later ioctl), and each CP_RUN_OPENCL / CP_EXEC_CS becomes a [`Dispatch`] (registers, constant file, descriptors
+//! and samplers decoded) handed to the [`Executor`], after the ordering check of [`order`]: a dispatch touching
+//! memory an earlier one wrote needs CACHE_INVALIDATE and CP_WAIT_FOR_IDLE between them. A failing dispatch faults
+//! its context: later submissions and waits on it report the fault. [`FakeKgsl::with_rd_capture`] records a submission as Mesa's `.rd` capture ([`rd`]).
 
 mod cp;
 pub mod descriptors;

@@ -19,11 +19,15 @@ const MODELS: [(&str, Pins); 4] =
     [("vision", &[]), ("policy", &[]), ("dmonitoring", &[]), ("exporter", &[("x", &[2, 3, 8, 12])])];
 
 fn compile(name: &str, shapes: &[(&str, &[usize])], car: bool, out: &Path) -> usize {
+    compile_with(QcomCompiler::Fake, name, shapes, car, out)
+}
+
+fn compile_with(compiler: QcomCompiler, name: &str, shapes: &[(&str, &[usize])], car: bool, out: &Path) -> usize {
     let mut o = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Qcom).unwrap());
     o.target.image = car;
     o.target.float16 = car;
     o.target.nolocals = car;
-    o.cl.qcom_compiler = QcomCompiler::Fake;
+    o.cl.qcom_compiler = compiler;
     o.shapes = shapes.iter().map(|(n, s)| (n.to_string(), s.to_vec())).collect::<HashMap<_, _>>();
     let model = test_models().join(format!("{name}.onnx"));
     pilot_compiler::compile(&model, out, &o, &|_| {}).unwrap_or_else(|e| panic!("{name}: {e}")).kernels
@@ -44,6 +48,40 @@ fn every_model_step_decodes_in_cffdump() {
                 d.packets.len(),
                 d.load_state6,
                 d.dispatches
+            );
+        }
+    }
+}
+
+/// The same with `--qcom-compiler ir3`: the runtime's ir3 launch (CP_EXEC_CS, ISAMMODE GL, SP_CS_CONST_CONFIG_0)
+/// decodes, and cffdump disassembles every shader inline with no unknown instruction.
+#[test]
+fn every_model_ir3_step_decodes_in_cffdump_with_its_shaders() {
+    let dir = tempfile::tempdir().unwrap();
+    for car in [false, true] {
+        for (name, shapes) in MODELS {
+            let art = dir.path().join(format!("{name}-ir3-{car}.pkl"));
+            let kernels = compile_with(QcomCompiler::Ir3, name, shapes, car, &art);
+            let d = check_artifact_step(&art, true);
+            let what = format!("{name} ir3 (image/half/nolocals: {car})");
+            assert_eq!(d.dispatches, kernels, "{what}: one decoded dispatch per kernel");
+            let exec_cs = d.packets.iter().filter(|p| *p == "CP_EXEC_CS").count();
+            assert_eq!(exec_cs, kernels, "{what}: every launch is CP_EXEC_CS");
+            // Mesa 25.0.7's names: SP_MODE_CONTROL is pilot's SP_MODE_CNTL, SP_TP_MODE_CNTL TPL1_MODE_CNTL,
+            // HLSQ_CS_CNTL_0 SP_CS_CONST_CONFIG_0.
+            for decoded in [
+                "SP_MODE_CONTROL: { CONSTANT_DEMOTION_ENABLE | ISAMMODE = ISAMMODE_GL }",
+                "SP_TP_MODE_CNTL: { ISAMMODE = ISAMMODE_GL }",
+                "HLSQ_CS_CNTL_1: { LINEARLOCALIDREGID = r63.x | THREADSIZE = THREAD64 }",
+            ] {
+                let n = d.text.lines().filter(|l| l.trim() == decoded).count();
+                assert!(n >= kernels, "{what}: cffdump shows `{decoded}` {n} times for {kernels} launches");
+            }
+            eprintln!(
+                "{what}: {} packets, {} dispatches, {} instructions disassembled inline by cffdump",
+                d.packets.len(),
+                d.dispatches,
+                d.instructions
             );
         }
     }

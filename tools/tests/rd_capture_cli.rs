@@ -49,6 +49,32 @@ fn a_step_is_captured_and_decodes_in_cffdump() {
     assert!(!names.iter().any(|n| n.starts_with('.')), "no temporary file is left: {names:?}");
 }
 
+/// An ir3 artifact on the fake KGSL: the runtime lays out and launches it, the capture decodes in cffdump with every
+/// shader disassembled inline, and the step ends in a one-line error (exit 2) because the fake KGSL's executor runs
+/// only `--qcom-compiler fake` programs: a6xx code is never reported as having run.
+#[test]
+fn an_ir3_step_is_captured_and_refused_by_the_opencl_executor() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = test_models().join("dmonitoring.onnx");
+    let art = dir.path().join("dm-ir3.pkl");
+    let (art_s, rd) = (art.to_str().unwrap(), dir.path().join("dm-ir3.rd"));
+    let o = pilot(&["compile", model.to_str().unwrap(), "--target", "qcom", "--qcom-compiler", "ir3", "-o", art_s]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = pilot(&["run", art_s, "--rd-capture", rd.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let last = err.trim().lines().last().unwrap_or_default();
+    assert!(last.contains("is not a fake shader") && last.contains("--qcom-compiler fake"), "{err}");
+    let d = decode(&rd);
+    d.assert_clean("dmonitoring ir3");
+    d.assert_shaders_decode("dmonitoring ir3");
+    assert!(d.packets.iter().any(|p| p == "CP_EXEC_CS"), "{:?}", d.packets);
+    let o = pilot(&["run", art_s, "--device", "fake-kgsl"]);
+    let err = stderr(&o);
+    assert_eq!((o.status.code(), err.trim().lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("is not a fake shader"), "{err}");
+}
+
 #[test]
 fn bad_capture_requests_are_one_line_errors_that_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
