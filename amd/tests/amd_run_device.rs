@@ -52,8 +52,14 @@ fn bytes(f: &[f32]) -> Vec<u8> {
 fn load(dev: &mut AmdDevice, co: &[u8], name: &str, args: usize) -> ProgramId {
     let obj = CodeObject::parse(co).unwrap();
     let record = obj.kernel(name).unwrap().dispatch_record();
-    let spec =
-        ProgramSpec { name, format: ProgramFormat::AmdCodeObject, code: co, arg_count: args, amdgpu: Some(&record) };
+    let spec = ProgramSpec {
+        name,
+        format: ProgramFormat::AmdCodeObject,
+        code: co,
+        arg_count: args,
+        amdgpu: Some(&record),
+        ir3: None,
+    };
     dev.load_program(&spec).unwrap()
 }
 

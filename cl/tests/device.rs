@@ -36,8 +36,14 @@ fn read_f32(dev: &mut ClDevice, id: BufferId, offset: u64, n: usize) -> Vec<f32>
 }
 
 fn load(dev: &mut ClDevice, source: &str, name: &str, arg_count: usize) -> ProgramId {
-    let spec =
-        ProgramSpec { name, format: ProgramFormat::OpenClSource, code: source.as_bytes(), arg_count, amdgpu: None };
+    let spec = ProgramSpec {
+        name,
+        format: ProgramFormat::OpenClSource,
+        code: source.as_bytes(),
+        arg_count,
+        amdgpu: None,
+        ir3: None,
+    };
     dev.load_program(&spec).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -307,6 +313,7 @@ fn build_errors_carry_the_log() {
         code: source.as_bytes(),
         arg_count: 1,
         amdgpu: None,
+        ir3: None,
     };
     let e = dev.load_program(&spec).unwrap_err();
     let msg = e.to_string();
@@ -320,7 +327,14 @@ fn build_errors_carry_the_log() {
 #[test]
 fn bad_programs_are_refused() {
     let Some(mut dev) = open() else { return };
-    let spec = |name, format, arg_count| ProgramSpec { name, format, code: ARITH.as_bytes(), arg_count, amdgpu: None };
+    let spec = |name, format, arg_count| ProgramSpec {
+        name,
+        format,
+        code: ARITH.as_bytes(),
+        arg_count,
+        amdgpu: None,
+        ir3: None,
+    };
     let e = dev.load_program(&spec("add", ProgramFormat::Elf, 3)).unwrap_err();
     assert!(e.to_string().contains("cannot run on OpenCL"), "{e}");
     let e = dev.load_program(&spec("nope", ProgramFormat::OpenClSource, 3)).unwrap_err();

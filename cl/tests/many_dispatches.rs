@@ -37,6 +37,7 @@ fn a_hundred_thousand_dispatches_link_in_reasonable_time() {
         code: SCALE.as_bytes(),
         arg_count: 2,
         amdgpu: None,
+        ir3: None,
     };
     let p = dev.load_program(&spec).unwrap();
     let a = dev.alloc(64, BufferUse::Scratch).unwrap();

@@ -29,6 +29,7 @@ fn check(profiling: bool) {
         code: SOURCE.as_bytes(),
         arg_count: 2,
         amdgpu: None,
+        ir3: None,
     };
     let axpy = dev.load_program(&spec).unwrap();
     let align = dev.limits().base_address_align;

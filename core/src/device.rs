@@ -117,6 +117,9 @@ pub struct ProgramSpec<'a> {
     /// What the compiler recorded for dispatching an `amdgpu` program (the artifact's `"amdgpu"` key); devices
     /// that load code objects check it against the code object itself.
     pub amdgpu: Option<&'a crate::artifact::AmdDispatch>,
+    /// What Mesa's ir3 reported for dispatching an `ir3` program (the artifact's `"ir3"` key): register
+    /// footprint, const-file layout, texture/IBO bindings. Devices that load [`ProgramFormat::A6xxIr3`] need it.
+    pub ir3: Option<&'a crate::artifact::Ir3Program>,
 }
 
 /// One buffer argument of a dispatch: a buffer and a byte offset into it.

@@ -100,6 +100,7 @@ impl Session {
                     code: artifact.blob(p.blob),
                     arg_count: p.args,
                     amdgpu: p.amdgpu.as_ref(),
+                    ir3: p.ir3.as_ref(),
                 })
             })
             .collect::<Result<Vec<_>, _>>()

@@ -4,9 +4,10 @@
 //!
 //! - Memory: every buffer and image is a KGSL GPU object mapped into this process (GPU address = CPU address);
 //!   copies are CPU copies through the mapping, after waiting for in-flight work that uses the buffer.
-//! - Programs: Qualcomm "lib" blobs ([`crate::blob`]), one per kernel; the shader image is uploaded once.
+//! - Programs: Qualcomm "lib" blobs ([`crate::blob`]) or Mesa ir3 code with its record ([`crate::ir3`]), one per
+//!   kernel; the shader image is uploaded once.
 //! - Steps: [`Device::link_step`] encodes a whole step once into one PM4 command stream in GPU memory (memory
-//!   barrier + CP_RUN_OPENCL launch per dispatch, then a timeline signal), with every address resolved at link time
+//!   barrier + CP_RUN_OPENCL or CP_EXEC_CS launch per dispatch, then a timeline signal), with every address resolved at link time
 //!   and each dispatch's kernel-argument block (constant file, texture/IBO descriptors, samplers) written once.
 //!   The only dword left symbolic is the timeline value, so [`Device::submit`] patches that one dword and issues
 //!   exactly one `IOCTL_KGSL_GPU_COMMAND`, without heap allocation.
@@ -19,11 +20,12 @@ use crate::dispatch::{
     CONST_FILE_BYTES, SAMPLER_CLAMP_NEAREST,
 };
 use crate::ioctl::{KgslFd, KgslFile};
+use crate::ir3::Ir3Layout;
 use crate::kgsl::{Context, GpuObject, KgslDevice, KgslError, UserMapping, DEFAULT_PRIORITY, KGSL_PATH, PAGE};
 use crate::reloc::{Addr, LinkError, Resolve, Sym, ValueSlot, ValueSym, Word};
 use pilot_core::bounds::check_range;
 use pilot_core::device::{
-    Arg, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ImageChannel, ImageDesc, ProgramFormat,
+    BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ImageChannel, ImageDesc, ProgramFormat,
     ProgramId, ProgramSpec, StepId, StepOp,
 };
 use pilot_core::hcq::args::{ArgsArena, BlockExtent, BufferRef};
@@ -36,7 +38,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The shader kind of every program this device loads (Qualcomm's OpenCL compiler, launched with CP_RUN_OPENCL).
+/// The shader kind of Qualcomm blobs (Qualcomm's OpenCL compiler, launched with CP_RUN_OPENCL); ir3 programs get theirs
+/// from [`Ir3Layout`].
 pub const SHADER_KIND: ShaderKind = ShaderKind::QcomCl;
 /// How long [`Device::wait`] sleeps in the kernel before giving up, unless [`QcomDevice::with_wait_timeout`] says
 /// otherwise (tinygrad's `HCQDEV_WAIT_TIMEOUT_MS` default).
@@ -87,14 +90,66 @@ struct Buffer {
     links: u32,
 }
 
+/// How a loaded program's arguments reach it.
+enum Binding {
+    /// A Qualcomm blob: its argument records (in order) and compiler constants.
+    Blob { args: Vec<ArgDesc>, consts: Vec<Const> },
+    /// A Mesa ir3 program: where its record puts parameters, immediates, images and the local size.
+    Ir3(Box<Ir3Layout>),
+}
+
 struct Loaded {
     name: String,
+    kind: ShaderKind,
     kernel: KernelInfo,
-    args: Vec<ArgDesc>,
-    consts: Vec<Const>,
+    arg_count: usize,
+    binding: Binding,
     layout: ArgsLayout,
     /// The uploaded shader image.
     image: GpuObject,
+}
+
+/// A dispatch argument resolved to its buffer.
+struct BoundArg {
+    index: usize,
+    buffer: u32,
+    offset: u64,
+    size: u64,
+    image: Option<Image>,
+}
+
+impl BoundArg {
+    /// The address of a plain buffer argument (its offset inside the buffer). `tag` follows the argument's index
+    /// in the message when it is an image.
+    fn pointer(&self, tag: &str) -> Result<Addr, String> {
+        if self.image.is_some() {
+            return Err(format!(
+                "argument {}{tag} needs a plain buffer, buffer {} is an image",
+                self.index, self.buffer
+            ));
+        }
+        if self.offset > self.size {
+            return Err(format!(
+                "argument {}: offset {} is past the end of buffer {} ({} bytes)",
+                self.index, self.offset, self.buffer, self.size
+            ));
+        }
+        Ok(Addr::base(Sym::Buffer(self.buffer)).add(self.offset))
+    }
+
+    /// The image of an image argument and its base (bound at offset 0). `tag` as for [`Self::pointer`].
+    fn image(&self, tag: &str) -> Result<(&Image, Addr), String> {
+        let Some(image) = &self.image else {
+            return Err(format!(
+                "argument {}{tag} needs an image, buffer {} is a plain buffer",
+                self.index, self.buffer
+            ));
+        };
+        if self.offset != 0 {
+            return Err(format!("argument {}: image {} bound at offset {}", self.index, self.buffer, self.offset));
+        }
+        Ok((image, Addr::base(Sym::Buffer(self.buffer))))
+    }
 }
 
 struct LinkedStep {
@@ -280,6 +335,86 @@ fn write_const(block: &mut ArgsBlock, c: &Const) -> Result<(), DispatchError> {
     block.set_u32(word, v)
 }
 
+/// Checks a parsed blob against `arg_count` and the hardware fields, and lays out its argument block.
+fn blob_layout(p: &blob::Program, arg_count: usize) -> Result<ArgsLayout, String> {
+    if p.args.len() != arg_count {
+        return Err(format!("the blob has {} arguments, the program says {arg_count}", p.args.len()));
+    }
+    p.kernel.validate().map_err(|e| e.to_string())?;
+    for (i, a) in p.args.iter().enumerate() {
+        let at = a.offset_words as u64 * 4;
+        if a.kind == ArgKind::Buffer && at + 8 > CONST_FILE_BYTES as u64 {
+            return Err(format!("argument {i}: constant-file byte {at} is outside the {CONST_FILE_BYTES}"));
+        }
+    }
+    for (i, c) in p.consts.iter().enumerate() {
+        if !c.byte_offset.is_multiple_of(c.size) || c.byte_offset as u64 + c.size as u64 > CONST_FILE_BYTES as u64 {
+            return Err(format!(
+                "constant {i}: {} bytes at constant-file byte {} are unaligned or outside the {CONST_FILE_BYTES}",
+                c.size, c.byte_offset
+            ));
+        }
+    }
+    let (tex, ibo) = p.image_counts();
+    ArgsLayout::new(SHADER_KIND, tex, ibo, p.sampler_slots()).map_err(|e| e.to_string())
+}
+
+/// Fills a Qualcomm blob's argument block: compiler constants, buffer addresses (plus offsets) at the blob's
+/// constant slots, the n-th texture (IBO) argument as texture (IBO) descriptor n, the declared sampler.
+fn fill_blob(block: &mut ArgsBlock, descs: &[ArgDesc], consts: &[Const], args: &[BoundArg]) -> Result<(), String> {
+    for c in consts {
+        write_const(block, c).map_err(|e| e.0)?;
+    }
+    let (mut tex, mut ibo) = (0, 0);
+    for (a, d) in args.iter().zip(descs) {
+        let tag = format!(" ({:?})", d.kind);
+        match d.kind {
+            ArgKind::Buffer => block.set_ptr(d.offset_words * 4, a.pointer(&tag)?),
+            ArgKind::Texture => {
+                let (image, base) = a.image(&tag)?;
+                tex += 1;
+                block.set_texture(tex - 1, image, base)
+            }
+            ArgKind::Ibo => {
+                let (image, base) = a.image(&tag)?;
+                ibo += 1;
+                block.set_ibo(ibo - 1, image, base)
+            }
+        }
+        .map_err(|e| e.0)?;
+    }
+    if block.layout().samp_cnt > 0 {
+        // The declared sampler; tinygrad's second slot stays zero.
+        block.set_sampler(0, SAMPLER_CLAMP_NEAREST).map_err(|e| e.0)?;
+    }
+    Ok(())
+}
+
+/// Fills an ir3 program's argument block as tinygrad's `QCOMArgsState` (IR3 path) and `QCOMComputeQueue.exec` do:
+/// immediates, buffer addresses in the kernel-parameter range, texture and IBO descriptors by state, a sampler per
+/// texture, and the local size at const component `wgsz`.
+fn fill_ir3(block: &mut ArgsBlock, l: &Ir3Layout, args: &[BoundArg], local: [u32; 3]) -> Result<(), String> {
+    for (i, v) in l.immediates.iter().enumerate() {
+        block.set_u32(l.immediates_at + 4 * i as u32, *v).map_err(|e| e.0)?;
+    }
+    for &(arg, at) in &l.params {
+        block.set_ptr(at, args[arg].pointer("")?).map_err(|e| e.0)?;
+    }
+    for (state, &arg) in l.textures.iter().enumerate() {
+        let (image, base) = args[arg].image("")?;
+        block.set_texture(state as u32, image, base).map_err(|e| e.0)?;
+        block.set_sampler(state as u32, SAMPLER_CLAMP_NEAREST).map_err(|e| e.0)?;
+    }
+    for (state, &arg) in l.ibos.iter().enumerate() {
+        let (image, base) = args[arg].image("")?;
+        block.set_ibo(state as u32, image, base).map_err(|e| e.0)?;
+    }
+    for &arg in &l.unbound_images {
+        args[arg].image("")?;
+    }
+    block.set_local_size(l.kind, local).map_err(|e| e.0)
+}
+
 /// Resolves a step's symbols at link time. The timeline value is a placeholder, patched at each submit.
 struct LinkResolve<'a> {
     dev: &'a QcomDevice,
@@ -402,54 +537,41 @@ impl Device for QcomDevice {
         Ok(self.buffer(src)?.obj.read(offset, dst)?)
     }
 
-    /// Loads one kernel from its Qualcomm blob (only [`ProgramFormat::AdrenoBlob`]): parses it for `spec.name`,
-    /// checks its argument count against `spec.arg_count`, its register/memory footprint and constant slots against
-    /// the hardware fields, and uploads the shader image (rounded up to 128 bytes).
+    /// Loads one kernel. A Qualcomm blob ([`ProgramFormat::AdrenoBlob`]) is parsed for `spec.name`; its argument
+    /// count is checked against `spec.arg_count`, its register/memory footprint and constant slots against the
+    /// hardware fields. Mesa ir3 code ([`ProgramFormat::A6xxIr3`]) is laid out from `spec.ir3` ([`Ir3Layout`]).
+    /// The shader image is uploaded (rounded up to 128 bytes).
     fn load_program(&mut self, spec: &ProgramSpec<'_>) -> DeviceResult<ProgramId> {
         let bad = |reason: String| DeviceError::Program { name: spec.name.to_string(), reason };
-        if spec.format == ProgramFormat::A6xxIr3 {
-            // Laying out ir3 programs (SP_MODE_CNTL/TPL1 ISAMMODE, CONST_CONFIG_0, CP_EXEC_CS) is not written
-            // yet, and the fake KGSL cannot execute a6xx code until the a6xx emulator is wired in.
-            return Err(bad("ir3 machine code does not run here yet: pilot's runtime does not lay out ir3 programs \
-                 (compile with --qcom-compiler fake for the fake KGSL, or device on a comma device)"
-                .into()));
-        }
-        if spec.format != ProgramFormat::AdrenoBlob {
-            return Err(bad(format!("format {:?} cannot run on the a630 (it takes AdrenoBlob)", spec.format)));
-        }
         let id = u32::try_from(self.programs.len()).map_err(|_| bad("too many programs".into()))?;
-        let p = blob::parse_named(spec.code, spec.name).map_err(|e| bad(e.to_string()))?;
-        if p.args.len() != spec.arg_count {
-            return Err(bad(format!("the blob has {} arguments, the program says {}", p.args.len(), spec.arg_count)));
-        }
-        p.kernel.validate().map_err(|e| bad(e.to_string()))?;
-        for (i, a) in p.args.iter().enumerate() {
-            let at = a.offset_words as u64 * 4;
-            if a.kind == ArgKind::Buffer && at + 8 > CONST_FILE_BYTES as u64 {
-                return Err(bad(format!("argument {i}: constant-file byte {at} is outside the {CONST_FILE_BYTES}")));
+        let (name, kind, kernel, binding, layout, code) = match spec.format {
+            ProgramFormat::AdrenoBlob => {
+                let p = blob::parse_named(spec.code, spec.name).map_err(|e| bad(e.to_string()))?;
+                let layout = blob_layout(&p, spec.arg_count).map_err(bad)?;
+                let code = std::borrow::Cow::Owned(p.image);
+                (p.name, SHADER_KIND, p.kernel, Binding::Blob { args: p.args, consts: p.consts }, layout, code)
             }
-        }
-        for (i, c) in p.consts.iter().enumerate() {
-            if !c.byte_offset.is_multiple_of(c.size) || c.byte_offset as u64 + c.size as u64 > CONST_FILE_BYTES as u64 {
-                return Err(bad(format!(
-                    "constant {i}: {} bytes at constant-file byte {} are unaligned or outside the {CONST_FILE_BYTES}",
-                    c.size, c.byte_offset
-                )));
+            ProgramFormat::A6xxIr3 => {
+                let record = spec.ir3.ok_or_else(|| bad("ir3 code without its `ir3` dispatch record".into()))?;
+                let l = Ir3Layout::new(record, spec.arg_count, spec.code.len()).map_err(bad)?;
+                let (kind, kernel, layout) = (l.kind, l.kernel, l.args);
+                let code = std::borrow::Cow::Borrowed(spec.code);
+                (spec.name.to_string(), kind, kernel, Binding::Ir3(Box::new(l)), layout, code)
             }
-        }
-        let (tex, ibo) = p.image_counts();
-        let layout = ArgsLayout::new(SHADER_KIND, tex, ibo, p.sampler_slots()).map_err(|e| bad(e.to_string()))?;
-        let mut image = alloc_obj(&self.kgsl, (p.image.len() as u64).div_ceil(128) * 128)?;
-        image.write(0, &p.image)?;
-        self.programs.push(Loaded { name: p.name, kernel: p.kernel, args: p.args, consts: p.consts, layout, image });
+            f => return Err(bad(format!("format {f:?} cannot run on the a630 (it takes AdrenoBlob or A6xxIr3)"))),
+        };
+        let mut image = alloc_obj(&self.kgsl, (code.len() as u64).div_ceil(128) * 128)?;
+        image.write(0, &code)?;
+        self.programs.push(Loaded { name, kind, kernel, arg_count: spec.arg_count, binding, layout, image });
         Ok(ProgramId(id))
     }
 
     /// Encodes `ops` once as one command stream: per dispatch a memory barrier and the a630 launch sequence
-    /// (CP_RUN_OPENCL) reading a kernel-argument block written now (buffer addresses plus their byte offsets at the
-    /// blob's constant slots, compiler constants, IBO then texture descriptors, the clamp-to-border sampler), then
-    /// the timeline signal. Arguments bind in the blob's record order: the n-th texture (IBO) argument is texture
-    /// (IBO) descriptor n; image arguments must be images with offset 0, buffer arguments plain buffers.
+    /// (CP_RUN_OPENCL for blobs, CP_EXEC_CS for ir3) reading a kernel-argument block written now, then the timeline
+    /// signal. A blob's block holds buffer addresses plus their byte offsets at the blob's constant slots, compiler
+    /// constants, IBO then texture descriptors and the clamp-to-border sampler; arguments bind in the blob's record
+    /// order (the n-th texture (IBO) argument is texture (IBO) descriptor n). An ir3 program's block is
+    /// [`Ir3Layout`]'s. Image arguments must be images with offset 0, buffer arguments plain buffers.
     ///
     /// [`StepOp::Copy`] is not supported: it returns [`DeviceError::Unsupported`].
     fn link_step(&mut self, ops: &[StepOp]) -> DeviceResult<StepId> {
@@ -467,8 +589,8 @@ impl Device for QcomDevice {
                 .get(program.0 as usize)
                 .ok_or(DeviceError::InvalidHandle { kind: "program", id: program.0 })?;
             let fail = |reason: String| failed("link_step", format!("dispatch {n} (`{}`): {reason}", p.name));
-            if args.len() != p.args.len() {
-                return Err(fail(format!("{} arguments given, the kernel takes {}", args.len(), p.args.len())));
+            if args.len() != p.arg_count {
+                return Err(fail(format!("{} arguments given, the kernel takes {}", args.len(), p.arg_count)));
             }
             let launch = Launch::from_global(*global, *local).map_err(|e| fail(e.0))?;
             let max = p.kernel.max_threads();
@@ -481,59 +603,21 @@ impl Device for QcomDevice {
                     p.kernel.hregs
                 )));
             }
+            let mut bound = Vec::with_capacity(args.len());
+            for (index, a) in args.iter().enumerate() {
+                let b = self.buffer(a.buffer)?;
+                bound.push(BoundArg { index, buffer: a.buffer.0, offset: a.offset, size: b.size, image: b.image });
+                used.push(a.buffer.0);
+            }
             let mut block = ArgsBlock::new(p.layout);
-            for c in &p.consts {
-                write_const(&mut block, c).map_err(|e| fail(e.0))?;
+            match &p.binding {
+                Binding::Blob { args, consts } => fill_blob(&mut block, args, consts, &bound),
+                Binding::Ir3(l) => fill_ir3(&mut block, l, &bound, launch.local),
             }
-            let (mut tex, mut ibo) = (0, 0);
-            for (i, (a, d)) in args.iter().zip(&p.args).enumerate() {
-                let Arg { buffer, offset } = *a;
-                let b = self.buffer(buffer)?;
-                let base = Addr::base(Sym::Buffer(buffer.0));
-                match (d.kind, &b.image) {
-                    (ArgKind::Buffer, None) => {
-                        if offset > b.size {
-                            return Err(fail(format!(
-                                "argument {i}: offset {offset} is past the end of buffer {} ({} bytes)",
-                                buffer.0, b.size
-                            )));
-                        }
-                        block.set_ptr(d.offset_words * 4, base.add(offset)).map_err(|e| fail(e.0))?;
-                    }
-                    (ArgKind::Texture | ArgKind::Ibo, Some(image)) => {
-                        if offset != 0 {
-                            return Err(fail(format!("argument {i}: image {} bound at offset {offset}", buffer.0)));
-                        }
-                        let r = if d.kind == ArgKind::Texture {
-                            tex += 1;
-                            block.set_texture(tex - 1, image, base)
-                        } else {
-                            ibo += 1;
-                            block.set_ibo(ibo - 1, image, base)
-                        };
-                        r.map_err(|e| fail(e.0))?;
-                    }
-                    (kind, _) => {
-                        let (need, what) = if b.image.is_some() {
-                            ("a plain buffer", "an image")
-                        } else {
-                            ("an image", "a plain buffer")
-                        };
-                        return Err(fail(format!(
-                            "argument {i} ({kind:?}) needs {need}, buffer {} is {what}",
-                            buffer.0
-                        )));
-                    }
-                }
-                used.push(buffer.0);
-            }
-            if p.layout.samp_cnt > 0 {
-                // The declared sampler; tinygrad's second slot stays zero.
-                block.set_sampler(0, SAMPLER_CLAMP_NEAREST).map_err(|e| fail(e.0))?;
-            }
+            .map_err(fail)?;
             stack_bytes = stack_bytes.max(p.kernel.stack_bytes());
             execs.push(Exec {
-                kind: SHADER_KIND,
+                kind: p.kind,
                 kernel: p.kernel,
                 launch,
                 layout: p.layout,

@@ -139,6 +139,7 @@ impl ClExecutor {
             code: key.1.as_bytes(),
             arg_count: shader.args.len(),
             amdgpu: None,
+            ir3: None,
         };
         let id = self.dev.load_program(&spec).map_err(|e| e.to_string())?;
         self.programs.insert(key, id);

@@ -9,6 +9,7 @@
 //! - [`ioctl`]: the [`ioctl::KgslFile`] seam (ioctl + mmap) and its implementation over the real device node;
 //! - [`kgsl`]: owning types: [`kgsl::KgslDevice`], contexts, GPU objects, user-memory mappings;
 //! - [`blob`]: the Qualcomm "lib" shader blob parser;
+//! - [`ir3`]: how a program Mesa's ir3 compiled is laid out (registers, const file, descriptors) from its record;
 //! - [`device`]: [`device::QcomDevice`], the `pilot_core::device::Device` over KGSL (prebuilt steps, one
 //!   `IOCTL_KGSL_GPU_COMMAND` per submit);
 //!
@@ -37,6 +38,7 @@ pub mod fake_exec;
 #[cfg(feature = "fake")]
 pub mod fake_shader;
 pub mod ioctl;
+pub mod ir3;
 pub mod kgsl;
 pub mod pm4;
 pub use pilot_core::hcq::reloc;

@@ -53,6 +53,7 @@ fn load(dev: &mut QcomDevice, s: &FakeShader) -> ProgramId {
         code: &code,
         arg_count: s.args.len(),
         amdgpu: None,
+        ir3: None,
     })
     .unwrap()
 }
@@ -204,7 +205,7 @@ fn bad_programs_are_refused_at_load() {
     let (s0, _) = programs();
     let code = write_fake(&s0);
     fn spec(code: &[u8]) -> ProgramSpec<'_> {
-        ProgramSpec { name: "k0_fill", format: ProgramFormat::AdrenoBlob, code, arg_count: 2, amdgpu: None }
+        ProgramSpec { name: "k0_fill", format: ProgramFormat::AdrenoBlob, code, arg_count: 2, amdgpu: None, ir3: None }
     }
     let mut e = dev.load_program(&spec(&code[..code.len() / 2])).unwrap_err().to_string();
     assert!(e.starts_with("program `k0_fill`: adreno blob: "), "{e}");
@@ -215,7 +216,9 @@ fn bad_programs_are_refused_at_load() {
     e = dev.load_program(&ProgramSpec { arg_count: 3, ..spec(&code) }).unwrap_err().to_string();
     assert_eq!(e, "program `k0_fill`: the blob has 2 arguments, the program says 3");
     e = dev.load_program(&ProgramSpec { format: ProgramFormat::OpenClSource, ..spec(&code) }).unwrap_err().to_string();
-    assert_eq!(e, "program `k0_fill`: format OpenClSource cannot run on the a630 (it takes AdrenoBlob)");
+    assert_eq!(e, "program `k0_fill`: format OpenClSource cannot run on the a630 (it takes AdrenoBlob or A6xxIr3)");
+    e = dev.load_program(&ProgramSpec { format: ProgramFormat::A6xxIr3, ..spec(&code) }).unwrap_err().to_string();
+    assert_eq!(e, "program `k0_fill`: ir3 code without its `ir3` dispatch record");
     e = dev.load_program(&ProgramSpec { name: "k9", ..spec(&code) }).unwrap_err().to_string();
     assert!(e.contains("expected `k9`"), "{e}");
     assert_eq!(load(&mut dev, &s0), ProgramId(0));

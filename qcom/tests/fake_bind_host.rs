@@ -34,8 +34,14 @@ fn bind_host_repoints_every_use_of_an_input() {
         source: "__kernel void k_copy() {}".into(),
     };
     let code = write_blob(&shader);
-    let spec =
-        ProgramSpec { name: "k_copy", format: ProgramFormat::AdrenoBlob, code: &code, arg_count: 2, amdgpu: None };
+    let spec = ProgramSpec {
+        name: "k_copy",
+        format: ProgramFormat::AdrenoBlob,
+        code: &code,
+        arg_count: 2,
+        amdgpu: None,
+        ir3: None,
+    };
     let program = dev.load_program(&spec).unwrap();
     let input = dev.alloc(256, BufferUse::Input).unwrap();
     let outs: Vec<_> = (0..3).map(|_| dev.alloc(64, BufferUse::Output).unwrap()).collect();

@@ -52,6 +52,7 @@ fn submit_and_wait_do_not_allocate() {
             code: &code,
             arg_count: 2,
             amdgpu: None,
+            ir3: None,
         })
         .unwrap();
     let (a, b) = (dev.alloc(256, BufferUse::Output).unwrap(), dev.alloc(256, BufferUse::Input).unwrap());

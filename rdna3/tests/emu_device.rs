@@ -41,7 +41,7 @@ fn bytes(f: &[f32]) -> Vec<u8> {
 fn spec<'a>(name: &'a str, code: &'a [u8], arg_count: usize) -> ProgramSpec<'a> {
     let record = pilot_amd_codeobj::CodeObject::parse(code).ok().and_then(|o| Some(o.kernel(name)?.dispatch_record()));
     let amdgpu = record.map(|r| &*Box::leak(Box::new(r)));
-    ProgramSpec { name, format: ProgramFormat::AmdCodeObject, code, arg_count, amdgpu }
+    ProgramSpec { name, format: ProgramFormat::AmdCodeObject, code, arg_count, amdgpu, ir3: None }
 }
 
 #[test]

@@ -35,7 +35,7 @@ void vadd(void *const *args, uint32_t part, uint32_t nparts) {
 "#;
 
 fn spec<'a>(name: &'a str, code: &'a [u8], arg_count: usize) -> ProgramSpec<'a> {
-    ProgramSpec { name, format: ProgramFormat::Elf, code, arg_count, amdgpu: None }
+    ProgramSpec { name, format: ProgramFormat::Elf, code, arg_count, amdgpu: None, ir3: None }
 }
 
 fn dispatch(program: pilot_core::device::ProgramId, buffers: &[BufferId], parts: u32) -> StepOp {

@@ -39,6 +39,7 @@ fn run_and_compare(name: &str, shapes: &[(&str, &[usize])]) -> f64 {
             code: artifact.blob(p.blob),
             arg_count: p.args,
             amdgpu: p.amdgpu.as_ref(),
+            ir3: None,
         };
         let id = dev.load_program(&spec).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(dev.dispatch_record(id), p.amdgpu.as_ref(), "{name}: program {}", p.name);
@@ -89,6 +90,7 @@ fn gfx1201_is_refused_in_one_line() {
         code: artifact.blob(p.blob),
         arg_count: p.args,
         amdgpu: p.amdgpu.as_ref(),
+        ir3: None,
     };
     let e = EmuDevice::new(1).load_program(&spec).unwrap_err().to_string();
     assert_eq!(

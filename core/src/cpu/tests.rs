@@ -53,7 +53,7 @@ pub(super) fn cc(source: &str, flags: &[&str]) -> Vec<u8> {
 }
 
 fn spec<'a>(name: &'a str, code: &'a [u8], arg_count: usize) -> ProgramSpec<'a> {
-    ProgramSpec { name, format: ProgramFormat::Elf, code, arg_count, amdgpu: None }
+    ProgramSpec { name, format: ProgramFormat::Elf, code, arg_count, amdgpu: None, ir3: None }
 }
 
 fn f32s(bytes: &[u8]) -> Vec<f32> {

@@ -43,8 +43,24 @@ pub struct Dispatch {
     pub sp_mode_cntl: u32,
     pub cs_cntl_0: u32,
     pub cs_cntl_1: u32,
+    /// SP_CS_CNTL_0 decoded: full and half register footprints (vec4 registers), BRANCHSTACK, and the fibers per
+    /// wave THREADSIZE selects (64 or 128).
+    pub full_regs: u32,
+    pub half_regs: u32,
+    pub branchstack: u32,
+    pub wave_size: u32,
+    /// Private memory per fiber (SP_CS_PVT_MEM_PARAM, bytes) and the shared memory per work-group SP_CS_CNTL_1
+    /// SHARED_SIZE allows at most (bytes).
+    pub private_mem_bytes: u32,
+    pub shared_mem_bytes: u32,
     /// SP_CS_CONST_CONFIG_0 (ir3 work-group id / size / local id register ids).
     pub const_config_0: u32,
+    /// SP_CS_CONST_CONFIG_0 decoded, `None` for ir3's "unused" id 0xfc: the register (`gpr * 4 + component`) the
+    /// work-group id is loaded into, the const component the local size is read from, the register the local
+    /// invocation id is loaded into. Meaningful for CP_EXEC_CS launches (the CL path's ids are Qualcomm's).
+    pub work_group_id_reg: Option<u32>,
+    pub local_size_const: Option<u32>,
+    pub local_id_reg: Option<u32>,
     pub groups: [u32; 3],
     pub local: [u32; 3],
     /// Exact work items per axis.
@@ -52,6 +68,8 @@ pub struct Dispatch {
     /// Constant file loaded by CP_LOAD_STATE6 (`const_units` vec4).
     pub consts: u64,
     pub const_units: u32,
+    /// Its contents as read at execution (`const_units * 4` dwords; `c0.x` first).
+    pub const_file: Vec<u32>,
     pub stack: u64,
     pub pvt_mem_param: u32,
     pub hw_stack_offset: u32,
@@ -132,6 +150,16 @@ pub(super) trait Visible {
 
 fn addr(lo: u32, hi: u32) -> u64 {
     (hi as u64) << 32 | lo as u64
+}
+
+/// ir3's "unused" register or const id (`regid(63, 0)`).
+const UNUSED_ID: u32 = 0xfc;
+
+/// The most fibers a work-group can have with this register footprint: the a630's register file holds
+/// 384 × 32 vec4 per wave slot group of 128 (tinygrad `QCOMProgram.max_threads`), at most 1024.
+fn max_fibers(full: u32, half: u32) -> u32 {
+    let regs = (full + half.div_ceil(2)).max(1);
+    ((384 * 32) / (regs * 128) * 128).min(1024)
 }
 
 impl CpState {
@@ -322,14 +350,19 @@ impl CpState {
             ));
         }
         // Mode and control registers.
-        let isam = if opcode == CP_RUN_OPENCL { ISAMMODE_CL } else { ISAMMODE_GL };
-        let sp_mode_cntl = self.field_is(SP_MODE_CNTL, MODE_CNTL_ISAMMODE, isam, name)?;
+        // tinygrad's QCOMComputeQueue.exec: ISAMMODE CL for Qualcomm's binaries; GL plus constant demotion for ir3.
+        let ir3 = opcode == CP_EXEC_CS;
+        let isam = if ir3 { ISAMMODE_GL } else { ISAMMODE_CL };
+        self.field_is(SP_MODE_CNTL, MODE_CNTL_ISAMMODE, isam, name)?;
+        let sp_mode_cntl = self.field_is(SP_MODE_CNTL, MODE_CNTL_CONSTANT_DEMOTION_ENABLE, ir3 as u32, name)?;
         self.field_is(TPL1_MODE_CNTL, TPL1_MODE_CNTL_ISAMMODE, isam, name)?;
         let cs_cntl_0 = self.need(SP_CS_CNTL_0, name)?;
         let cs_cntl_1 = self.need(SP_CS_CNTL_1, name)?;
         self.field_is(SP_CS_CONST_CONFIG, CONST_CONFIG_ENABLED, 1, name)?;
         let const_config_0 = self.need(SP_CS_CONST_CONFIG_0, name)?;
-        self.need(SP_CS_WGE_CNTL, name)?;
+        let threadsize = CNTL_0_THREADSIZE.get(cs_cntl_0);
+        self.field_is(SP_CS_WGE_CNTL, WGE_CNTL_THREADSIZE, threadsize, name)?;
+        let (full_regs, half_regs) = (CNTL_0_FULLREGFOOTPRINT.get(cs_cntl_0), CNTL_0_HALFREGFOOTPRINT.get(cs_cntl_0));
 
         // The grid.
         let nd0 = self.field_is(SP_CS_NDRANGE_0, NDRANGE_KERNELDIM, 3, name)?;
@@ -350,6 +383,14 @@ impl CpState {
             let g = [SP_CS_KERNEL_GROUP_X, SP_CS_KERNEL_GROUP_Y, SP_CS_KERNEL_GROUP_Z];
             ([self.need(g[0], name)?, self.need(g[1], name)?, self.need(g[2], name)?], LaunchPacket::RunOpenCl)
         };
+        let fibers = local.iter().product::<u32>();
+        let max = max_fibers(full_regs, half_regs);
+        if fibers > max {
+            return Err(format!(
+                "{name}: a work-group of {fibers} fibers needs more registers than the a630 has: SP_CS_CNTL_0's \
+                 footprint ({full_regs} full, {half_regs} half vec4) allows {max}"
+            ));
+        }
         for i in 0..3 {
             if global[i] == 0 || global[i].div_ceil(local[i]) != groups[i] {
                 return Err(format!(
@@ -391,11 +432,27 @@ impl CpState {
 
         // Constants and descriptor tables.
         let (consts, const_units) = self.consts.ok_or_else(|| format!("{name}: no constants were loaded"))?;
+        let id = |f: Field| Some(f.get(const_config_0)).filter(|&v| v != UNUSED_ID);
+        let local_size_const = id(CONST_CONFIG_0_WGSIZECONSTID);
+        if let Some(c) = local_size_const.filter(|_| ir3) {
+            if c + 3 > const_units * 4 {
+                return Err(format!(
+                    "{name}: the local size at const component {c} (SP_CS_CONST_CONFIG_0 WGSIZECONSTID) is past the \
+                     {const_units} vec4 CP_LOAD_STATE6 loaded"
+                ));
+            }
+        }
         let config = self.field_is(SP_CS_CONFIG, CONFIG_ENABLED, 1, name)?;
         for f in [CONFIG_BINDLESS_TEX, CONFIG_BINDLESS_SAMP, CONFIG_BINDLESS_UAV, CONFIG_BINDLESS_UBO] {
             self.field_is(SP_CS_CONFIG, f, 0, name)?;
         }
         let (ntex, nsamp, nuav) = (CONFIG_NTEX.get(config), CONFIG_NSAMP.get(config), CONFIG_NUAV.get(config));
+        if ir3 && nsamp != ntex {
+            // ir3 samples every texture with its own sampler state (ir3_compiler_nir.c, tex instructions).
+            return Err(format!(
+                "{name}: SP_CS_CONFIG declares {ntex} textures and {nsamp} samplers; ir3 needs one each"
+            ));
+        }
         for (size, n, what) in [(SP_CS_TSIZE, ntex, "textures"), (SP_CS_USIZE, nuav, "IBOs")] {
             let v = self.need(size, name)?;
             if v < n {
@@ -445,12 +502,22 @@ impl CpState {
             sp_mode_cntl,
             cs_cntl_0,
             cs_cntl_1,
+            full_regs,
+            half_regs,
+            branchstack: CNTL_0_BRANCHSTACK.get(cs_cntl_0),
+            wave_size: if threadsize == THREAD64 { 64 } else { 128 },
+            private_mem_bytes: PVT_MEM_PARAM_MEMSIZEPERITEM.get(pvt_mem_param) * 512,
+            shared_mem_bytes: (CNTL_1_SHARED_SIZE.get(cs_cntl_1) + 1) * 1024,
             const_config_0,
+            work_group_id_reg: id(CONST_CONFIG_0_WGIDCONSTID),
+            local_size_const,
+            local_id_reg: id(CONST_CONFIG_0_LOCALIDREGID),
             groups,
             local,
             global,
             consts,
             const_units,
+            const_file: Vec::new(),
             stack,
             pvt_mem_param,
             hw_stack_offset,
@@ -500,6 +567,42 @@ fn resolve_descriptors(d: &mut Dispatch, mem: &dyn GpuMemory) -> Result<(), Stri
         let words = read_words::<4>(mem, d.sampler_table + 16 * i as u64).map_err(|e| e.to_string())?;
         d.sampler_states.push(descriptors::sampler(&words).map_err(|e| format!("sampler {i}: {e}"))?);
         d.samplers.push(words);
+    }
+    Ok(())
+}
+
+/// The constant file CP_LOAD_STATE6 loaded, as it is in memory now.
+fn read_const_file(d: &Dispatch, mem: &dyn GpuMemory) -> Result<Vec<u32>, String> {
+    let mut words = vec![0u32; d.const_units as usize * 4];
+    mem.read(d.consts, bytemuck::cast_slice_mut(&mut words)).map_err(|e| format!("constant file: {e}"))?;
+    Ok(words)
+}
+
+/// What a CP_EXEC_CS launch of ir3 code needs from memory: the local size at the const component
+/// SP_CS_CONST_CONFIG_0 names equal to SP_CS_NDRANGE_0's, and an `end` instruction inside the SP_CS_INSTR_SIZE
+/// units CP_LOAD_STATE6 loaded (otherwise the shader runs past its instructions).
+fn check_ir3(d: &Dispatch, mem: &dyn GpuMemory) -> Result<(), String> {
+    if let Some(c) = d.local_size_const {
+        let at = c as usize;
+        let held = &d.const_file[at..at + 3];
+        if held != d.local {
+            return Err(format!(
+                "the constant file holds {held:?} at the local size's const component {c} (SP_CS_CONST_CONFIG_0 \
+                 WGSIZECONSTID), SP_CS_NDRANGE_0 launches {:?}",
+                d.local
+            ));
+        }
+    }
+    let mut code = vec![0u64; d.instr_units as usize * 16];
+    mem.read(d.shader_addr, bytemuck::cast_slice_mut(&mut code)).map_err(|e| format!("shader: {e}"))?;
+    if !code.iter().any(|&w| w & A6XX_END_MASK == A6XX_END) {
+        return Err(format!(
+            "no `end` instruction in the {} bytes SP_CS_INSTR_SIZE ({}) loads from SP_CS_BASE {:#x}: the shader \
+             runs past its instructions",
+            code.len() * 8,
+            d.instr_units,
+            d.shader_addr
+        ));
     }
     Ok(())
 }
@@ -582,6 +685,10 @@ pub(super) fn run(
                 let offset = d.offset;
                 let at = |e: String| format!("launch at PM4 dword {offset}: {e}");
                 resolve_descriptors(&mut d, mem).map_err(at)?;
+                d.const_file = read_const_file(&d, mem).map_err(at)?;
+                if d.launch == LaunchPacket::ExecCs {
+                    check_ir3(&d, mem).map_err(at)?;
+                }
                 let shader = fake_shader(&d, mem);
                 d.kernel = shader.as_ref().map(|s| s.name.clone());
                 let touched = footprint(&d, shader.as_ref(), mem).map_err(at)?;

@@ -245,6 +245,12 @@ values! {
     A6XX_TEX_CLAMP_TO_BORDER = 3;
 }
 
+/// An a6xx `end` instruction, whatever its (ss)/(sy)/(jp)/(eq)/(rptN) flags: cat0 (bits 61..63 = 0), OPC 6 (bits
+/// 55..58), OPC_HI bit 49 clear, no sources and no branch type (bits 37..39, 45..47, 52..54), from Mesa's
+/// `src/freedreno/isa/ir3-cat0.xml` (`end`, `#instruction-cat0-0src`).
+pub const A6XX_END_MASK: u64 = 0xe7f2_e0e0_0000_0000;
+pub const A6XX_END: u64 = 6 << 55;
+
 /// The opcodes the fake decodes: (opcode, Mesa name, payload lengths it takes).
 pub const OPCODES: &[(u32, &str, &[usize])] = &[
     (CP_WAIT_MEM_WRITES, "CP_WAIT_MEM_WRITES", &[0]),
@@ -281,6 +287,14 @@ mod tests {
         assert_eq!(NDRANGE_LOCALSIZEZ.get(0xffc0_0003), 0x3ff);
         for f in FIELDS {
             assert!(f.low <= f.high && f.high < 32, "{}", f.mesa_name());
+        }
+        // `end` as ir3-disasm shows it (tests/tests/cffdump.rs A6XX_CODE), with (sy)(jp) and (ss); `ret` and `nop`
+        // are not `end`.
+        for w in [0x0300_0000_0000_0000u64, 0x1b00_0000_0000_0000, 0x0300_1000_0000_0000] {
+            assert_eq!(w & A6XX_END_MASK, A6XX_END, "{w:#x}");
+        }
+        for w in [0x0200_0000_0000_0000u64, 0, 0x0000_1000_0000_0000, 0x0302_0000_0000_0000] {
+            assert_ne!(w & A6XX_END_MASK, A6XX_END, "{w:#x}");
         }
         for (op, name, _) in OPCODES {
             assert_eq!(VALUES.iter().find(|(n, _)| n == name).map(|v| v.1), Some(*op), "{name}");

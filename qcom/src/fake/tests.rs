@@ -31,7 +31,9 @@ fn rig_with(fake: FakeKgsl) -> Rig {
     let fake = Arc::new(fake);
     let dev = KgslDevice::from_file(fake.clone()).unwrap();
     let ctx = dev.create_context(DEFAULT_PRIORITY).unwrap();
-    let objs = SYMS.iter().map(|(s, size)| (*s, dev.alloc(*size).unwrap())).collect();
+    let mut objs: HashMap<Sym, GpuObject> = SYMS.iter().map(|(s, size)| (*s, dev.alloc(*size).unwrap())).collect();
+    // The shader: `nop`s (zeros) and an a6xx `end` (as ir3-disasm decodes it) at instruction 5.
+    objs.get_mut(&Sym::Program(0)).unwrap().write_u32s(40, &[0, 0x0300_0000]).unwrap();
     let cmd = dev.alloc(0x10000).unwrap();
     Rig { fake, dev, ctx, objs, cmd }
 }
@@ -322,6 +324,102 @@ fn launches_need_every_state_register_and_the_loaded_table_addresses() {
     let e = r.submit(&missing).unwrap_err().to_string();
     assert!(e.ends_with("CP_RUN_OPENCL: SP_CS_TSIZE (0xa9ba) was never written"), "{e}");
     assert_eq!(r.submit(&good).unwrap(), 1);
+}
+
+/// An ir3 launch (CP_EXEC_CS) whose local size sits at const component 16, on a fresh rig; the linked stream.
+fn ir3_rig(local_size_written: bool, image_size: u32) -> (Rig, Vec<u32>) {
+    let mut r = rig();
+    let kind = ShaderKind::Ir3 { wgid: 0x10, wgsz: 16, lid: 0 };
+    let layout = ArgsLayout::new(kind, 0, 0, 0).unwrap();
+    let mut e = exec(kind, layout);
+    e.kernel.image_size = image_size;
+    let mut args = ArgsBlock::new(layout);
+    if local_size_written {
+        args.set_local_size(kind, e.launch.local).unwrap();
+    }
+    write_args(&mut r, 0, &args);
+    let words = r.link(&step(&e), 1);
+    (r, words)
+}
+
+#[test]
+fn ir3_launches_are_decoded_for_the_executor() {
+    let (mut r, words) = ir3_rig(true, 0x300);
+    let ts = r.submit(&words).unwrap();
+    r.ctx.wait(ts, 0).unwrap();
+    let d = r.fake.take_dispatches().pop().unwrap();
+    assert_eq!((d.launch, d.full_regs, d.half_regs, d.wave_size, d.branchstack), (LaunchPacket::ExecCs, 3, 1, 64, 0));
+    assert_eq!((d.work_group_id_reg, d.local_size_const, d.local_id_reg), (Some(0x10), Some(16), Some(0)));
+    assert_eq!((d.private_mem_bytes, d.shared_mem_bytes), (0, 2048));
+    assert_eq!(d.const_file.len(), 1024);
+    assert_eq!(d.const_file[16..19], [32, 1, 1]);
+    assert_eq!(d.sp_mode_cntl, 5, "ISAMMODE GL with constant demotion");
+}
+
+#[test]
+fn inconsistent_ir3_launches_are_refused() {
+    let fault = |(mut r, words): (Rig, Vec<u32>)| r.submit(&words).unwrap_err().to_string();
+    // The const file without the local size at WGSIZECONSTID.
+    let e = fault(ir3_rig(false, 0x300));
+    assert!(
+        e.ends_with(
+            "the constant file holds [0, 0, 0] at the local size's const component 16 (SP_CS_CONST_CONFIG_0 \
+             WGSIZECONSTID), SP_CS_NDRANGE_0 launches [32, 1, 1]"
+        ),
+        "{e}"
+    );
+    // SP_CS_INSTR_SIZE of 1 unit: the `end` at instruction 5 is in, at instruction 20 it is not.
+    let (mut r, words) = ir3_rig(true, 0x80);
+    r.objs.get_mut(&Sym::Program(0)).unwrap().write_u32s(40, &[0, 0]).unwrap();
+    r.objs.get_mut(&Sym::Program(0)).unwrap().write_u32s(160, &[0, 0x0300_0000]).unwrap();
+    let e = fault((r, words));
+    assert!(e.contains("no `end` instruction in the 128 bytes SP_CS_INSTR_SIZE (1) loads from SP_CS_BASE"), "{e}");
+
+    let (mut r, good) = ir3_rig(true, 0x300);
+    let patched = |reg: u32, value: u32| {
+        let mut w = good.clone();
+        let at = good.len() - 1 - good.iter().rev().position(|&x| x == crate::pm4::pkt4_hdr(reg, 1)).unwrap();
+        w[at + 1] = value;
+        w
+    };
+    // SP_MODE_CNTL without constant demotion (ISAMMODE GL alone).
+    let e = r.submit(&patched(0xab00, 4)).unwrap_err().to_string();
+    assert!(
+        e.ends_with(
+            "CP_EXEC_CS: A6XX_SP_MODE_CNTL_CONSTANT_DEMOTION_ENABLE is 0 in SP_MODE_CNTL = 0x4, the launch needs 1"
+        ),
+        "{e}"
+    );
+    // TPL1_MODE_CNTL in CL mode.
+    let e = r.submit(&patched(0xb309, 1)).unwrap_err().to_string();
+    assert!(
+        e.ends_with("CP_EXEC_CS: A6XX_TPL1_MODE_CNTL_ISAMMODE is 1 in TPL1_MODE_CNTL = 0x1, the launch needs 2"),
+        "{e}"
+    );
+    // SP_CS_CNTL_0 with THREAD128 while SP_CS_WGE_CNTL says THREAD64.
+    let at = reg_write_at(&good, 0xa9b0);
+    let mut w = good.clone();
+    w[at + 1] |= 1 << 20;
+    let e = r.submit(&w).unwrap_err().to_string();
+    assert!(
+        e.ends_with("CP_EXEC_CS: A6XX_SP_CS_WGE_CNTL_THREADSIZE is 0 in SP_CS_WGE_CNTL = 0xfc, the launch needs 1"),
+        "{e}"
+    );
+    // A footprint of 63 full registers leaves room for 128 fibers per work-group, not for 256.
+    let mut w = good.clone();
+    w[at + 1] = (w[at + 1] & !(0x3f << 7)) | (63 << 7);
+    let nd = reg_write_at(&good, 0xb990);
+    w[nd + 1] = (w[nd + 1] & 0x3) | (255 << 2);
+    let e = r.submit(&w).unwrap_err().to_string();
+    assert!(
+        e.ends_with(
+            "CP_EXEC_CS: a work-group of 256 fibers needs more registers than the a630 has: SP_CS_CNTL_0's \
+             footprint (63 full, 1 half vec4) allows 128"
+        ),
+        "{e}"
+    );
+    let ts = r.submit(&good).unwrap();
+    r.ctx.wait(ts, 0).unwrap();
 }
 
 #[test]

@@ -64,8 +64,14 @@ pub fn tune(p: &Program, built: &mut Built) -> Result<String> {
     }
     let code = built.codes[0].clone();
     for k in &mut built.kernels {
-        let spec =
-            ProgramSpec { name: &k.name, format: built.format, code: &code, arg_count: k.args.len(), amdgpu: None };
+        let spec = ProgramSpec {
+            name: &k.name,
+            format: built.format,
+            code: &code,
+            arg_count: k.args.len(),
+            amdgpu: None,
+            ir3: None,
+        };
         let program = dev.load_program(&spec).map_err(tool)?;
         let args: Vec<Arg> = k.args.iter().map(|b| Arg { buffer: bufs[b], offset: 0 }).collect();
         let mut best: Option<(Duration, [u32; 3])> = None;
