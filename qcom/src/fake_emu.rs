@@ -2,17 +2,17 @@
 //! (`pilot-a6xx-emu`), so an ir3 program runs through the backend's whole path — command stream, constants,
 //! descriptors, machine code — with no source code anywhere in the loop.
 //!
-//! Everything the emulator gets comes from what the fake's command processor decoded for the `CP_EXEC_CS`, with the
-//! fake's own register tables ([`crate::fake::regs`]), never from the runtime on the side:
+//! Everything the emulator gets comes from what the fake's command processor decoded for the `CP_EXEC_CS` with its
+//! own register tables ([`Dispatch`]'s decoded fields), never from the runtime on the side:
 //! - the program: `SP_CS_INSTR_SIZE` × 128 bytes at `SP_CS_BASE` (the shader `CP_LOAD_STATE6` loaded), from
 //!   `SP_CS_PROGRAM_COUNTER_OFFSET`;
 //! - the register footprint `SP_CS_CNTL_0.FULLREGFOOTPRINT` (half registers merged into it on a6xx, as Mesa's
 //!   `ir3_collect_info` counts them and `fd6_compute.cc` programs it) and the wave size from
 //!   `SP_CS_CNTL_0.THREADSIZE` (THREAD64 or THREAD128);
-//! - the constant file: the `CP_LOAD_STATE6` constant upload (`const_units` vec4), read at execution;
+//! - the constant file: the `CP_LOAD_STATE6` constant upload (`const_units` vec4), as the fake read it at execution;
 //! - the work-group id and local id registers from `SP_CS_CONST_CONFIG_0.WGIDCONSTID`/`LOCALIDREGID` (register ids
-//!   despite the first name; `regid(63, 0)` = 0xfc is none). `WGSIZECONSTID` is not modelled: the local size reaches
-//!   the shader only through the constant file the stream uploaded (tinygrad's `ops_qcom.py` writes it there);
+//!   despite the first name; `regid(63, 0)` = 0xfc is none). The local size reaches the shader only through the
+//!   constant file the stream uploaded (tinygrad's `ops_qcom.py` writes it at `WGSIZECONSTID`; the fake checks it);
 //! - local memory `(SP_CS_CNTL_1.SHARED_SIZE + 1)` KiB per work-group, private memory
 //!   `SP_CS_PVT_MEM_PARAM.MEMSIZEPERITEM` × 512 bytes per fiber;
 //! - textures, samplers and IBOs: the descriptors the fake read from the tables `CP_LOAD_STATE6` loaded;
@@ -22,17 +22,10 @@
 //! allocations. A fault (an unimplemented instruction, a missing sync flag, a register past the footprint, memory
 //! outside every allocation, ...) fails the dispatch with the emulator's message and faults the context.
 
-use crate::fake::regs::{
-    CNTL_0_FULLREGFOOTPRINT, CNTL_0_THREADSIZE, CNTL_1_SHARED_SIZE, CONST_CONFIG_0_LOCALIDREGID,
-    CONST_CONFIG_0_WGIDCONSTID, PVT_MEM_PARAM_MEMSIZEPERITEM,
-};
 use crate::fake::{Dispatch, Executor, GpuMemory, LaunchPacket};
 use pilot_a6xx_emu as emu;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-
-/// ir3's "no register" id, `regid(63, 0)`.
-const REGID_NONE: u32 = 0xfc;
 
 /// Instructions one fiber may execute before the dispatch faults as hung.
 pub const FIBER_STEP_LIMIT: u64 = 1 << 26;
@@ -108,10 +101,6 @@ impl emu::Memory for EmuMemory<'_> {
     }
 }
 
-fn reg_id(v: u32) -> Option<u16> {
-    (v != REGID_NONE).then_some(v as u16)
-}
-
 /// The program bytes the registers point at: the loaded shader from SP_CS_PROGRAM_COUNTER_OFFSET on.
 fn program_bytes(d: &Dispatch, mem: &dyn GpuMemory) -> Result<Vec<u8>, String> {
     if !d.prg_offset.is_multiple_of(8) {
@@ -120,13 +109,6 @@ fn program_bytes(d: &Dispatch, mem: &dyn GpuMemory) -> Result<Vec<u8>, String> {
     let mut code = vec![0u8; d.instr_units as usize * 128];
     mem.read(d.shader_addr, &mut code).map_err(|e| format!("shader: {e}"))?;
     Ok(code.split_off(d.prg_offset as usize))
-}
-
-/// The constant file CP_LOAD_STATE6 uploaded, as 32-bit values.
-fn const_file(d: &Dispatch, mem: &dyn GpuMemory) -> Result<Vec<u32>, String> {
-    let mut bytes = vec![0u8; d.const_units as usize * 16];
-    mem.read(d.consts, &mut bytes).map_err(|e| format!("constants: {e}"))?;
-    Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
 }
 
 impl Executor for EmuExecutor {
@@ -149,20 +131,17 @@ impl Executor for EmuExecutor {
             }
         }
         let code = program_bytes(d, mem)?;
-        let info = emu::ProgramInfo {
-            max_reg: CNTL_0_FULLREGFOOTPRINT.get(d.cs_cntl_0) as i32 - 1,
-            wave_size: if CNTL_0_THREADSIZE.get(d.cs_cntl_0) == 1 { 128 } else { 64 },
-        };
+        let info = emu::ProgramInfo { max_reg: d.full_regs as i32 - 1, wave_size: d.wave_size };
         let program = emu::Program::decode(&code, info).map_err(|e| e.to_string())?;
-        let consts = const_file(d, mem)?;
+        let reg = |r: Option<u32>| r.map(|r| r as u16);
         let dispatch = emu::Dispatch {
-            consts: &consts,
+            consts: &d.const_file,
             grid: d.groups,
             local_size: d.local,
-            local_id_reg: reg_id(CONST_CONFIG_0_LOCALIDREGID.get(d.const_config_0)),
-            wg_id_reg: reg_id(CONST_CONFIG_0_WGIDCONSTID.get(d.const_config_0)),
-            local_mem_bytes: (CNTL_1_SHARED_SIZE.get(d.cs_cntl_1) + 1) * 1024,
-            private_mem_bytes: PVT_MEM_PARAM_MEMSIZEPERITEM.get(d.pvt_mem_param) * 512,
+            local_id_reg: reg(d.local_id_reg),
+            wg_id_reg: reg(d.work_group_id_reg),
+            local_mem_bytes: d.shared_mem_bytes,
+            private_mem_bytes: d.private_mem_bytes,
             textures: &d.textures,
             samplers: &d.samplers,
             ibos: &d.ibos,

@@ -223,9 +223,7 @@ fn a_wrong_constant_layout_gives_wrong_numbers_or_a_fault() {
 #[test]
 fn a_register_footprint_below_the_code_faults() {
     let t = Axpy::new();
-    let e = t
-        .run(AXPY, |a| KernelInfo { fregs: a.max_reg as u32, ..kernel_info(a) }, |_| {})
-        .map(|r| r.unwrap_err());
+    let e = t.run(AXPY, |a| KernelInfo { fregs: a.max_reg as u32, ..kernel_info(a) }, |_| {}).map(|r| r.unwrap_err());
     let Some(e) = e else { return };
     assert!(e.contains("a6xx fault at instruction") && e.contains("footprint"), "{e}");
 }
