@@ -152,7 +152,7 @@ shl.b r1.y, r1.x, 6
 add.u r1.y, r1.y, r0.x
 ldg.a.u32 r4.x, g[r2.z+(r1.y)<<2], 1
 ldg.a.u32 r4.y, g[r3.x+(r1.y)<<2], 1
-(sy)mad.f32 r5.x, r4.x, c2.x, r4.y
+(sy)mad.f32 r5.x, c2.x, r4.x, r4.y
 stg.a.u32 g[r2.x+(r1.y)<<2], r5.x, 1
 end
 ";
@@ -243,7 +243,7 @@ add.u r2.x, r2.x, r0.x
 shl.b r2.y, r1.y, 2
 add.u r2.y, r2.y, r0.y
 isam (f32)(xyzw)r4.x, r2.x, s#0, t#0
-isam (f32)(xyzw)r5.x, r2.x, s#0, t#1
+isam (f32)(xyzw)r5.x, r2.x, s#1, t#1
 (sy)add.f r6.x, r4.x, r5.x
 add.f r6.y, r4.y, r5.y
 add.f r6.z, r4.z, r5.z
@@ -283,12 +283,13 @@ fn run_images(patch: impl FnOnce(&mut [u32])) -> Option<(Result<Vec<f32>, String
         r.obj(Sym::Buffer(i)).write(0, bytes).unwrap();
     }
     r.alloc(Sym::Buffer(3), out.span());
-    let layout = ArgsLayout::new(KIND, 2, 1, 1).unwrap();
+    let layout = ArgsLayout::new(KIND, 2, 1, 2).unwrap();
     let mut args = ArgsBlock::new(layout);
     args.set_texture(0, &ta, Addr::base(Sym::Buffer(1))).unwrap();
     args.set_texture(1, &tb, Addr::base(Sym::Buffer(2))).unwrap();
     args.set_ibo(0, &out, Addr::base(Sym::Buffer(3))).unwrap();
     args.set_sampler(0, SAMPLER_CLAMP_NEAREST).unwrap();
+    args.set_sampler(1, SAMPLER_CLAMP_NEAREST).unwrap();
     r.load(&asm.code, &args, patch);
     let launch = Launch::from_groups([2, 2, 1], [8, 4, 1]).unwrap();
     let got = r.launch(kernel_info(&asm), layout, launch).map(|()| {
@@ -311,13 +312,14 @@ fn a_wrong_descriptor_gives_wrong_numbers_or_a_fault() {
     let pitch = |w: &mut [u32]| w[512 + 2] = (w[512 + 2] & !(0x3f_ffff << 7)) | (256 << 7);
     let Some((got, want)) = run_images(pitch) else { return };
     assert_ne!(got.unwrap(), want);
-    // Texture 1 claims RGBA32F (FMT6 0x82) over RGBA16F texels: wrong numbers, or reads past the texture.
+    // Texture 1 claims RGBA32F (FMT6 0x82) over its RGBA16F rows: the fake's descriptor check refuses the pitch.
     let format = |w: &mut [u32]| w[528] = (w[528] & !(0xff << 22)) | (0x82 << 22);
-    match run_images(format).unwrap().0 {
-        Ok(got) => assert_ne!(got, run_images(|_| {}).unwrap().1),
-        Err(e) => assert!(e.contains("outside any GPU allocation"), "{e}"),
-    }
-    // The IBO descriptor in an unimplemented tiled mode: the emulator says so.
+    let e = run_images(format).unwrap().0.unwrap_err();
+    assert!(e.contains("texture 1 descriptor") && e.contains("PITCH"), "{e}");
+    // Both textures bound to texture 0's image (texture 1's base address overwritten): wrong numbers.
+    let Some((got, want)) = run_images(|w| (w[528 + 4], w[528 + 5]) = (w[512 + 4], w[512 + 5])) else { return };
+    assert_ne!(got.unwrap(), want);
+    // The IBO descriptor in a tiled mode: refused with the field's name.
     let e = run_images(|w| w[544] |= 3).unwrap().0.unwrap_err();
-    assert!(e.contains("TILE_MODE 3"), "{e}");
+    assert!(e.contains("IBO 0 descriptor") && e.contains("TILE_MODE is 3"), "{e}");
 }
