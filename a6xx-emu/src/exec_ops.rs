@@ -76,6 +76,9 @@ impl Exec<'_, '_> {
             }
             Op::Kill { .. } => return stop("kill is not implemented (fragment shaders only)"),
             Op::Mov { src_type, dst_type, round, dst, src } => self.mov(*src_type, *dst_type, *round, *dst, src)?,
+            Op::Multi { src_type, dst_type, round, dsts, srcs, .. } => {
+                self.multi_mov(*src_type, *dst_type, *round, dsts, srcs)?
+            }
             Op::Alu2 { name, opc, cond, dst, dst_half, src1, src2, .. } => {
                 let dom = alu::domain2(*opc);
                 for rep in 0..=i.repeat as u16 {
@@ -506,6 +509,25 @@ impl Exec<'_, '_> {
         Ok(())
     }
 
+    /// `swz`/`gat`/`sct`: every source is read (and converted) before any destination is written.
+    fn multi_mov(&mut self, st: Type, dt: Type, round: u8, dsts: &[u16], srcs: &[u16]) -> R<()> {
+        if round != 0 {
+            return stop("a rounding mode other than the default is not implemented");
+        }
+        let half = |t: Type| t.is_half() || t == Type::U8x32;
+        let mut values = Vec::with_capacity(srcs.len());
+        for &n in srcs {
+            let raw = self.read(n, half(st))?;
+            values.push(convert(raw, st, dt).ok_or_else(|| {
+                Stop(format!("{}.{}{} is not implemented", self.instr.mnemonic(), st.name(), dt.name()))
+            })?);
+        }
+        for (&n, v) in dsts.iter().zip(values) {
+            self.write(n, half(dt), v, Sync::Now)?;
+        }
+        Ok(())
+    }
+
     fn addr64(&self, n: u16) -> R<u64> {
         Ok(self.read(n, false)? as u64 | (self.read(n + 1, false)? as u64) << 32)
     }
@@ -679,9 +701,9 @@ pub(crate) fn war_kind(i: &crate::Instr) -> Option<bool> {
 /// atomic tables probed, plus the flow, move and memory operations handled above.
 pub fn implemented_mnemonics() -> Vec<String> {
     let mut v: Vec<String> = [
-        "nop", "end", "jump", "shps", "shpe", "getone", "br", "brao", "braa", "mov", "cov", "mova", "mova1", "ldg",
-        "ldg.a", "stg", "stg.a", "ldl", "ldlw", "ldp", "stl", "stlw", "stp", "stc", "bar", "fence", "sleep", "isam",
-        "sam", "ldib.b", "stib.b",
+        "nop", "end", "jump", "shps", "shpe", "getone", "br", "brao", "braa", "mov", "cov", "mova", "mova1", "swz",
+        "gat", "sct", "ldg", "ldg.a", "stg", "stg.a", "ldl", "ldlw", "ldp", "stl", "stlw", "stp", "stc", "bar",
+        "fence", "sleep", "isam", "sam", "ldib.b", "stib.b",
     ]
     .iter()
     .map(|s| s.to_string())

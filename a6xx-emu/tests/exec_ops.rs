@@ -599,6 +599,20 @@ add.f r5.x, r5.x, r7.w";
     }
 }
 
+/// `swz`/`gat`/`sct`: moves that read every source before writing; `swz` swaps two registers in place.
+fn multi_move_cases(ran: &mut Ran) {
+    let ins = || [ints(100), ints(101), ints(102)];
+    check(ran, "swz.u32u32 r4.x, r4.y, r4.y, r4.x\nsub.u r5.x, r4.x, r4.y", false, false, ins(), |a, b, _| {
+        b.wrapping_sub(a)
+    });
+    let gat = "gat.u32u32 r6.x, r4.z, r4.x, r4.y, r4.z\nsub.u r5.x, r6.x, r6.y\nadd.u r5.x, r5.x, r6.z\nxor.b r5.x, r5.x, r6.w";
+    check(ran, gat, false, false, ins(), |a, b, c| c.wrapping_sub(a).wrapping_add(b) ^ c);
+    let sct = "mov.u32u32 r4.w, 7\nsct.u32u32 r6.y, r6.x, r6.w, r6.z, r4.x\nsub.u r5.x, r6.y, r6.x\nadd.u r5.x, r5.x, r6.w\nadd.u r5.x, r5.x, r6.z";
+    check(ran, sct, false, false, ins(), |a, b, c| a.wrapping_sub(b).wrapping_add(c).wrapping_add(7));
+    let fl = || [floats(103), floats(104), floats(105)];
+    check(ran, "swz.f32f16 hr14.x, hr14.y, r4.x, r4.y", false, true, fl(), |a, _, _| hb(f(a)));
+}
+
 /// Private memory: each fiber stores A and B at p[8], p[12], then reads them back as a pair (ldp
 /// results need (sy)).
 fn private_cases(ran: &mut Ran) {
@@ -703,6 +717,7 @@ fn every_implemented_op_is_exercised_or_listed() {
     preamble_cases(&mut ran);
     texture_cases(&mut ran);
     private_cases(&mut ran);
+    multi_move_cases(&mut ran);
     let listed: BTreeSet<String> = include_str!("exec_unexercised.txt")
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
