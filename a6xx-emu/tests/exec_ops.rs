@@ -311,6 +311,16 @@ fn conversion_cases(ran: &mut Ran) {
         check(ran, op, false, false, fl(), want);
     }
     check(ran, "cov.f32f16 hr14.x, r4.x", false, true, fl(), |a, _, _| hb(f(a)));
+    // `#round`: ir3 marks f2f16_rtne conversions (even); to an integer the value is rounded first.
+    check(ran, "cov.f32f16 (even)hr14.x, r4.x", false, true, fl(), |a, _, _| hb(f(a)));
+    let rounded: [(&str, Ref); 3] = [
+        ("cov.f32s32 (even)r5.x, r4.x", |a, _, _| f(a).round_ties_even() as i32 as u32),
+        ("cov.f32s32 (pos_infinity)r5.x, r4.x", |a, _, _| f(a).ceil() as i32 as u32),
+        ("cov.f32s32 (neg_infinity)r5.x, r4.x", |a, _, _| f(a).floor() as i32 as u32),
+    ];
+    for (op, want) in rounded {
+        check(ran, op, false, false, fl(), want);
+    }
     check(ran, "cov.u32u16 hr14.x, r4.y", false, true, [ints(19), ints(20), ints(21)], |_, b, _| b & 0xffff);
     check(ran, "cov.f16f32 r5.x, hr12.x", true, false, [halves(22), halves(23), halves(24)], |a, _, _| fb(h(a)));
     check(ran, "cov.s16s32 r5.x, hr12.x", true, false, [shorts(25), shorts(26), shorts(27)], |a, _, _| {
