@@ -15,7 +15,10 @@ fn desc<'d, T>(list: &'d [T], i: usize, what: &str) -> R<&'d T> {
 
 impl Exec<'_, '_> {
     pub(crate) fn tex(&mut self, t: &Tex) -> R<Flow> {
-        if !matches!(t.name, "isam" | "sam") || t.is_3d || t.a || t.o || t.p || t.sv || t.one_d || t.src2_imm_offset {
+        // `isam.1d` is only the display of bit 18 clear (Mesa's INV_1D, set just for `isam.v`): what ir3 emits for
+        // image loads (`emit_readonly_load_uav`/`emit_sam` in `ir3_compiler_nir.c`); the descriptor's type decides
+        // the coordinates.
+        if !matches!(t.name, "isam" | "sam") || t.is_3d || t.a || t.o || t.p || t.sv || t.src2_imm_offset {
             return stop(format!("{} with these modifiers is not implemented", self.instr));
         }
         let tex = TexDesc::decode(desc(self.g.textures, t.tex.unwrap_or(0) as usize, "texture")?).map_err(Stop)?;
@@ -24,7 +27,8 @@ impl Exec<'_, '_> {
         if t.half_src {
             return stop("half-precision coordinates are not implemented");
         }
-        let (x, y) = (self.read(src, false)?, self.read(src + 1, false)?);
+        let x = self.read(src, false)?;
+        let y = if tex.buffer { 0 } else { self.read(src + 1, false)? };
         let (x, y) = if t.name == "isam" {
             (x as i32 as i64, y as i32 as i64)
         } else {

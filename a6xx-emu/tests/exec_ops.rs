@@ -545,9 +545,12 @@ fn texture_cases(ran: &mut Ran) {
     let xs: Vec<u32> = (0..N as i32).map(|i| (i % 8 - 1) as u32).collect();
     let ys: Vec<u32> = (0..N as u32).map(|i| i / 8 % 4).collect();
     let sum = |x: i64, y: i64| (0..4).map(|c| texel(x, y, c)).sum::<f32>();
-    let isam = "isam (f32)(xyzw)r6.x, r4.x, s#0, t#0\n(sy)add.f r5.x, r6.x, r6.y\nadd.f r5.x, r5.x, r6.z\nadd.f r5.x, r5.x, r6.w";
-    // CLAMP_TO_BORDER (3): x = -1 reads zeros; CLAMP_TO_EDGE (1): x = -1 reads x = 0.
-    for (wrap, edge) in [(3, None), (1, Some(0))] {
+    let sum4 = "(sy)add.f r5.x, r6.x, r6.y\nadd.f r5.x, r5.x, r6.z\nadd.f r5.x, r5.x, r6.w";
+    // CLAMP_TO_BORDER (3): x = -1 reads zeros; CLAMP_TO_EDGE (1): x = -1 reads x = 0. `isam.1d` is the form ir3
+    // emits for image loads (bit 18 clear, Mesa's INV_1D unset): the same 2-D read.
+    for (wrap, edge, name) in [(3, None, "isam"), (1, Some(0), "isam"), (3, None, "isam.1d")] {
+        let isam = format!("{name} (f32)(xyzw)r6.x, r4.x, s#0, t#0\n{sum4}");
+        let isam = isam.as_str();
         let got = ran
             .run_full(
                 &kernel(isam, false, false),
