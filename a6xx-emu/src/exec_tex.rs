@@ -50,18 +50,19 @@ impl Exec<'_, '_> {
         if float_out == tex.format.is_int() {
             return stop(format!("({}) result from a {:?} texture is not implemented", t.ty.name(), tex.format));
         }
-        let mut reg = t.dst;
+        // Channel c lands in dst + c whether or not the channels before it are written (Mesa's `regmask_set` in
+        // `ir3.h` walks a destination's wrmask that way, so ir3's legalizer and register allocator assume it).
         for (c, v) in texel.iter().enumerate() {
             if t.wrmask >> c & 1 == 0 {
                 continue;
             }
+            let reg = t.dst + c as u16;
             let v = match t.ty {
                 Type::F16 => f16::from_f32(f32::from_bits(*v)).to_bits() as u32,
                 Type::F32 | Type::U32 | Type::S32 => *v,
                 _ => return stop(format!("({}) texture results are not implemented", t.ty.name())),
             };
             self.write(reg, t.ty.is_half(), v, Sync::Sy)?;
-            reg += 1;
         }
         Ok(Flow::Next)
     }

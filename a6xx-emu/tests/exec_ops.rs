@@ -567,6 +567,22 @@ fn texture_cases(ran: &mut Ran) {
             assert_eq!(f(got[i]), want, "isam wrap {wrap}, fiber {i} at ({x}, {y})");
         }
     }
+    // A partial write mask: channel c still lands in dst + c (y in r6.y, w in r6.w).
+    let partial = "isam (f32)(yw)r6.x, r4.x, s#0, t#0\n(sy)add.f r5.x, r6.y, r6.w";
+    let got = ran
+        .run_full(
+            &kernel(partial, false, false),
+            &xs,
+            &ys,
+            &ys,
+            &[(TEX, f32tex.clone()), (IMG, f16tex.clone())],
+            &descs(1),
+        )
+        .0;
+    for i in 0..N {
+        let (x, y) = ((xs[i] as i32).max(0) as i64, ys[i] as i64);
+        assert_eq!(f(got[i]), texel(x, y, 1) + texel(x, y, 3), "isam (yw), fiber {i}");
+    }
     let isam16 = "isam (f16)(xyzw)hr14.x, r4.x, s#0, t#1\n(sy)nop";
     let got = ran
         .run_full(
