@@ -2,7 +2,8 @@
 //! `--image --float16 --nolocals`), steps it on the fake KGSL whose dispatches run on the emulator, and prints the
 //! emulated a6xx instructions per step (summed over fibers) and the emulator's speed in instructions per second.
 //!
-//! `cargo run --release -p pilot-tests --example a6xx_emu_speed [-- STEPS [THREADS]]` (BENCHMARKS.md).
+//! `cargo run -p pilot-tests --example a6xx_emu_speed [-- STEPS [THREADS]]` (BENCHMARKS.md; the dev profile builds
+//! the emulator at opt-level 2).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
