@@ -260,7 +260,10 @@ fn texel(x: u32, y: u32, c: u32) -> f32 {
 }
 
 /// Runs [`IMAGES`]; `patch` may corrupt the argument block (textures at 2048, 2112, the IBO at 2176).
-fn run_images(patch: impl FnOnce(&mut [u32])) -> Option<(Result<Vec<f32>, String>, Vec<f32>)> {
+/// The IBO's texels after the launch (or the launch's error), and the texels expected.
+type ImageRun = (Result<Vec<f32>, String>, Vec<f32>);
+
+fn run_images(patch: impl FnOnce(&mut [u32])) -> Option<ImageRun> {
     let asm = assemble(IMAGES)?;
     let mut r = Rig::new();
     let ta = Image { format: ImageFormat::Rgba32F, width: W, height: H, pitch: 320 };
