@@ -134,6 +134,17 @@ pub enum Op {
         dst: Dst,
         src: Src,
     },
+    /// `swz`/`gat`/`sct` (`#instruction-cat1-multi`): moves that read every source before writing any destination.
+    /// `swz` pairs `srcs[i]` with `dsts[i]`; `gat` moves four sources to `dsts[0]`..+3; `sct` moves `srcs[0]`..+3 to
+    /// four destinations (the pairs are spelled out here).
+    Multi {
+        name: &'static str,
+        src_type: Type,
+        dst_type: Type,
+        round: u8,
+        dsts: Vec<u16>,
+        srcs: Vec<u16>,
+    },
     /// Cat2 (`#instruction-cat2-*`).
     Alu2 {
         name: &'static str,
@@ -289,7 +300,9 @@ impl Instr {
                 _ if src_type == dst_type => "mov".into(),
                 _ => "cov".into(),
             },
-            Op::Alu2 { name, .. } | Op::Alu3 { name, .. } | Op::Sfu { name, .. } => name.to_string(),
+            Op::Alu2 { name, .. } | Op::Alu3 { name, .. } | Op::Sfu { name, .. } | Op::Multi { name, .. } => {
+                name.to_string()
+            }
             Op::Ldg { addr, .. } => if matches!(addr, GAddr::Imm(_)) { "ldg" } else { "ldg.a" }.into(),
             Op::Stg { addr, .. } => if matches!(addr, GAddr::Imm(_)) { "stg" } else { "stg.a" }.into(),
             Op::Ldl { space, .. } => ["ldl", "ldlw", "ldp"][*space as usize].into(),
@@ -422,8 +435,13 @@ fn decode_cat0(w: u64, i: &mut Instr) -> Option<()> {
 
 /// `#instruction-cat1-mov` and its `mov-immed`/`mov-const`/`mov-gpr`/`mov-relgpr`/`mov-relconst`.
 fn decode_cat1(w: u64, i: &mut Instr) -> Option<()> {
-    if bit(w, 42) || bits(w, 57, 58) != 0 {
-        return None; // swz/gat/sct/movmsk (bits 57..58) are not implemented
+    if bit(w, 42) {
+        return None;
+    }
+    match bits(w, 57, 58) {
+        0 => {}
+        2 => return decode_cat1_multi(w, i),
+        _ => return None, // movmsk and the rest are not implemented
     }
     i.ul = bit(w, 45);
     i.repeat = bits(w, 40, 41) as u8;
@@ -459,6 +477,32 @@ fn decode_cat1(w: u64, i: &mut Instr) -> Option<()> {
     };
     src.r = bit(w, 43);
     i.op = Op::Mov { src_type, dst_type, round: bits(w, 55, 56) as u8, dst, src };
+    Some(())
+}
+
+/// `#instruction-cat1-multi`: `swz` (SUB_OPC 0), `gat` (1), `sct` (2); SRC0 bits 0..7, DST0 bits 32..39, the other
+/// three operand bytes at 8..31; SRC_R (43), DST_REL (49) and bits 53..54 are zero.
+fn decode_cat1_multi(w: u64, i: &mut Instr) -> Option<()> {
+    if bit(w, 43) || bit(w, 49) || bits(w, 53, 54) != 0 {
+        return None;
+    }
+    i.ul = bit(w, 45);
+    let byte = |k: u32| bits(w, 8 * k, 8 * k + 7) as u16;
+    let (d0, s0) = (bits(w, 32, 39) as u16, byte(0));
+    let (name, dsts, srcs) = match bits(w, 40, 41) {
+        0 if byte(3) == 0 => ("swz", vec![d0, byte(2)], vec![s0, byte(1)]),
+        1 => ("gat", vec![d0, d0 + 1, d0 + 2, d0 + 3], vec![s0, byte(1), byte(2), byte(3)]),
+        2 => ("sct", vec![d0, byte(1), byte(2), byte(3)], vec![s0, s0 + 1, s0 + 2, s0 + 3]),
+        _ => return None,
+    };
+    i.op = Op::Multi {
+        name,
+        src_type: Type::from_bits(bits(w, 50, 52)),
+        dst_type: Type::from_bits(bits(w, 46, 48)),
+        round: bits(w, 55, 56) as u8,
+        dsts,
+        srcs,
+    };
     Some(())
 }
 

@@ -191,6 +191,21 @@ impl fmt::Display for Instr {
                 flag(&mut o, self.jp, "(jp)");
                 write!(o, "kill {}p0.{}", if *inv { "!" } else { "" }, SWIZ[*comp as usize])?;
             }
+            Op::Multi { name, src_type, dst_type, round, dsts, srcs } => {
+                flag(&mut o, self.jp, "(jp)");
+                flag(&mut o, self.ul, "(ul)");
+                let round = ["", "(even)", "(pos_infinity)", "(neg_infinity)"][*round as usize];
+                // `#instruction-cat1-typed`: HALF/DST_HALF are also set for the 8-bit types.
+                let half = |t: Type| h(t.is_half() || t == Type::U8x32);
+                let d = |n: &u16| format!("{}{}", half(*dst_type), gpr(*n));
+                let s = |n: &u16| format!("{}{}", half(*src_type), gpr(*n));
+                let ops: Vec<String> = match *name {
+                    "swz" => vec![d(&dsts[0]), d(&dsts[1]), s(&srcs[0]), s(&srcs[1])],
+                    "gat" => std::iter::once(d(&dsts[0])).chain(srcs.iter().map(s)).collect(),
+                    _ => dsts.iter().map(d).chain(std::iter::once(s(&srcs[0]))).collect(),
+                };
+                write!(o, "{name}.{}{} {round}{}", src_type.name(), dst_type.name(), ops.join(", "))?;
+            }
             Op::Mov { src_type, dst_type, round, dst, src } => {
                 flag(&mut o, self.jp, "(jp)");
                 o.push_str(&rpt);

@@ -76,6 +76,9 @@ impl Exec<'_, '_> {
             }
             Op::Kill { .. } => return stop("kill is not implemented (fragment shaders only)"),
             Op::Mov { src_type, dst_type, round, dst, src } => self.mov(*src_type, *dst_type, *round, *dst, src)?,
+            Op::Multi { src_type, dst_type, round, dsts, srcs, .. } => {
+                self.multi_mov(*src_type, *dst_type, *round, dsts, srcs)?
+            }
             Op::Alu2 { name, opc, cond, dst, dst_half, src1, src2, .. } => {
                 let dom = alu::domain2(*opc);
                 for rep in 0..=i.repeat as u16 {
@@ -485,13 +488,11 @@ impl Exec<'_, '_> {
     }
 
     fn mov(&mut self, st: Type, dt: Type, round: u8, dst: Dst, src: &Src) -> R<()> {
-        if round != 0 {
-            return stop("a rounding mode other than the default is not implemented");
-        }
         for rep in 0..=self.instr.repeat as u16 {
             let raw = self.src(src, rep, Domain::B)?;
-            let v = convert(raw, st, dt)
-                .ok_or_else(|| Stop(format!("cov.{}{} is not implemented", st.name(), dt.name())))?;
+            let v = convert_rounded(raw, st, dt, round).ok_or_else(|| {
+                Stop(format!("cov.{}{} with rounding {round} is not implemented", st.name(), dt.name()))
+            })?;
             match dst {
                 Dst::Gpr(0xf4) if st == Type::S16 && dt == Type::S16 => self.f_mut().a0 = v as i16,
                 Dst::Gpr(0xf5) if st == Type::U16 && dt == Type::U16 => self.f_mut().a1 = v as u16,
@@ -502,6 +503,22 @@ impl Exec<'_, '_> {
                     self.write(n, dt.is_half(), v, Sync::Now)?
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// `swz`/`gat`/`sct`: every source is read (and converted) before any destination is written.
+    fn multi_mov(&mut self, st: Type, dt: Type, round: u8, dsts: &[u16], srcs: &[u16]) -> R<()> {
+        let half = |t: Type| t.is_half() || t == Type::U8x32;
+        let mut values = Vec::with_capacity(srcs.len());
+        for &n in srcs {
+            let raw = self.read(n, half(st))?;
+            values.push(convert_rounded(raw, st, dt, round).ok_or_else(|| {
+                Stop(format!("{}.{}{} is not implemented", self.instr.mnemonic(), st.name(), dt.name()))
+            })?);
+        }
+        for (&n, v) in dsts.iter().zip(values) {
+            self.write(n, half(dt), v, Sync::Now)?;
         }
         Ok(())
     }
@@ -633,6 +650,29 @@ enum Num {
 }
 
 /// `mov`/`cov` from `st` to `dt` of a source already read (16 bits for half types).
+/// `convert` under cat1's `#round` field (ir3-cat1.xml; Mesa's `round_t`: 0 ROUND_ZERO, 1 ROUND_EVEN, 2 ROUND_POS_INF,
+/// 3 ROUND_NEG_INF). ir3 sets ROUND_EVEN on `cov` to a float for `f2f16_rtne` (`ir3_compiler_nir.c` `create_cov`),
+/// executed as the round-to-nearest-even the default already gives here; to an integer from a float the value is
+/// rounded that way before the conversion truncates. Directed rounding to a float is not implemented (`None`).
+fn convert_rounded(raw: u32, st: Type, dt: Type, round: u8) -> Option<u32> {
+    let float = |t: Type| matches!(t, Type::F16 | Type::F32);
+    match round {
+        0 => convert(raw, st, dt),
+        1 if float(dt) => convert(raw, st, dt),
+        _ if float(dt) => None,
+        _ if !float(st) => convert(raw, st, dt),
+        _ => {
+            let v = if st == Type::F16 { f16::from_bits(raw as u16).to_f32() } else { f32::from_bits(raw) };
+            let r = match round {
+                1 => v.round_ties_even(),
+                2 => v.ceil(),
+                _ => v.floor(),
+            };
+            convert(r.to_bits(), Type::F32, dt)
+        }
+    }
+}
+
 fn convert(raw: u32, st: Type, dt: Type) -> Option<u32> {
     if st == dt {
         return Some(raw);
@@ -679,9 +719,9 @@ pub(crate) fn war_kind(i: &crate::Instr) -> Option<bool> {
 /// atomic tables probed, plus the flow, move and memory operations handled above.
 pub fn implemented_mnemonics() -> Vec<String> {
     let mut v: Vec<String> = [
-        "nop", "end", "jump", "shps", "shpe", "getone", "br", "brao", "braa", "mov", "cov", "mova", "mova1", "ldg",
-        "ldg.a", "stg", "stg.a", "ldl", "ldlw", "ldp", "stl", "stlw", "stp", "stc", "bar", "fence", "sleep", "isam",
-        "sam", "ldib.b", "stib.b",
+        "nop", "end", "jump", "shps", "shpe", "getone", "br", "brao", "braa", "mov", "cov", "mova", "mova1", "swz",
+        "gat", "sct", "ldg", "ldg.a", "stg", "stg.a", "ldl", "ldlw", "ldp", "stl", "stlw", "stp", "stc", "bar",
+        "fence", "sleep", "isam", "sam", "ldib.b", "stib.b",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -15,7 +15,10 @@ fn desc<'d, T>(list: &'d [T], i: usize, what: &str) -> R<&'d T> {
 
 impl Exec<'_, '_> {
     pub(crate) fn tex(&mut self, t: &Tex) -> R<Flow> {
-        if !matches!(t.name, "isam" | "sam") || t.is_3d || t.a || t.o || t.p || t.sv || t.one_d || t.src2_imm_offset {
+        // `isam.1d` is only the display of bit 18 clear (Mesa's INV_1D, set just for `isam.v`): what ir3 emits for
+        // image loads (`emit_readonly_load_uav`/`emit_sam` in `ir3_compiler_nir.c`); the descriptor's type decides
+        // the coordinates.
+        if !matches!(t.name, "isam" | "sam") || t.is_3d || t.a || t.o || t.p || t.sv || t.src2_imm_offset {
             return stop(format!("{} with these modifiers is not implemented", self.instr));
         }
         let tex = TexDesc::decode(desc(self.g.textures, t.tex.unwrap_or(0) as usize, "texture")?).map_err(Stop)?;
@@ -24,7 +27,8 @@ impl Exec<'_, '_> {
         if t.half_src {
             return stop("half-precision coordinates are not implemented");
         }
-        let (x, y) = (self.read(src, false)?, self.read(src + 1, false)?);
+        let x = self.read(src, false)?;
+        let y = if tex.buffer { 0 } else { self.read(src + 1, false)? };
         let (x, y) = if t.name == "isam" {
             (x as i32 as i64, y as i32 as i64)
         } else {
@@ -46,18 +50,19 @@ impl Exec<'_, '_> {
         if float_out == tex.format.is_int() {
             return stop(format!("({}) result from a {:?} texture is not implemented", t.ty.name(), tex.format));
         }
-        let mut reg = t.dst;
+        // Channel c lands in dst + c whether or not the channels before it are written (Mesa's `regmask_set` in
+        // `ir3.h` walks a destination's wrmask that way, so ir3's legalizer and register allocator assume it).
         for (c, v) in texel.iter().enumerate() {
             if t.wrmask >> c & 1 == 0 {
                 continue;
             }
+            let reg = t.dst + c as u16;
             let v = match t.ty {
                 Type::F16 => f16::from_f32(f32::from_bits(*v)).to_bits() as u32,
                 Type::F32 | Type::U32 | Type::S32 => *v,
                 _ => return stop(format!("({}) texture results are not implemented", t.ty.name())),
             };
             self.write(reg, t.ty.is_half(), v, Sync::Sy)?;
-            reg += 1;
         }
         Ok(Flow::Next)
     }

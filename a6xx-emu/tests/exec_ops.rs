@@ -311,6 +311,16 @@ fn conversion_cases(ran: &mut Ran) {
         check(ran, op, false, false, fl(), want);
     }
     check(ran, "cov.f32f16 hr14.x, r4.x", false, true, fl(), |a, _, _| hb(f(a)));
+    // `#round`: ir3 marks f2f16_rtne conversions (even); to an integer the value is rounded first.
+    check(ran, "cov.f32f16 (even)hr14.x, r4.x", false, true, fl(), |a, _, _| hb(f(a)));
+    let rounded: [(&str, Ref); 3] = [
+        ("cov.f32s32 (even)r5.x, r4.x", |a, _, _| f(a).round_ties_even() as i32 as u32),
+        ("cov.f32s32 (pos_infinity)r5.x, r4.x", |a, _, _| f(a).ceil() as i32 as u32),
+        ("cov.f32s32 (neg_infinity)r5.x, r4.x", |a, _, _| f(a).floor() as i32 as u32),
+    ];
+    for (op, want) in rounded {
+        check(ran, op, false, false, fl(), want);
+    }
     check(ran, "cov.u32u16 hr14.x, r4.y", false, true, [ints(19), ints(20), ints(21)], |_, b, _| b & 0xffff);
     check(ran, "cov.f16f32 r5.x, hr12.x", true, false, [halves(22), halves(23), halves(24)], |a, _, _| fb(h(a)));
     check(ran, "cov.s16s32 r5.x, hr12.x", true, false, [shorts(25), shorts(26), shorts(27)], |a, _, _| {
@@ -535,9 +545,12 @@ fn texture_cases(ran: &mut Ran) {
     let xs: Vec<u32> = (0..N as i32).map(|i| (i % 8 - 1) as u32).collect();
     let ys: Vec<u32> = (0..N as u32).map(|i| i / 8 % 4).collect();
     let sum = |x: i64, y: i64| (0..4).map(|c| texel(x, y, c)).sum::<f32>();
-    let isam = "isam (f32)(xyzw)r6.x, r4.x, s#0, t#0\n(sy)add.f r5.x, r6.x, r6.y\nadd.f r5.x, r5.x, r6.z\nadd.f r5.x, r5.x, r6.w";
-    // CLAMP_TO_BORDER (3): x = -1 reads zeros; CLAMP_TO_EDGE (1): x = -1 reads x = 0.
-    for (wrap, edge) in [(3, None), (1, Some(0))] {
+    let sum4 = "(sy)add.f r5.x, r6.x, r6.y\nadd.f r5.x, r5.x, r6.z\nadd.f r5.x, r5.x, r6.w";
+    // CLAMP_TO_BORDER (3): x = -1 reads zeros; CLAMP_TO_EDGE (1): x = -1 reads x = 0. `isam.1d` is the form ir3
+    // emits for image loads (bit 18 clear, Mesa's INV_1D unset): the same 2-D read.
+    for (wrap, edge, name) in [(3, None, "isam"), (1, Some(0), "isam"), (3, None, "isam.1d")] {
+        let isam = format!("{name} (f32)(xyzw)r6.x, r4.x, s#0, t#0\n{sum4}");
+        let isam = isam.as_str();
         let got = ran
             .run_full(
                 &kernel(isam, false, false),
@@ -553,6 +566,22 @@ fn texture_cases(ran: &mut Ran) {
             let want = if x >= 0 { sum(x, y) } else { edge.map_or(0.0, |e| sum(e, y)) };
             assert_eq!(f(got[i]), want, "isam wrap {wrap}, fiber {i} at ({x}, {y})");
         }
+    }
+    // A partial write mask: channel c still lands in dst + c (y in r6.y, w in r6.w).
+    let partial = "isam (f32)(yw)r6.x, r4.x, s#0, t#0\n(sy)add.f r5.x, r6.y, r6.w";
+    let got = ran
+        .run_full(
+            &kernel(partial, false, false),
+            &xs,
+            &ys,
+            &ys,
+            &[(TEX, f32tex.clone()), (IMG, f16tex.clone())],
+            &descs(1),
+        )
+        .0;
+    for i in 0..N {
+        let (x, y) = ((xs[i] as i32).max(0) as i64, ys[i] as i64);
+        assert_eq!(f(got[i]), texel(x, y, 1) + texel(x, y, 3), "isam (yw), fiber {i}");
     }
     let isam16 = "isam (f16)(xyzw)hr14.x, r4.x, s#0, t#1\n(sy)nop";
     let got = ran
@@ -597,6 +626,20 @@ add.f r5.x, r5.x, r7.w";
         let o = y * 64 + x * 8;
         assert_eq!(f16::from_le_bytes([img[o + 4], img[o + 5]]).to_f32(), 1.5, "stib.b wrote f16 z at ({x}, {y})");
     }
+}
+
+/// `swz`/`gat`/`sct`: moves that read every source before writing; `swz` swaps two registers in place.
+fn multi_move_cases(ran: &mut Ran) {
+    let ins = || [ints(100), ints(101), ints(102)];
+    check(ran, "swz.u32u32 r4.x, r4.y, r4.y, r4.x\nsub.u r5.x, r4.x, r4.y", false, false, ins(), |a, b, _| {
+        b.wrapping_sub(a)
+    });
+    let gat = "gat.u32u32 r6.x, r4.z, r4.x, r4.y, r4.z\nsub.u r5.x, r6.x, r6.y\nadd.u r5.x, r5.x, r6.z\nxor.b r5.x, r5.x, r6.w";
+    check(ran, gat, false, false, ins(), |a, b, c| c.wrapping_sub(a).wrapping_add(b) ^ c);
+    let sct = "mov.u32u32 r4.w, 7\nsct.u32u32 r6.y, r6.x, r6.w, r6.z, r4.x\nsub.u r5.x, r6.y, r6.x\nadd.u r5.x, r5.x, r6.w\nadd.u r5.x, r5.x, r6.z";
+    check(ran, sct, false, false, ins(), |a, b, c| a.wrapping_sub(b).wrapping_add(c).wrapping_add(7));
+    let fl = || [floats(103), floats(104), floats(105)];
+    check(ran, "swz.f32f16 hr14.x, hr14.y, r4.x, r4.y", false, true, fl(), |a, _, _| hb(f(a)));
 }
 
 /// Private memory: each fiber stores A and B at p[8], p[12], then reads them back as a pair (ldp
@@ -703,6 +746,7 @@ fn every_implemented_op_is_exercised_or_listed() {
     preamble_cases(&mut ran);
     texture_cases(&mut ran);
     private_cases(&mut ran);
+    multi_move_cases(&mut ran);
     let listed: BTreeSet<String> = include_str!("exec_unexercised.txt")
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())

@@ -44,8 +44,9 @@ pub struct MemError {
     pub len: u64,
 }
 
-/// GPU memory as the fake command processor sees it, for executors.
-pub trait GpuMemory {
+/// GPU memory as the fake command processor sees it, for executors. `Send`, so an executor may share it between
+/// its threads behind a lock.
+pub trait GpuMemory: Send {
     /// Whether `va .. va + len` lies inside one GPU allocation.
     fn check(&self, va: u64, len: u64) -> Result<(), MemError>;
     fn read(&self, va: u64, out: &mut [u8]) -> Result<(), MemError>;

@@ -18,7 +18,8 @@
 //!   it, and tracks the memory each dispatch writes;
 //! - `fake_shader`: the shader image `--qcom-compiler fake` writes (a kernel's OpenCL source and argument layout)
 //!   and the blob around it;
-//! - `fake_exec` (feature `fake-cl`): an executor that runs those kernels on OpenCL behind the fake KGSL.
+//! - `fake_exec` (feature `fake-cl`): an executor that runs those kernels on OpenCL behind the fake KGSL;
+//! - `fake_emu` (feature `fake-emu`): an executor that runs ir3 programs' a6xx machine code on the a6xx emulator.
 //!
 //! The hardware-neutral half (relocations, argument arena, timeline signal) is [`pilot_core::hcq`], shared with the
 //! next command-queue backends. This crate never depends on the compiler or on protobuf/ONNX.
@@ -30,6 +31,8 @@ pub mod device;
 pub mod dispatch;
 #[cfg(feature = "fake")]
 pub mod fake;
+#[cfg(feature = "fake-emu")]
+pub mod fake_emu;
 #[cfg(feature = "fake-cl")]
 pub mod fake_exec;
 #[cfg(feature = "fake")]

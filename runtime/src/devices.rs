@@ -75,7 +75,8 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
         "fake-kgsl" => bail!("this pilot was built without the fake KGSL (cargo feature `fake-kgsl`)"),
         // The Adreno 630 through /dev/kgsl-3d0.
         "qcom" => Box::new(pilot_qcom::device::QcomDevice::open(qcom_priority(priority)?)?),
-        // The same backend over the in-process fake KGSL, which runs each dispatch on OpenCL.
+        // The same backend over the in-process fake KGSL, which runs ir3 programs on the a6xx emulator and
+        // `--qcom-compiler fake` programs on OpenCL (`PILOT_FAKE_EXEC`, crate::fake_exec).
         #[cfg(feature = "fake-kgsl")]
         "fake-kgsl" => fake_kgsl(None)?,
         // usb+amd gfx1100 artifacts on the RDNA3 emulator, workgroups spread over `--threads`.
@@ -101,11 +102,13 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
     })
 }
 
-/// The QCOM backend over the in-process fake KGSL, which runs each dispatch on OpenCL; with `capture`, the fake
-/// records its first submission as an `.rd` file there.
+/// The QCOM backend over the in-process fake KGSL, whose dispatches run as `PILOT_FAKE_EXEC` says
+/// ([`crate::fake_exec`]); with `capture`, the fake records its first submission as an `.rd` file there.
 #[cfg(feature = "fake-kgsl")]
 pub fn fake_kgsl(capture: Option<pilot_qcom::fake::rd::RdCapture>) -> anyhow::Result<Box<dyn Device>> {
-    let mut fake = pilot_qcom::fake_exec::fake_with_opencl().map_err(|e| anyhow::anyhow!("fake-kgsl: {e}"))?;
+    use crate::fake_exec::{FakeExec, Selecting};
+    let executor = Selecting::new(FakeExec::from_env()?).map_err(|e| anyhow::anyhow!("fake-kgsl: {e}"))?;
+    let mut fake = pilot_qcom::fake::FakeKgsl::new().with_executor(Box::new(executor));
     if let Some(capture) = capture {
         fake = fake.with_rd_capture(capture);
     }

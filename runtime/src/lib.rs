@@ -3,6 +3,8 @@
 //! one line every front end prints.
 
 pub mod devices;
+#[cfg(feature = "fake-kgsl")]
+pub mod fake_exec;
 
 /// An error chain on one line. Many library errors print their source inside their own text and
 /// also return it from `source()`, so each cause is added only if the text so far lacks it.

@@ -22,20 +22,28 @@ enum Mode {
     QcomFake,
     /// The same with `--image --float16 --nolocals`, as openpilot compiles for the car.
     QcomFakeImageHalf,
+    /// `--target qcom --qcom-compiler ir3` on the fake KGSL, whose dispatches run the a6xx code on the emulator.
+    QcomIr3,
+    /// The same with `--image --float16 --nolocals`.
+    QcomIr3ImageHalf,
 }
 
 impl Mode {
     fn options(self) -> pilot_compiler::CompileOptions {
         let backend = match self {
             Mode::Cpu => Backend::Cpu,
-            Mode::QcomFake | Mode::QcomFakeImageHalf => Backend::Qcom,
+            Mode::QcomFake | Mode::QcomFakeImageHalf | Mode::QcomIr3 | Mode::QcomIr3ImageHalf => Backend::Qcom,
             _ => Backend::Cl,
         };
         let mut o = pilot_compiler::CompileOptions::new(Target::default_for(backend).unwrap());
-        o.target.image = matches!(self, Mode::ClImage | Mode::ClImageHalf | Mode::QcomFakeImageHalf);
-        o.target.float16 = matches!(self, Mode::ClImageHalf | Mode::QcomFakeImageHalf);
-        o.target.nolocals = self == Mode::QcomFakeImageHalf;
-        o.cl.qcom_compiler = pilot_compiler::target::qcom::QcomCompiler::Fake;
+        let ihn = matches!(self, Mode::QcomFakeImageHalf | Mode::QcomIr3ImageHalf);
+        o.target.image = ihn || matches!(self, Mode::ClImage | Mode::ClImageHalf);
+        o.target.float16 = ihn || self == Mode::ClImageHalf;
+        o.target.nolocals = ihn;
+        o.cl.qcom_compiler = match self {
+            Mode::QcomIr3 | Mode::QcomIr3ImageHalf => pilot_compiler::target::qcom::QcomCompiler::Ir3,
+            _ => pilot_compiler::target::qcom::QcomCompiler::Fake,
+        };
         o
     }
 
@@ -46,12 +54,17 @@ impl Mode {
                 let fake = pilot_qcom::fake_exec::fake_with_opencl().expect("the fake KGSL runs on PoCL");
                 Box::new(pilot_qcom::device::QcomDevice::with_file(Box::new(fake), "fake-kgsl").unwrap())
             }
+            Mode::QcomIr3 | Mode::QcomIr3ImageHalf => {
+                let emu = pilot_qcom::fake_emu::EmuExecutor::new();
+                let fake = pilot_qcom::fake::FakeKgsl::new().with_executor(Box::new(emu));
+                Box::new(pilot_qcom::device::QcomDevice::with_file(Box::new(fake), "fake-kgsl").unwrap())
+            }
             _ => Box::new(pilot_cl::ClDevice::open(None).expect("the OpenCL tests need PoCL: run scripts/setup.sh")),
         }
     }
 
     fn tolerance(self) -> f64 {
-        if matches!(self, Mode::ClImageHalf | Mode::QcomFakeImageHalf) {
+        if matches!(self, Mode::ClImageHalf | Mode::QcomFakeImageHalf | Mode::QcomIr3ImageHalf) {
             1e-2
         } else {
             1e-4
@@ -170,6 +183,17 @@ fn models_on_the_fake_kgsl() {
 #[test]
 fn models_on_the_fake_kgsl_half_images_nolocals() {
     all_models_on(Mode::QcomFakeImageHalf);
+}
+
+/// The a6xx machine code Mesa's ir3 compiled, executed by the a6xx emulator behind the fake KGSL.
+#[test]
+fn models_on_the_fake_kgsl_ir3_emulated() {
+    all_models_on(Mode::QcomIr3);
+}
+
+#[test]
+fn models_on_the_fake_kgsl_ir3_emulated_half_images_nolocals() {
+    all_models_on(Mode::QcomIr3ImageHalf);
 }
 
 #[test]
