@@ -28,13 +28,16 @@ semantics!(S {
     AndNot1Wrexec = "s_and_not1_wrexec_b32",
     GetpcB64 = "s_getpc_b64",
     SetpcB64 = "s_setpc_b64",
-    AddU32 = "s_add_u32",
-    SubU32 = "s_sub_u32",
-    AddI32 = "s_add_i32",
-    SubI32 = "s_sub_i32",
-    AddcU32 = "s_addc_u32",
-    SubbU32 = "s_subb_u32",
+    AddU32 = "s_add_u32" | "s_add_co_u32",
+    SubU32 = "s_sub_u32" | "s_sub_co_u32",
+    AddI32 = "s_add_i32" | "s_add_co_i32",
+    SubI32 = "s_sub_i32" | "s_sub_co_i32",
+    AddcU32 = "s_addc_u32" | "s_add_co_ci_u32",
+    SubbU32 = "s_subb_u32" | "s_sub_co_ci_u32",
     AbsdiffI32 = "s_absdiff_i32",
+    AddNcU64 = "s_add_nc_u64",
+    SubNcU64 = "s_sub_nc_u64",
+    MulU64 = "s_mul_u64",
     LshlB32 = "s_lshl_b32",
     LshlB64 = "s_lshl_b64",
     LshrB32 = "s_lshr_b32",
@@ -76,7 +79,7 @@ semantics!(S {
     PackHl = "s_pack_hl_b32_b16",
     MovkI32 = "s_movk_i32",
     CmovkI32 = "s_cmovk_i32",
-    AddkI32 = "s_addk_i32",
+    AddkI32 = "s_addk_i32" | "s_addk_co_i32",
     MulkI32 = "s_mulk_i32",
     CmpkEqI32 = "s_cmpk_eq_i32",
     CmpkLgI32 = "s_cmpk_lg_i32",
@@ -129,7 +132,16 @@ semantics!(S {
     CbranchExecnz = "s_cbranch_execnz",
     Endpgm = "s_endpgm",
     Sendmsg = "s_sendmsg",
-    Barrier = "s_barrier",
+    Barrier = "s_barrier" | "s_barrier_wait",
+    BarrierSignal = "s_barrier_signal",
+    // gfx12 splits s_waitcnt into one wait per counter.
+    WaitLoadcnt = "s_wait_loadcnt",
+    WaitStorecnt = "s_wait_storecnt",
+    WaitDscnt = "s_wait_dscnt",
+    WaitKmcnt = "s_wait_kmcnt",
+    WaitLoadcntDscnt = "s_wait_loadcnt_dscnt",
+    WaitStorecntDscnt = "s_wait_storecnt_dscnt",
+    WaitAlu = "s_wait_alu",
     IcacheInv = "s_icache_inv",
     Gl0Inv = "buffer_gl0_inv",
     Gl1Inv = "buffer_gl1_inv",
@@ -242,6 +254,12 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
             let r = (a32 as u64).wrapping_sub(b32 as u64).wrapping_sub(scc as u64);
             (r as u32 as u64, 1, (b32 as u64 + scc as u64) > a32 as u64)
         }
+        AddNcU64 => (a.wrapping_add(b), 2, scc),
+        SubNcU64 => (a.wrapping_sub(b), 2, scc),
+        MulU64 => (a.wrapping_mul(b), 2, scc),
+        // gfx12's workgroup barrier is `s_barrier_signal -1` then `s_barrier_wait -1`: the wait does the
+        // synchronizing here; named barriers (other operands) are not emulated.
+        BarrierSignal if inst.src[0] == 193 => return Ok(()),
         AbsdiffI32 => {
             let r = (a32 as i32).wrapping_sub(b32 as i32).unsigned_abs();
             (r as u64, 1, r != 0)
@@ -402,7 +420,8 @@ fn sopp(w: &mut Wave, inst: &Inst, s: S) -> Result<(), String> {
         RoundMode if inst.imm & 0xf != 0 => return Err("only round-to-nearest-even is emulated".into()),
         // Memory is synchronous here, so waits, hints and priorities have nothing to do.
         Nop | Clause | DelayAlu | WaitcntDepctr | Waitcnt | WaitcntVscnt | WaitcntVmcnt | WaitcntLgkmcnt | WaitIdle
-        | Sleep | Setprio | InstPrefetch | RoundMode | IcacheInv | Gl0Inv | Gl1Inv => false,
+        | Sleep | Setprio | InstPrefetch | RoundMode | IcacheInv | Gl0Inv | Gl1Inv | WaitLoadcnt | WaitStorecnt
+        | WaitDscnt | WaitKmcnt | WaitLoadcntDscnt | WaitStorecntDscnt | WaitAlu => false,
         // The only message compute kernels send is MSG_DEALLOC_VGPRS (3) before s_endpgm.
         Sendmsg if inst.imm == 3 => false,
         _ => return Err("not implemented by the emulator".into()),

@@ -7,16 +7,17 @@ use super::{mem, salu, valu, EmuError};
 
 pub(super) const LANES: usize = 32;
 
-/// Declares an executor's operations: an enum plus the mapping from assembler names.
+/// Declares an executor's operations: an enum plus the mapping from assembler names (an operation gfx12 renamed,
+/// such as `s_add_co_u32` for gfx11's `s_add_u32`, lists both names).
 macro_rules! semantics {
-    ($enum:ident { $($id:ident = $name:literal,)* }) => {
+    ($enum:ident { $($id:ident = $($name:literal)|+,)* }) => {
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
         pub(super) enum $enum { Unimplemented, $($id,)* }
         impl $enum {
             const ALL: &'static [$enum] = &[$enum::Unimplemented, $($enum::$id,)*];
             pub(super) fn from_name(name: &str) -> u16 {
-                match name { $($name => $enum::$id as u16,)* _ => 0 }
+                match name { $($($name)|+ => $enum::$id as u16,)* _ => 0 }
             }
             pub(super) fn of(sem: u16) -> Self {
                 Self::ALL.get(sem as usize).copied().unwrap_or($enum::Unimplemented)
