@@ -64,11 +64,13 @@ for enc in ENCODINGS:
   if enc == "SOPP":
     print("/// The MUBUF opcodes clang emits in compute kernels without buffer resources: the cache invalidates")
     print("/// of workgroup- and agent-scope acquire fences. They run as SOPP-like no-ops.")
-    print("pub static MUBUF_CACHE: &[OpInfo] = &[")
     if ISA == "rdna3":
+      print("pub static MUBUF_CACHE: &[OpInfo] = &[")
       for m in (E.MUBUFOp.BUFFER_GL0_INV, E.MUBUFOp.BUFFER_GL1_INV):
         print(f'    OpInfo::new({m.value}, "{m.name.lower()}", [0, 0, 0, 0], 0, 0, 0, 0),')
-    print("];")
+      print("];")
+    else:
+      print("pub static MUBUF_CACHE: &[OpInfo] = &[]; // gfx12 has global_inv/global_wb (VGLOBAL) instead")
   print(f"pub static {enc}: &[OpInfo] = &[")
   for val, name, w, sd in entries(enc):
     print(f'    OpInfo::new({val}, "{name}", [{w["d"]}, {w["s0"]}, {w["s1"]}, {w["s2"]}], {w["data"]}, {w["addr"]}, {w["saddr"]}, {sd}),')

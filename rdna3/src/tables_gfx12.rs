@@ -231,7 +231,7 @@ pub static SOPC: &[OpInfo] = &[
 ];
 /// The MUBUF opcodes clang emits in compute kernels without buffer resources: the cache invalidates
 /// of workgroup- and agent-scope acquire fences. They run as SOPP-like no-ops.
-pub static MUBUF_CACHE: &[OpInfo] = &[];
+pub static MUBUF_CACHE: &[OpInfo] = &[]; // gfx12 has global_inv/global_wb (VGLOBAL) instead
 pub static SOPP: &[OpInfo] = &[
     OpInfo::new(0, "s_nop", [0, 0, 0, 0], 0, 0, 0, 0),
     OpInfo::new(1, "s_setkill", [0, 0, 0, 0], 0, 0, 0, 0),
