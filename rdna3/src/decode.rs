@@ -254,7 +254,13 @@ fn decode_words(isa: Isa, kernel: &str, words: &[u32], at: usize) -> Result<Inst
     } else if bits(w0u, 31, 30) == 0b10 {
         inst = Inst::new(Enc::Sop2, lookup(tables.sop2, bits(w0u, 29, 23)).ok_or_else(unknown)?, offset);
         inst.dst = bits(w0u, 22, 16) as u16;
-        inst.src = [bits(w0u, 7, 0) as u16, bits(w0u, 15, 8) as u16, 0];
+        let (s0, s1) = (bits(w0u, 7, 0) as u16, bits(w0u, 15, 8) as u16);
+        // The scalar fused multiply-adds with a constant K carry it as a literal, in assembler order.
+        inst.src = match inst.info.name {
+            "s_fmamk_f32" => [s0, operand::LITERAL, s1],
+            "s_fmaak_f32" => [s0, s1, operand::LITERAL],
+            _ => [s0, s1, 0],
+        };
     } else if bits(w0u, 31, 25) == 0b011_1111 {
         inst = Inst::new(Enc::Vop1, lookup(tables.vop1, bits(w0u, 16, 9)).ok_or_else(unknown)?, offset);
         inst.dst = bits(w0u, 24, 17) as u16;

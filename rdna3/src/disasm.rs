@@ -368,8 +368,9 @@ impl fmt::Display for Inst {
                     operand(&mut s, self.dst, info.w[0], 0);
                     ops.push(s);
                 }
-                for i in 0..2 {
-                    if info.w[1 + i] != 0 {
+                let n = if matches!(name, "s_fmamk_f32" | "s_fmaak_f32") { 3 } else { 2 };
+                for i in 0..n {
+                    if i == 2 || info.w[1 + i] != 0 {
                         let mut s = String::new();
                         operand(&mut s, self.src[i], info.w[1 + i], self.literal);
                         ops.push(s);

@@ -36,6 +36,7 @@ pub mod kernel;
 mod mem;
 pub mod memory;
 mod salu;
+mod salu_float;
 pub mod tables;
 pub mod tables_gfx12;
 mod valu;
@@ -59,7 +60,9 @@ pub fn implemented_opcodes() -> Vec<(decode::Enc, &'static str)> {
 pub fn implemented_opcodes_of(isa: Isa) -> Vec<(decode::Enc, &'static str)> {
     isa.encodings()
         .into_iter()
-        .flat_map(|(enc, t)| t.iter().filter(move |i| wave::implemented(enc, i.name, i.op)).map(move |i| (enc, i.name)))
+        .flat_map(|(enc, t)| {
+            t.iter().filter(move |i| wave::implemented(isa, enc, i.name, i.op)).map(move |i| (enc, i.name))
+        })
         .collect()
 }
 

@@ -1,6 +1,7 @@
 //! Scalar ALU and program control: SOP1, SOP2, SOPK, SOPC, SOPP.
 
 use super::decode::{operand as op, Enc, Inst};
+use super::isa::Isa;
 use super::wave::{semantics, Kind, State, Wave};
 
 semantics!(S {
@@ -147,8 +148,35 @@ semantics!(S {
     Gl1Inv = "buffer_gl1_inv",
 });
 
-pub(super) fn resolve(name: &str) -> u16 {
-    S::from_name(name)
+/// Scalar float operations ([`super::salu_float`]; gfx12 only) resolve to `FLOAT + their code`.
+const FLOAT: u16 = 0x8000;
+
+pub(super) fn resolve(isa: Isa, name: &str) -> u16 {
+    match (S::from_name(name), super::salu_float::resolve(name)) {
+        (0, f) if f != 0 && isa == Isa::Gfx12 => FLOAT + f,
+        (s, _) => s,
+    }
+}
+
+fn float(w: &mut Wave, inst: &Inst) -> Result<(), String> {
+    let info = inst.info;
+    let src =
+        |w: &Wave, i: usize| -> Result<u32, String> { Ok(w.scalar(inst.src[i], 1, inst.literal, Kind::F32)? as u32) };
+    let a = src(w, 0)?;
+    let b = if info.w[2] != 0 { src(w, 1)? } else { 0 };
+    let c = match info.name {
+        "s_fmac_f32" => w.scalar(inst.dst, 1, 0, Kind::F32)? as u32,
+        "s_fmaak_f32" | "s_fmamk_f32" => src(w, 2)?,
+        _ => 0,
+    };
+    match super::salu_float::exec(inst.sem - FLOAT, a, b, c, w.flush_f32) {
+        Some(super::salu_float::Out::Scc(scc)) => {
+            w.scc = scc;
+            Ok(())
+        }
+        Some(super::salu_float::Out::Value(v)) => w.write_scalar(inst.dst, 1, v as u64),
+        None => Err("not implemented by the emulator".into()),
+    }
 }
 
 /// The 32-bit comparison of SOPC/SOPK compares.
@@ -177,6 +205,7 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
     match inst.enc {
         Enc::Sopp => return sopp(w, inst, s),
         Enc::Sopk => return sopk(w, inst, s),
+        _ if inst.sem >= FLOAT => return float(w, inst),
         _ => {}
     }
     let a = src(w, 0)?;

@@ -1,6 +1,7 @@
 //! One wave32: its registers, operand access and the fetch-execute loop.
 
 use super::decode::{operand as op, Enc, Inst};
+use super::isa::Isa;
 use super::kernel::CodeObjectKernel;
 use super::memory::Memory;
 use super::{mem, salu, valu, EmuError};
@@ -264,9 +265,9 @@ pub(super) fn exec_err(kernel: &CodeObjectKernel, inst: &Inst, msg: String) -> E
 }
 
 /// Whether the executor has semantics for opcode `name` (number `op`) of encoding `enc`.
-pub(super) fn implemented(enc: Enc, name: &str, op: u16) -> bool {
+pub(super) fn implemented(isa: Isa, enc: Enc, name: &str, op: u16) -> bool {
     match enc {
-        Enc::Sop1 | Enc::Sop2 | Enc::Sopk | Enc::Sopc | Enc::Sopp => salu::resolve(name) != 0,
+        Enc::Sop1 | Enc::Sop2 | Enc::Sopk | Enc::Sopc | Enc::Sopp => salu::resolve(isa, name) != 0,
         Enc::Smem | Enc::Ds | Enc::Flat | Enc::Global | Enc::Scratch => mem::resolve(name) != 0,
         Enc::Vopd => super::valu_cmp::vopd_implemented(op),
         _ => valu::resolve(name) != 0,
@@ -276,7 +277,7 @@ pub(super) fn implemented(enc: Enc, name: &str, op: u16) -> bool {
 /// Resolves every instruction's executor operation once, when the kernel is loaded.
 pub(super) fn resolve(inst: &mut Inst) {
     inst.sem = match inst.enc {
-        Enc::Sop1 | Enc::Sop2 | Enc::Sopk | Enc::Sopc | Enc::Sopp => salu::resolve(inst.info.name),
+        Enc::Sop1 | Enc::Sop2 | Enc::Sopk | Enc::Sopc | Enc::Sopp => salu::resolve(inst.isa, inst.info.name),
         Enc::Smem | Enc::Ds | Enc::Flat | Enc::Global | Enc::Scratch => mem::resolve(inst.info.name),
         _ => valu::resolve(inst.info.name),
     };
