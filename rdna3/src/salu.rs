@@ -12,6 +12,8 @@ semantics!(S {
     NotB32 = "s_not_b32",
     NotB64 = "s_not_b64",
     BrevB32 = "s_brev_b32",
+    Bitset0B32 = "s_bitset0_b32",
+    Bitset1B32 = "s_bitset1_b32",
     CtzB32 = "s_ctz_i32_b32",
     ClzU32 = "s_clz_i32_u32",
     ClsI32 = "s_cls_i32",
@@ -225,6 +227,12 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
         NotB32 => (!a32 as u64, 1, !a32 != 0),
         NotB64 => (!a, 2, !a != 0),
         BrevB32 => (a32.reverse_bits() as u64, 1, scc),
+        // The destination with bit S0[4:0] cleared or set.
+        Bitset0B32 | Bitset1B32 => {
+            let cur = w.scalar(inst.dst, 1, 0, Kind::Int)? as u32;
+            let bit = 1u32 << (a32 & 31);
+            ((if s == Bitset0B32 { cur & !bit } else { cur | bit }) as u64, 1, scc)
+        }
         CtzB32 => (if a32 == 0 { u32::MAX } else { a32.trailing_zeros() } as u64, 1, scc),
         ClzU32 => (if a32 == 0 { u32::MAX } else { a32.leading_zeros() } as u64, 1, scc),
         // The count of leading bits equal to the sign bit, the sign bit included; -1 for 0 and -1.
