@@ -27,13 +27,21 @@ semantics!(V {
     FmacF32 = "v_fmac_f32",
     FmamkF32 = "v_fmamk_f32",
     FmaakF32 = "v_fmaak_f32",
-    MaxF32 = "v_max_f32" | "v_max_num_f32",
-    MinF32 = "v_min_f32" | "v_min_num_f32",
-    Max3F32 = "v_max3_f32" | "v_max3_num_f32",
-    Min3F32 = "v_min3_f32" | "v_min3_num_f32",
+    MaxF32 = "v_max_f32",
+    MinF32 = "v_min_f32",
+    Max3F32 = "v_max3_f32",
+    Min3F32 = "v_min3_f32",
     Med3F32 = "v_med3_f32" | "v_med3_num_f32",
-    MaxminF32 = "v_maxmin_f32" | "v_maxmin_num_f32",
-    MinmaxF32 = "v_minmax_f32" | "v_minmax_num_f32",
+    MaxminF32 = "v_maxmin_f32",
+    MinmaxF32 = "v_minmax_f32",
+    // gfx12's maximumNumber/minimumNumber order -0 below +0 (tinygrad autogen/amd/rdna4/str_pcode.py
+    // V_MAX_NUM_F32: "+0>-0 is TRUE in this comparison").
+    MaxNumF32 = "v_max_num_f32",
+    MinNumF32 = "v_min_num_f32",
+    Max3NumF32 = "v_max3_num_f32",
+    Min3NumF32 = "v_min3_num_f32",
+    MaxminNumF32 = "v_maxmin_num_f32",
+    MinmaxNumF32 = "v_minmax_num_f32",
     LdexpF32 = "v_ldexp_f32",
     FractF32 = "v_fract_f32",
     FloorF32 = "v_floor_f32",
@@ -451,6 +459,12 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
         FmaF32 | FmamkF32 | FmaakF32 | FmacF32 => {
             lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).mul_add(m.get(b), m.get(c))))
         }
+        MaxNumF32 => lanes(w, inst, false, |a, b, _, _| m.put(max_num(m.get(a), m.get(b)))),
+        MinNumF32 => lanes(w, inst, false, |a, b, _, _| m.put(min_num(m.get(a), m.get(b)))),
+        Max3NumF32 => lanes(w, inst, false, |a, b, c, _| m.put(max_num(max_num(m.get(a), m.get(b)), m.get(c)))),
+        Min3NumF32 => lanes(w, inst, false, |a, b, c, _| m.put(min_num(min_num(m.get(a), m.get(b)), m.get(c)))),
+        MaxminNumF32 => lanes(w, inst, false, |a, b, c, _| m.put(min_num(max_num(m.get(a), m.get(b)), m.get(c)))),
+        MinmaxNumF32 => lanes(w, inst, false, |a, b, c, _| m.put(max_num(min_num(m.get(a), m.get(b)), m.get(c)))),
         MaxF32 => lanes(w, inst, false, |a, b, _, _| m.put(m.get(a).max(m.get(b)))),
         MinF32 => lanes(w, inst, false, |a, b, _, _| m.put(m.get(a).min(m.get(b)))),
         Max3F32 => lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).max(m.get(b)).max(m.get(c)))),
@@ -590,5 +604,31 @@ fn rtz_f16(x: f32) -> u16 {
         f16::from_bits(r.to_bits() - 1).to_bits()
     } else {
         r.to_bits()
+    }
+}
+
+/// gfx12's maximumNumber: a NaN operand yields the other, and +0 is above -0.
+fn max_num(a: f32, b: f32) -> f32 {
+    if a == 0.0 && b == 0.0 {
+        if a.is_sign_positive() {
+            a
+        } else {
+            b
+        }
+    } else {
+        a.max(b)
+    }
+}
+
+/// gfx12's minimumNumber: a NaN operand yields the other, and -0 is below +0.
+fn min_num(a: f32, b: f32) -> f32 {
+    if a == 0.0 && b == 0.0 {
+        if a.is_sign_negative() {
+            a
+        } else {
+            b
+        }
+    } else {
+        a.min(b)
     }
 }
