@@ -1,10 +1,11 @@
-//! The RDNA3 (gfx11) instruction decoder: machine words to [`Inst`], once per kernel.
+//! The RDNA3 (gfx11) and RDNA4 (gfx12) instruction decoder: machine words to [`Inst`], once per kernel.
 //!
 //! Field positions follow AMD's "RDNA3 Instruction Set Architecture" reference, chapter "Microcode
-//! Formats". Operands keep the hardware's 9-bit source encoding (see [`operand`]) so that the executor and
-//! the disassembler read them the same way.
+//! Formats"; gfx12's re-encoded SMEM and vector memory formats are in [`super::decode_gfx12`]. Operands keep
+//! the hardware's 9-bit source encoding (see [`operand`]) so that the executor and the disassembler read them
+//! the same way.
 
-use super::tables;
+use super::isa::Isa;
 use super::EmuError;
 
 /// One opcode of one encoding: its number, its assembler name and its operands' widths in dwords.
@@ -91,6 +92,7 @@ pub enum Dpp {
 /// A decoded instruction. Fields an encoding lacks stay zero.
 #[derive(Clone, Debug)]
 pub struct Inst {
+    pub isa: Isa,
     pub enc: Enc,
     pub info: &'static OpInfo,
     /// Byte offset from the start of the kernel's code.
@@ -115,7 +117,8 @@ pub struct Inst {
     pub imm: i32,
     /// DS offset1.
     pub imm1: u8,
-    /// GLC/DLC/SLC cache bits (printing only).
+    /// gfx11: GLC (bit 0, an atomic returns), DLC (1), SLC (2). gfx12: TH (bits 0-2; bit 0 set: an atomic
+    /// returns) and SCOPE (bits 3-4).
     pub cache: u8,
     /// FLAT: VGPR address, data VGPR, scalar address (NULL for none). DS: addr, data0, data1.
     pub addr: u16,
@@ -136,8 +139,9 @@ impl Inst {
         self.info.name
     }
 
-    fn new(enc: Enc, info: &'static OpInfo, offset: u32) -> Self {
+    pub(super) fn new(enc: Enc, info: &'static OpInfo, offset: u32) -> Self {
         Inst {
+            isa: Isa::Gfx11,
             enc,
             info,
             offset,
@@ -177,11 +181,11 @@ impl Inst {
     }
 }
 
-fn bits(w: u64, hi: u32, lo: u32) -> u32 {
+pub(super) fn bits(w: u64, hi: u32, lo: u32) -> u32 {
     ((w >> lo) & ((1u64 << (hi - lo + 1)) - 1)) as u32
 }
 
-fn lookup(table: &'static [OpInfo], op: u32) -> Option<&'static OpInfo> {
+pub(super) fn lookup(table: &'static [OpInfo], op: u32) -> Option<&'static OpInfo> {
     table.binary_search_by_key(&op, |i| i.op as u32).ok().map(|i| &table[i])
 }
 
@@ -195,20 +199,35 @@ const VOPD_FMAAK: u16 = 1;
 const VOPD_FMAMK: u16 = 2;
 
 /// Decodes a kernel's code: every instruction from byte 0 to the end of `code`.
-pub fn decode_all(kernel: &str, code: &[u8]) -> Result<Vec<Inst>, EmuError> {
+pub fn decode_all(isa: Isa, kernel: &str, code: &[u8]) -> Result<Vec<Inst>, EmuError> {
     let words: Vec<u32> = code.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
     let mut out = Vec::new();
     let mut at = 0usize;
     while at < words.len() {
-        let inst = decode_one(kernel, &words, at)?;
+        let inst = decode_at(isa, kernel, &words, at)?;
         at += inst.words as usize;
         out.push(inst);
     }
     Ok(out)
 }
 
-/// Decodes the instruction at dword index `at`.
+/// Decodes the gfx11 instruction at dword index `at`.
 pub fn decode_one(kernel: &str, words: &[u32], at: usize) -> Result<Inst, EmuError> {
+    decode_at(Isa::Gfx11, kernel, words, at)
+}
+
+/// Decodes the `isa` instruction at dword index `at`.
+pub fn decode_at(isa: Isa, kernel: &str, words: &[u32], at: usize) -> Result<Inst, EmuError> {
+    let mut inst = decode_words(isa, kernel, words, at)?;
+    inst.isa = isa;
+    if let Some(y) = &mut inst.y {
+        y.isa = isa;
+    }
+    Ok(inst)
+}
+
+fn decode_words(isa: Isa, kernel: &str, words: &[u32], at: usize) -> Result<Inst, EmuError> {
+    let tables = isa.tables();
     let w0 = words[at];
     let unknown = || EmuError::UnknownEncoding { kernel: kernel.to_string(), word: w0, offset: at as u32 * 4 };
     let w1 = || words.get(at + 1).copied().ok_or_else(unknown);
@@ -216,39 +235,45 @@ pub fn decode_one(kernel: &str, words: &[u32], at: usize) -> Result<Inst, EmuErr
     let w0u = w0 as u64;
     let mut inst;
     if bits(w0u, 31, 23) == 0b1_0111_1101 {
-        inst = Inst::new(Enc::Sop1, lookup(tables::SOP1, bits(w0u, 15, 8)).ok_or_else(unknown)?, offset);
+        inst = Inst::new(Enc::Sop1, lookup(tables.sop1, bits(w0u, 15, 8)).ok_or_else(unknown)?, offset);
         inst.dst = bits(w0u, 22, 16) as u16;
         inst.src[0] = bits(w0u, 7, 0) as u16;
     } else if bits(w0u, 31, 23) == 0b1_0111_1110 {
-        inst = Inst::new(Enc::Sopc, lookup(tables::SOPC, bits(w0u, 22, 16)).ok_or_else(unknown)?, offset);
+        inst = Inst::new(Enc::Sopc, lookup(tables.sopc, bits(w0u, 22, 16)).ok_or_else(unknown)?, offset);
         inst.src = [bits(w0u, 7, 0) as u16, bits(w0u, 15, 8) as u16, 0];
     } else if bits(w0u, 31, 23) == 0b1_0111_1111 {
-        inst = Inst::new(Enc::Sopp, lookup(tables::SOPP, bits(w0u, 22, 16)).ok_or_else(unknown)?, offset);
+        inst = Inst::new(Enc::Sopp, lookup(tables.sopp, bits(w0u, 22, 16)).ok_or_else(unknown)?, offset);
         inst.imm = w0 as u16 as i16 as i32;
     } else if bits(w0u, 31, 28) == 0b1011 {
-        inst = Inst::new(Enc::Sopk, lookup(tables::SOPK, bits(w0u, 27, 23)).ok_or_else(unknown)?, offset);
+        inst = Inst::new(Enc::Sopk, lookup(tables.sopk, bits(w0u, 27, 23)).ok_or_else(unknown)?, offset);
         inst.dst = bits(w0u, 22, 16) as u16;
         inst.imm = w0 as u16 as i16 as i32;
         if inst.info.name == "s_setreg_imm32_b32" {
             inst.src[0] = operand::LITERAL;
         }
     } else if bits(w0u, 31, 30) == 0b10 {
-        inst = Inst::new(Enc::Sop2, lookup(tables::SOP2, bits(w0u, 29, 23)).ok_or_else(unknown)?, offset);
+        inst = Inst::new(Enc::Sop2, lookup(tables.sop2, bits(w0u, 29, 23)).ok_or_else(unknown)?, offset);
         inst.dst = bits(w0u, 22, 16) as u16;
-        inst.src = [bits(w0u, 7, 0) as u16, bits(w0u, 15, 8) as u16, 0];
+        let (s0, s1) = (bits(w0u, 7, 0) as u16, bits(w0u, 15, 8) as u16);
+        // The scalar fused multiply-adds with a constant K carry it as a literal, in assembler order.
+        inst.src = match inst.info.name {
+            "s_fmamk_f32" => [s0, operand::LITERAL, s1],
+            "s_fmaak_f32" => [s0, s1, operand::LITERAL],
+            _ => [s0, s1, 0],
+        };
     } else if bits(w0u, 31, 25) == 0b011_1111 {
-        inst = Inst::new(Enc::Vop1, lookup(tables::VOP1, bits(w0u, 16, 9)).ok_or_else(unknown)?, offset);
+        inst = Inst::new(Enc::Vop1, lookup(tables.vop1, bits(w0u, 16, 9)).ok_or_else(unknown)?, offset);
         inst.dst = bits(w0u, 24, 17) as u16;
         if !writes_sgpr(inst.info.name) {
             inst.dst += operand::VGPR0;
         }
         inst.src[0] = bits(w0u, 8, 0) as u16;
     } else if bits(w0u, 31, 25) == 0b011_1110 {
-        inst = Inst::new(Enc::Vopc, lookup(tables::VOPC, bits(w0u, 24, 17)).ok_or_else(unknown)?, offset);
+        inst = Inst::new(Enc::Vopc, lookup(tables.vopc, bits(w0u, 24, 17)).ok_or_else(unknown)?, offset);
         inst.dst = operand::VCC_LO;
         inst.src = [bits(w0u, 8, 0) as u16, operand::VGPR0 + bits(w0u, 16, 9) as u16, 0];
     } else if bits(w0u, 31, 31) == 0 {
-        let info = lookup(tables::VOP2, bits(w0u, 30, 25)).ok_or_else(unknown)?;
+        let info = lookup(tables.vop2, bits(w0u, 30, 25)).ok_or_else(unknown)?;
         inst = Inst::new(Enc::Vop2, info, offset);
         inst.dst = operand::VGPR0 + bits(w0u, 24, 17) as u16;
         let s0 = bits(w0u, 8, 0) as u16;
@@ -258,9 +283,13 @@ pub fn decode_one(kernel: &str, words: &[u32], at: usize) -> Result<Inst, EmuErr
             VOP2_FMAAK_F32 | VOP2_FMAAK_F16 => [s0, s1, operand::LITERAL],
             _ => [s0, s1, 0],
         };
+    } else if isa == Isa::Gfx12 && super::decode_gfx12::is_vmem(w0) {
+        let w2 = words.get(at + 2).copied().ok_or_else(unknown)?;
+        inst = super::decode_gfx12::vmem([w0, w1()?, w2], offset).ok_or_else(unknown)?;
+        inst.words = 3;
     } else {
         let w = (w1()? as u64) << 32 | w0u;
-        inst = decode_64(w, offset).ok_or_else(unknown)?;
+        inst = decode_64(isa, w, offset).ok_or_else(unknown)?;
         inst.words = 2;
     }
     // Source extensions: one literal dword, or a DPP control dword.
@@ -297,13 +326,15 @@ pub fn decode_one(kernel: &str, words: &[u32], at: usize) -> Result<Inst, EmuErr
     Ok(inst)
 }
 
-fn decode_64(w: u64, offset: u32) -> Option<Inst> {
+fn decode_64(isa: Isa, w: u64, offset: u32) -> Option<Inst> {
+    let tables = isa.tables();
     let top6 = bits(w, 31, 26);
     let src = |lo: u32| bits(w, lo + 8, lo) as u16;
     let mut inst;
     match top6 {
+        0b11_1101 if isa == Isa::Gfx12 => inst = super::decode_gfx12::smem(w, offset)?,
         0b11_1101 => {
-            inst = Inst::new(Enc::Smem, lookup(tables::SMEM, bits(w, 25, 18))?, offset);
+            inst = Inst::new(Enc::Smem, lookup(tables.smem, bits(w, 25, 18))?, offset);
             inst.dst = bits(w, 12, 6) as u16;
             inst.saddr = bits(w, 5, 0) as u16 * 2;
             inst.cache = (bits(w, 14, 14) | bits(w, 13, 13) << 1) as u8;
@@ -311,7 +342,7 @@ fn decode_64(w: u64, offset: u32) -> Option<Inst> {
             inst.addr = bits(w, 63, 57) as u16;
         }
         0b11_0101 => {
-            let info = lookup(tables::VOP3, bits(w, 25, 16))?;
+            let info = lookup(tables.vop3, bits(w, 25, 16))?;
             inst = Inst::new(Enc::Vop3, info, offset);
             inst.dst = bits(w, 7, 0) as u16;
             if info.w[0] != MASK && !writes_sgpr(info.name) {
@@ -329,7 +360,7 @@ fn decode_64(w: u64, offset: u32) -> Option<Inst> {
             inst.neg = bits(w, 63, 61) as u8;
         }
         0b11_0011 if bits(w, 31, 24) == 0b1100_1100 => {
-            inst = Inst::new(Enc::Vop3p, lookup(tables::VOP3P, bits(w, 22, 16))?, offset);
+            inst = Inst::new(Enc::Vop3p, lookup(tables.vop3p, bits(w, 22, 16))?, offset);
             inst.dst = operand::VGPR0 + bits(w, 7, 0) as u16;
             inst.src = [src(32), src(41), src(50)];
             inst.neg_hi = bits(w, 10, 8) as u8;
@@ -341,8 +372,8 @@ fn decode_64(w: u64, offset: u32) -> Option<Inst> {
         0b11_0010 => {
             let opx = bits(w, 25, 22);
             let opy = bits(w, 21, 17);
-            inst = Inst::new(Enc::Vopd, lookup(tables::VOPD, opx)?, offset);
-            let mut y = Inst::new(Enc::Vopd, lookup(tables::VOPD, opy)?, offset);
+            inst = Inst::new(Enc::Vopd, lookup(tables.vopd, opx)?, offset);
+            let mut y = Inst::new(Enc::Vopd, lookup(tables.vopd, opy)?, offset);
             let vdstx = bits(w, 63, 56) as u16;
             let vdsty = (bits(w, 55, 49) << 1) as u16 | ((vdstx & 1) ^ 1);
             inst.dst = operand::VGPR0 + vdstx;
@@ -352,7 +383,7 @@ fn decode_64(w: u64, offset: u32) -> Option<Inst> {
             inst.y = Some(Box::new(y));
         }
         0b11_0110 => {
-            inst = Inst::new(Enc::Ds, lookup(tables::DS, bits(w, 25, 18))?, offset);
+            inst = Inst::new(Enc::Ds, lookup(tables.ds, bits(w, 25, 18))?, offset);
             inst.imm = bits(w, 7, 0) as i32;
             inst.imm1 = bits(w, 15, 8) as u8;
             if bits(w, 17, 17) != 0 {
@@ -363,12 +394,14 @@ fn decode_64(w: u64, offset: u32) -> Option<Inst> {
             inst.dst = operand::VGPR0 + bits(w, 63, 56) as u16;
         }
         // MUBUF: only the cache invalidates (no buffer resource), as SOPP-like no-ops.
-        0b11_1000 => inst = Inst::new(Enc::Sopp, lookup(tables::MUBUF_CACHE, bits(w, 25, 18))?, offset),
-        0b11_0111 => {
+        0b11_1000 if isa == Isa::Gfx11 => {
+            inst = Inst::new(Enc::Sopp, lookup(tables.mubuf_cache, bits(w, 25, 18))?, offset)
+        }
+        0b11_0111 if isa == Isa::Gfx11 => {
             let (enc, table) = match bits(w, 17, 16) {
-                0 => (Enc::Flat, tables::FLAT),
-                1 => (Enc::Scratch, tables::SCRATCH),
-                2 => (Enc::Global, tables::GLOBAL),
+                0 => (Enc::Flat, tables.flat),
+                1 => (Enc::Scratch, tables.scratch),
+                2 => (Enc::Global, tables.global),
                 _ => return None,
             };
             inst = Inst::new(enc, lookup(table, bits(w, 24, 18))?, offset);
@@ -387,7 +420,7 @@ fn decode_64(w: u64, offset: u32) -> Option<Inst> {
     Some(inst)
 }
 
-fn vopd_srcs(op: u16, s0: u16, s1: u16, dst: u16) -> [u16; 3] {
+pub(super) fn vopd_srcs(op: u16, s0: u16, s1: u16, dst: u16) -> [u16; 3] {
     match op {
         VOPD_FMAAK => [s0, s1, operand::LITERAL],
         VOPD_FMAMK => [s0, operand::LITERAL, s1],

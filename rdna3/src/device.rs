@@ -1,5 +1,6 @@
-//! `--device amd-emu`: a [`Device`] that runs `usb+amd` gfx1100 artifacts on the RDNA3 emulator
-//! ([`crate`]), so the code objects pilot ships are executed without a GPU.
+//! `--device amd-emu`: a [`Device`] that runs `usb+amd` gfx1100 or gfx1201 artifacts on the emulator
+//! ([`crate`]), so the code objects pilot ships are executed without a GPU. One device runs one card's artifacts
+//! ([`EmuDevice::with_arch`]; gfx1100 by default).
 //!
 //! It does what the USB device does, in process:
 //! - every buffer lives in one flat VRAM at a GPU address ([`VRAM_BASE`] up, 256-byte aligned); host
@@ -18,7 +19,7 @@
 //! device. VRAM is host memory committed as buffers are allocated, capped by [`EmuDevice::with_max_vram`]
 //! (default: half the host's memory). Dispatches run under [`crate::Budget::from_env`].
 //!
-//! gfx1201 (RDNA4) code objects are refused: the emulator decodes gfx11 only.
+//! A code object for the other card is refused in one line.
 
 use pilot_core::artifact::AmdDispatch;
 use pilot_core::device::{
@@ -53,6 +54,8 @@ pub struct EmuDevice {
     parsed: Option<(Vec<u8>, CodeObject)>,
     /// The most VRAM (host memory) the device hands out.
     max_vram: u64,
+    /// The card whose artifacts it runs (gfx1100 or gfx1201).
+    arch: Arch,
 }
 
 struct Program {
@@ -87,7 +90,15 @@ impl EmuDevice {
             dispatches: 0,
             parsed: None,
             max_vram: max_vram.min(MAX_VRAM),
+            arch: Arch::Gfx1100,
         }
+    }
+
+    /// The device for `arch`'s artifacts: gfx1100 (RDNA3) or gfx1201 (RDNA4); any other arch runs nothing
+    /// ([`Device::runs`] is false, a session refuses the artifact).
+    pub fn with_arch(mut self, arch: Arch) -> EmuDevice {
+        self.arch = arch;
+        self
     }
 
     /// The dispatch record of a loaded program as pilot's code-object reader derives it (what the
@@ -159,12 +170,14 @@ fn disagreement(k: &Kernel, e: &CodeObjectKernel) -> Option<String> {
 
 impl Device for EmuDevice {
     fn info(&self) -> DeviceInfo {
-        DeviceInfo { backend: "amd-emu".into(), arch: Arch::Gfx1100.name().into() }
+        DeviceInfo { backend: "amd-emu".into(), arch: self.arch.name().into() }
     }
 
-    /// `usb+amd` artifacts for gfx1100 (RDNA3) only.
+    /// `usb+amd` artifacts for the device's card (gfx1100 or gfx1201).
     fn runs(&self, target: &Target) -> bool {
-        target.backend == Backend::UsbAmd && target.arch == Arch::Gfx1100
+        target.backend == Backend::UsbAmd
+            && target.arch == self.arch
+            && matches!(self.arch, Arch::Gfx1100 | Arch::Gfx1201)
     }
 
     fn alloc(&mut self, size: usize, _usage: BufferUse) -> DeviceResult<BufferId> {
@@ -194,11 +207,12 @@ impl Device for EmuDevice {
         if spec.format != ProgramFormat::AmdCodeObject {
             return Err(program_err(name, format!("{:?} is not an AMD code object", spec.format)));
         }
+        let arch = self.arch;
         let obj = self.code_object(name, spec.code)?;
-        if obj.arch != Arch::Gfx1100 {
+        if obj.arch != arch {
             return Err(program_err(
                 name,
-                format!("the code object is for {}; the emulator runs gfx1100 (RDNA3) only", obj.arch.name()),
+                format!("the code object is for {}; this amd-emu device runs {}", obj.arch.name(), arch.name()),
             ));
         }
         let k = obj.kernel(name).ok_or_else(|| program_err(name, "not in the code object"))?;

@@ -1,9 +1,10 @@
-//! Prints a decoded [`Inst`] in LLVM's gfx11 assembler syntax (what `llvm-objdump --mcpu=gfx1100`
-//! prints, without the `_e32`/`_e64` encoding suffixes), so the decoder can be checked against LLVM.
+//! Prints a decoded [`Inst`] in LLVM's gfx11 or gfx12 assembler syntax (what `llvm-objdump --mcpu=gfx1100` or
+//! `--mcpu=gfx1201` prints, without the `_e32`/`_e64` encoding suffixes), so the decoder can be checked against LLVM.
 
 use std::fmt::{self, Write};
 
 use super::decode::{operand, Dpp, Enc, Inst, MASK};
+use super::isa::Isa;
 use super::wave::SRC16;
 
 /// One operand: `code` in the 9-bit source map, `dwords` wide, `f16` picks 16-bit inline floats.
@@ -98,7 +99,10 @@ fn sopp_operand(out: &mut String, name: &str, imm: i32) -> bool {
             }
         }
         "s_sendmsg" if u == 3 => out.push_str(" sendmsg(MSG_DEALLOC_VGPRS)"),
-        "s_clause" | "s_waitcnt_depctr" => {
+        "s_clause" | "s_waitcnt_depctr" | "s_wait_alu" | "s_barrier_wait" => {
+            let _ = write!(out, " 0x{u:x}");
+        }
+        _ if name.starts_with("s_wait_") && name.ends_with("cnt") => {
             let _ = write!(out, " 0x{u:x}");
         }
         _ => {
@@ -249,8 +253,10 @@ fn memory(out: &mut String, inst: &Inst) {
         ops.push(s);
     };
     if info.w[0] != 0 && (inst.enc == Enc::Ds || !name.contains("atomic") || inst.cache & 1 != 0) {
-        // A FLAT/GLOBAL compare-swap returns the old value only, half its {data, compare} width.
-        let w = if inst.enc != Enc::Ds && name.contains("cmpswap") { info.w[0] / 2 } else { info.w[0] };
+        // A FLAT/GLOBAL compare-swap returns the old value only, half its {data, compare} width (gfx12's
+        // table gives that width).
+        let halve = inst.enc != Enc::Ds && name.contains("cmpswap") && inst.isa == Isa::Gfx11;
+        let w = if halve { info.w[0] / 2 } else { info.w[0] };
         push(&mut ops, inst.dst, w);
     }
     let mut tail = String::new();
@@ -277,6 +283,9 @@ fn memory(out: &mut String, inst: &Inst) {
                 let _ = write!(tail, " offset:{off}");
             }
         }
+    } else if info.addr == 0 && info.data == 0 && info.w[0] == 0 {
+        // gfx12's global_inv/global_wb: cache controls only.
+        cache_gfx12(&mut tail, inst);
     } else {
         let has_saddr = inst.saddr != operand::NULL && inst.saddr != 125;
         if inst.addr == operand::NULL {
@@ -298,13 +307,48 @@ fn memory(out: &mut String, inst: &Inst) {
         if inst.imm != 0 {
             let _ = write!(tail, " offset:{}", inst.imm);
         }
+        if inst.isa == Isa::Gfx12 {
+            cache_gfx12(&mut tail, inst);
+        }
         for (bit, s) in [(1u8, " glc"), (4, " slc"), (2, " dlc")] {
-            if inst.cache & bit != 0 {
+            if inst.cache & bit != 0 && inst.isa == Isa::Gfx11 {
                 tail.push_str(s);
             }
         }
     }
     let _ = write!(out, "{name} {}{tail}", ops.join(", "));
+}
+
+/// gfx12's TH (temporal hint) and SCOPE cache controls, as LLVM names them (the defaults print nothing).
+fn cache_gfx12(out: &mut String, inst: &Inst) {
+    let (th, scope) = (inst.cache & 7, (inst.cache >> 3) & 3);
+    let name = inst.info.name;
+    if th != 0 {
+        let hint = if name.contains("atomic") {
+            ["RT", "RETURN", "NT", "NT_RETURN", "CASCADE_RT", "CASCADE_RT", "CASCADE_NT", "CASCADE_NT"][th as usize]
+        } else if th == 3 {
+            if scope == 3 {
+                "BYPASS"
+            } else if name.contains("store") || name == "global_wb" {
+                "WB"
+            } else {
+                "LU"
+            }
+        } else {
+            ["RT", "NT", "HT", "", "NT_RT", "RT_NT", "NT_HT", "RT_WB"][th as usize]
+        };
+        let kind = if name.contains("atomic") {
+            "ATOMIC"
+        } else if name.contains("store") || name == "global_wb" {
+            "STORE"
+        } else {
+            "LOAD"
+        };
+        let _ = write!(out, " th:TH_{kind}_{hint}");
+    }
+    if scope != 0 {
+        let _ = write!(out, " scope:SCOPE_{}", ["CU", "SE", "DEV", "SYS"][scope as usize]);
+    }
 }
 
 impl fmt::Display for Inst {
@@ -324,8 +368,9 @@ impl fmt::Display for Inst {
                     operand(&mut s, self.dst, info.w[0], 0);
                     ops.push(s);
                 }
-                for i in 0..2 {
-                    if info.w[1 + i] != 0 {
+                let n = if matches!(name, "s_fmamk_f32" | "s_fmaak_f32") { 3 } else { 2 };
+                for i in 0..n {
+                    if i == 2 || info.w[1 + i] != 0 {
                         let mut s = String::new();
                         operand(&mut s, self.src[i], info.w[1 + i], self.literal);
                         ops.push(s);
@@ -356,14 +401,18 @@ impl fmt::Display for Inst {
                     if self.imm != 0 {
                         let _ = write!(out, " offset:0x{:x}", self.imm);
                     }
-                } else if self.imm != 0 {
+                } else if self.imm != 0 || self.isa == Isa::Gfx12 {
                     let _ = write!(out, "0x{:x}", self.imm);
                 } else {
                     out.push_str("null");
                 }
-                for (bit, s) in [(1u8, " glc"), (2, " dlc")] {
-                    if self.cache & bit != 0 {
-                        out.push_str(s);
+                if self.isa == Isa::Gfx12 {
+                    cache_gfx12(&mut out, self);
+                } else {
+                    for (bit, s) in [(1u8, " glc"), (2, " dlc")] {
+                        if self.cache & bit != 0 {
+                            out.push_str(s);
+                        }
                     }
                 }
             }

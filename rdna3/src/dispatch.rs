@@ -7,6 +7,7 @@
 //! enabled system SGPRs (workgroup id X, Y, Z, workgroup info, private segment wave offset), and the
 //! work-item ids packed into v0 (X bits 0-9, Y 10-19, Z 20-29) as gfx11 packs them.
 
+use super::isa::Isa;
 use super::kernel::{props, CodeObjectKernel};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -187,6 +188,8 @@ impl Dispatch {
 
 /// User SGPRs the hardware loads: COMPUTE_USER_DATA_0..15.
 pub const MAX_USER_SGPRS: usize = 16;
+/// The operand code of TTMP0 (trap-handler temporaries; gfx12 hands the workgroup ID over in two of them).
+const TTMP0: usize = 108;
 /// Work-items one dispatch may have: the grid size in work-items is a 32-bit quantity (HSA's
 /// `grid_size_x/y/z` are 32-bit, and so is the product pilot's verifier allows).
 pub const MAX_WORK_ITEMS: u64 = u32::MAX as u64;
@@ -324,7 +327,7 @@ pub fn dispatch_parallel(
     Ok(stats)
 }
 
-fn initial_wave(d: &Dispatch, wg: [u32; 3], index: usize, threads: usize) -> Result<Wave, String> {
+fn initial_wave(isa: Isa, d: &Dispatch, wg: [u32; 3], index: usize, threads: usize) -> Result<Wave, String> {
     let nvgpr = (((d.rsrc1 & 0x3f) + 1) * 8).min(256) as usize;
     let scratch_len = d.scratch_bytes as usize * LANES;
     let mut scratch = Vec::new();
@@ -354,6 +357,12 @@ fn initial_wave(d: &Dispatch, wg: [u32; 3], index: usize, threads: usize) -> Res
             w.s[next] = value;
             next += 1;
         }
+    }
+    if isa == Isa::Gfx12 {
+        // gfx12's architected SGPRs: the workgroup ID in TTMP9 (X) and TTMP7 (Y in bits 15:0, Z in 31:16), which is
+        // where clang-19 reads it (LLVM AMDGPUUsage, "Initial Kernel Execution State"; s_getreg-free `ttmp9`).
+        w.s[TTMP0 + 9] = wg[0];
+        w.s[TTMP0 + 7] = wg[1] & 0xffff | wg[2] << 16;
     }
     let ids = (d.rsrc2 >> 11) & 3; // ENABLE_VGPR_WORKITEM_ID: 0 X, 1 XY, 2 XYZ
     let [wx, wy, _] = d.workgroup.map(|x| x as usize);
@@ -394,7 +403,7 @@ fn run_workgroup(
     let threads = d.threads() as usize;
     lds.fill(0);
     let dispatch_err = |msg: String| EmuError::Dispatch { kernel: kernel.name.clone(), msg };
-    let waves = (0..threads.div_ceil(LANES)).map(|i| initial_wave(d, wg, i, threads));
+    let waves = (0..threads.div_ceil(LANES)).map(|i| initial_wave(kernel.isa, d, wg, i, threads));
     let mut waves: Vec<Wave> = waves.collect::<Result<_, _>>().map_err(dispatch_err)?;
     let mut ctx = Ctx { kernel, mem, lds, trace, meter };
     loop {

@@ -6,6 +6,7 @@
 use object::{Object, ObjectSection, ObjectSymbol};
 
 use super::decode::{decode_all, Inst};
+use super::isa::Isa;
 use super::EmuError;
 
 /// The fields of the kernel descriptor the dispatch needs.
@@ -81,6 +82,8 @@ impl KernelDescriptor {
 #[derive(Debug)]
 pub struct CodeObjectKernel {
     pub name: String,
+    /// The instruction set the code is in (from the code object's EF_AMDGPU_MACH).
+    pub isa: Isa,
     pub descriptor: KernelDescriptor,
     pub insts: Vec<Inst>,
     /// Instruction index for each code dword (`u32::MAX` inside an instruction).
@@ -88,10 +91,18 @@ pub struct CodeObjectKernel {
 }
 
 impl CodeObjectKernel {
-    /// Reads kernel `name` out of the code object `elf` and decodes its code.
+    /// Reads kernel `name` out of the code object `elf` and decodes its code in the instruction set of the
+    /// code object's processor (gfx1100: gfx11, gfx1201: gfx12; any other is refused).
     pub fn load(elf: &[u8], name: &str) -> Result<Self, EmuError> {
         let err = |msg: String| EmuError::CodeObject { kernel: name.to_string(), msg };
         let file = object::File::parse(elf).map_err(|e| err(format!("not an ELF code object: {e}")))?;
+        let flags = match file.flags() {
+            object::FileFlags::Elf { e_flags, .. } => e_flags,
+            _ => 0,
+        };
+        let isa = Isa::from_elf_flags(flags).ok_or_else(|| {
+            err(format!("EF_AMDGPU_MACH {:#x}: the emulator runs gfx1100 and gfx1201 code objects", flags & 0xff))
+        })?;
         let kd_sym = file
             .symbols()
             .find(|s| s.name() == Ok(&format!("{name}.kd")))
@@ -106,18 +117,23 @@ impl CodeObjectKernel {
             .ok_or_else(|| err(format!("no function symbol at the entry {entry:#x}")))?;
         let code =
             read_at(&file, entry, func.size()).ok_or_else(|| err("the code is outside the file's sections".into()))?;
-        Self::from_parts(name, descriptor, code)
+        Self::from_parts_of(isa, name, descriptor, code)
     }
 
-    /// A kernel from a descriptor and the bytes of its code (from the entry to the end of the function).
+    /// A gfx11 kernel from a descriptor and the bytes of its code (from the entry to the end of the function).
     pub fn from_parts(name: &str, descriptor: KernelDescriptor, code: &[u8]) -> Result<Self, EmuError> {
-        let mut insts = decode_all(name, code)?;
+        Self::from_parts_of(Isa::Gfx11, name, descriptor, code)
+    }
+
+    /// [`CodeObjectKernel::from_parts`] for code in `isa`.
+    pub fn from_parts_of(isa: Isa, name: &str, descriptor: KernelDescriptor, code: &[u8]) -> Result<Self, EmuError> {
+        let mut insts = decode_all(isa, name, code)?;
         insts.iter_mut().for_each(super::wave::resolve);
         let mut index = vec![u32::MAX; code.len() / 4 + 1];
         for (i, inst) in insts.iter().enumerate() {
             index[(inst.offset / 4) as usize] = i as u32;
         }
-        Ok(CodeObjectKernel { name: name.to_string(), descriptor, insts, index })
+        Ok(CodeObjectKernel { name: name.to_string(), isa, descriptor, insts, index })
     }
 
     /// The instruction index at byte offset `offset`, if an instruction starts there.

@@ -26,15 +26,19 @@
 //! unknown encodings at decode, opcodes and modifiers without semantics here when they execute.
 
 pub mod decode;
+mod decode_gfx12;
 pub mod device;
 pub mod disasm;
 pub mod dispatch;
 mod dpp;
+pub mod isa;
 pub mod kernel;
 mod mem;
 pub mod memory;
 mod salu;
+mod salu_float;
 pub mod tables;
+pub mod tables_gfx12;
 mod valu;
 mod valu_cmp;
 mod valu_f64;
@@ -42,35 +46,23 @@ mod valu_int;
 mod wave;
 
 pub use dispatch::{cancel_flag, dispatch, dispatch_parallel, dispatch_traced, Budget, Dispatch, Stats};
+pub use isa::Isa;
 pub use kernel::{CodeObjectKernel, KernelDescriptor};
 pub use memory::{Memory, OutOfBounds, SharedMemory, SharedVecMemory, VecMemory};
 
-/// Every opcode the emulator runs, as `(encoding, assembler name)`: each entry of the decoder's
+/// Every gfx11 opcode the emulator runs, as `(encoding, assembler name)`: each entry of the decoder's
 /// [`tables`] that the executor has semantics for. Instruction tests check they exercise all of them.
 pub fn implemented_opcodes() -> Vec<(decode::Enc, &'static str)> {
-    use decode::Enc;
-    let tables: [(Enc, &[decode::OpInfo]); 17] = [
-        (Enc::Sop1, tables::SOP1),
-        (Enc::Sop2, tables::SOP2),
-        (Enc::Sopk, tables::SOPK),
-        (Enc::Sopc, tables::SOPC),
-        (Enc::Sopp, tables::SOPP),
-        (Enc::Sopp, tables::MUBUF_CACHE),
-        (Enc::Smem, tables::SMEM),
-        (Enc::Vop1, tables::VOP1),
-        (Enc::Vop2, tables::VOP2),
-        (Enc::Vopc, tables::VOPC),
-        (Enc::Vop3, tables::VOP3),
-        (Enc::Vop3p, tables::VOP3P),
-        (Enc::Vopd, tables::VOPD),
-        (Enc::Ds, tables::DS),
-        (Enc::Flat, tables::FLAT),
-        (Enc::Global, tables::GLOBAL),
-        (Enc::Scratch, tables::SCRATCH),
-    ];
-    tables
+    implemented_opcodes_of(Isa::Gfx11)
+}
+
+/// [`implemented_opcodes`] of `isa` ([`tables_gfx12`] for gfx12).
+pub fn implemented_opcodes_of(isa: Isa) -> Vec<(decode::Enc, &'static str)> {
+    isa.encodings()
         .into_iter()
-        .flat_map(|(enc, t)| t.iter().filter(move |i| wave::implemented(enc, i.name, i.op)).map(move |i| (enc, i.name)))
+        .flat_map(|(enc, t)| {
+            t.iter().filter(move |i| wave::implemented(isa, enc, i.name, i.op)).map(move |i| (enc, i.name))
+        })
         .collect()
 }
 

@@ -43,7 +43,8 @@ fn size_of(ty: &str) -> Option<u16> {
 pub(super) fn resolve(name: &str) -> u16 {
     let rest = ["s_", "ds_", "global_", "flat_", "scratch_"].iter().find_map(|p| name.strip_prefix(p));
     let Some(rest) = rest else { return 0 };
-    if matches!(name, "ds_nop" | "s_dcache_inv" | "s_gl1_inv") {
+    // gfx12's fences write back (global_wb) and invalidate (global_inv) caches this memory does not have.
+    if matches!(name, "ds_nop" | "s_dcache_inv" | "s_gl1_inv" | "global_inv" | "global_wb") {
         return NOP << 12;
     }
     // DS spells its 16-bit-half forms with a suffix (ds_load_u8_d16_hi), FLAT in the middle
@@ -60,8 +61,8 @@ pub(super) fn resolve(name: &str) -> u16 {
         _ => (body, half),
     };
     if name.starts_with("s_") {
-        // The width comes from the opcode table (up to 512 bits).
-        return if body == "load" { SLOAD << 12 } else { 0 };
+        // The width comes from the opcode table (up to 512 bits); gfx12's sub-dword loads are not emulated.
+        return if body == "load" && ty.starts_with('b') { SLOAD << 12 } else { 0 };
     }
     let Some(size) = size_of(ty) else { return 0 };
     let signed = if ty.starts_with('i') { SIGNED } else { 0 };
@@ -432,6 +433,7 @@ mod tests {
         // Not emulated: 64-bit atomics, buffer loads, the f32 compare-swap.
         assert_eq!(resolve("global_atomic_add_u64"), 0);
         assert_eq!(resolve("s_buffer_load_b32"), 0);
+        assert_eq!(resolve("s_load_u8"), 0);
         assert_eq!(resolve("global_atomic_cmpswap_f32"), 0);
     }
 }

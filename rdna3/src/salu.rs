@@ -1,6 +1,7 @@
 //! Scalar ALU and program control: SOP1, SOP2, SOPK, SOPC, SOPP.
 
 use super::decode::{operand as op, Enc, Inst};
+use super::isa::Isa;
 use super::wave::{semantics, Kind, State, Wave};
 
 semantics!(S {
@@ -11,6 +12,8 @@ semantics!(S {
     NotB32 = "s_not_b32",
     NotB64 = "s_not_b64",
     BrevB32 = "s_brev_b32",
+    Bitset0B32 = "s_bitset0_b32",
+    Bitset1B32 = "s_bitset1_b32",
     CtzB32 = "s_ctz_i32_b32",
     ClzU32 = "s_clz_i32_u32",
     ClsI32 = "s_cls_i32",
@@ -28,13 +31,16 @@ semantics!(S {
     AndNot1Wrexec = "s_and_not1_wrexec_b32",
     GetpcB64 = "s_getpc_b64",
     SetpcB64 = "s_setpc_b64",
-    AddU32 = "s_add_u32",
-    SubU32 = "s_sub_u32",
-    AddI32 = "s_add_i32",
-    SubI32 = "s_sub_i32",
-    AddcU32 = "s_addc_u32",
-    SubbU32 = "s_subb_u32",
+    AddU32 = "s_add_u32" | "s_add_co_u32",
+    SubU32 = "s_sub_u32" | "s_sub_co_u32",
+    AddI32 = "s_add_i32" | "s_add_co_i32",
+    SubI32 = "s_sub_i32" | "s_sub_co_i32",
+    AddcU32 = "s_addc_u32" | "s_add_co_ci_u32",
+    SubbU32 = "s_subb_u32" | "s_sub_co_ci_u32",
     AbsdiffI32 = "s_absdiff_i32",
+    AddNcU64 = "s_add_nc_u64",
+    SubNcU64 = "s_sub_nc_u64",
+    MulU64 = "s_mul_u64",
     LshlB32 = "s_lshl_b32",
     LshlB64 = "s_lshl_b64",
     LshrB32 = "s_lshr_b32",
@@ -76,7 +82,7 @@ semantics!(S {
     PackHl = "s_pack_hl_b32_b16",
     MovkI32 = "s_movk_i32",
     CmovkI32 = "s_cmovk_i32",
-    AddkI32 = "s_addk_i32",
+    AddkI32 = "s_addk_i32" | "s_addk_co_i32",
     MulkI32 = "s_mulk_i32",
     CmpkEqI32 = "s_cmpk_eq_i32",
     CmpkLgI32 = "s_cmpk_lg_i32",
@@ -129,14 +135,50 @@ semantics!(S {
     CbranchExecnz = "s_cbranch_execnz",
     Endpgm = "s_endpgm",
     Sendmsg = "s_sendmsg",
-    Barrier = "s_barrier",
+    Barrier = "s_barrier" | "s_barrier_wait",
+    BarrierSignal = "s_barrier_signal",
+    // gfx12 splits s_waitcnt into one wait per counter.
+    WaitLoadcnt = "s_wait_loadcnt",
+    WaitStorecnt = "s_wait_storecnt",
+    WaitDscnt = "s_wait_dscnt",
+    WaitKmcnt = "s_wait_kmcnt",
+    WaitLoadcntDscnt = "s_wait_loadcnt_dscnt",
+    WaitStorecntDscnt = "s_wait_storecnt_dscnt",
+    WaitAlu = "s_wait_alu",
     IcacheInv = "s_icache_inv",
     Gl0Inv = "buffer_gl0_inv",
     Gl1Inv = "buffer_gl1_inv",
 });
 
-pub(super) fn resolve(name: &str) -> u16 {
-    S::from_name(name)
+/// Scalar float operations ([`super::salu_float`]; gfx12 only) resolve to `FLOAT + their code`.
+const FLOAT: u16 = 0x8000;
+
+pub(super) fn resolve(isa: Isa, name: &str) -> u16 {
+    match (S::from_name(name), super::salu_float::resolve(name)) {
+        (0, f) if f != 0 && isa == Isa::Gfx12 => FLOAT + f,
+        (s, _) => s,
+    }
+}
+
+fn float(w: &mut Wave, inst: &Inst) -> Result<(), String> {
+    let info = inst.info;
+    let src =
+        |w: &Wave, i: usize| -> Result<u32, String> { Ok(w.scalar(inst.src[i], 1, inst.literal, Kind::F32)? as u32) };
+    let a = src(w, 0)?;
+    let b = if info.w[2] != 0 { src(w, 1)? } else { 0 };
+    let c = match info.name {
+        "s_fmac_f32" => w.scalar(inst.dst, 1, 0, Kind::F32)? as u32,
+        "s_fmaak_f32" | "s_fmamk_f32" => src(w, 2)?,
+        _ => 0,
+    };
+    match super::salu_float::exec(inst.sem - FLOAT, a, b, c, w.flush_f32) {
+        Some(super::salu_float::Out::Scc(scc)) => {
+            w.scc = scc;
+            Ok(())
+        }
+        Some(super::salu_float::Out::Value(v)) => w.write_scalar(inst.dst, 1, v as u64),
+        None => Err("not implemented by the emulator".into()),
+    }
 }
 
 /// The 32-bit comparison of SOPC/SOPK compares.
@@ -165,6 +207,7 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
     match inst.enc {
         Enc::Sopp => return sopp(w, inst, s),
         Enc::Sopk => return sopk(w, inst, s),
+        _ if inst.sem >= FLOAT => return float(w, inst),
         _ => {}
     }
     let a = src(w, 0)?;
@@ -184,6 +227,12 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
         NotB32 => (!a32 as u64, 1, !a32 != 0),
         NotB64 => (!a, 2, !a != 0),
         BrevB32 => (a32.reverse_bits() as u64, 1, scc),
+        // The destination with bit S0[4:0] cleared or set.
+        Bitset0B32 | Bitset1B32 => {
+            let cur = w.scalar(inst.dst, 1, 0, Kind::Int)? as u32;
+            let bit = 1u32 << (a32 & 31);
+            ((if s == Bitset0B32 { cur & !bit } else { cur | bit }) as u64, 1, scc)
+        }
         CtzB32 => (if a32 == 0 { u32::MAX } else { a32.trailing_zeros() } as u64, 1, scc),
         ClzU32 => (if a32 == 0 { u32::MAX } else { a32.leading_zeros() } as u64, 1, scc),
         // The count of leading bits equal to the sign bit, the sign bit included; -1 for 0 and -1.
@@ -242,6 +291,12 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
             let r = (a32 as u64).wrapping_sub(b32 as u64).wrapping_sub(scc as u64);
             (r as u32 as u64, 1, (b32 as u64 + scc as u64) > a32 as u64)
         }
+        AddNcU64 => (a.wrapping_add(b), 2, scc),
+        SubNcU64 => (a.wrapping_sub(b), 2, scc),
+        MulU64 => (a.wrapping_mul(b), 2, scc),
+        // gfx12's workgroup barrier is `s_barrier_signal -1` then `s_barrier_wait -1`: the wait does the
+        // synchronizing here; named barriers (other operands) are not emulated.
+        BarrierSignal if inst.src[0] == 193 => return Ok(()),
         AbsdiffI32 => {
             let r = (a32 as i32).wrapping_sub(b32 as i32).unsigned_abs();
             (r as u64, 1, r != 0)
@@ -402,7 +457,8 @@ fn sopp(w: &mut Wave, inst: &Inst, s: S) -> Result<(), String> {
         RoundMode if inst.imm & 0xf != 0 => return Err("only round-to-nearest-even is emulated".into()),
         // Memory is synchronous here, so waits, hints and priorities have nothing to do.
         Nop | Clause | DelayAlu | WaitcntDepctr | Waitcnt | WaitcntVscnt | WaitcntVmcnt | WaitcntLgkmcnt | WaitIdle
-        | Sleep | Setprio | InstPrefetch | RoundMode | IcacheInv | Gl0Inv | Gl1Inv => false,
+        | Sleep | Setprio | InstPrefetch | RoundMode | IcacheInv | Gl0Inv | Gl1Inv | WaitLoadcnt | WaitStorecnt
+        | WaitDscnt | WaitKmcnt | WaitLoadcntDscnt | WaitStorecntDscnt | WaitAlu => false,
         // The only message compute kernels send is MSG_DEALLOC_VGPRS (3) before s_endpgm.
         Sendmsg if inst.imm == 3 => false,
         _ => return Err("not implemented by the emulator".into()),

@@ -31,9 +31,17 @@ semantics!(V {
     MinF32 = "v_min_f32",
     Max3F32 = "v_max3_f32",
     Min3F32 = "v_min3_f32",
-    Med3F32 = "v_med3_f32",
+    Med3F32 = "v_med3_f32" | "v_med3_num_f32",
     MaxminF32 = "v_maxmin_f32",
     MinmaxF32 = "v_minmax_f32",
+    // gfx12's maximumNumber/minimumNumber order -0 below +0 (tinygrad autogen/amd/rdna4/str_pcode.py
+    // V_MAX_NUM_F32: "+0>-0 is TRUE in this comparison").
+    MaxNumF32 = "v_max_num_f32",
+    MinNumF32 = "v_min_num_f32",
+    Max3NumF32 = "v_max3_num_f32",
+    Min3NumF32 = "v_min3_num_f32",
+    MaxminNumF32 = "v_maxmin_num_f32",
+    MinmaxNumF32 = "v_minmax_num_f32",
     LdexpF32 = "v_ldexp_f32",
     FractF32 = "v_fract_f32",
     FloorF32 = "v_floor_f32",
@@ -75,8 +83,8 @@ semantics!(V {
     FmacF16 = "v_fmac_f16",
     FmamkF16 = "v_fmamk_f16",
     FmaakF16 = "v_fmaak_f16",
-    MaxF16 = "v_max_f16",
-    MinF16 = "v_min_f16",
+    MaxF16 = "v_max_f16" | "v_max_num_f16",
+    MinF16 = "v_min_f16" | "v_min_num_f16",
     AddNcU32 = "v_add_nc_u32",
     SubNcU32 = "v_sub_nc_u32",
     SubrevNcU32 = "v_subrev_nc_u32",
@@ -96,8 +104,8 @@ semantics!(V {
     MulHiU32U24 = "v_mul_hi_u32_u24",
     MadU32U24 = "v_mad_u32_u24",
     MadI32I24 = "v_mad_i32_i24",
-    MadU64U32 = "v_mad_u64_u32",
-    MadI64I32 = "v_mad_i64_i32",
+    MadU64U32 = "v_mad_u64_u32" | "v_mad_co_u64_u32",
+    MadI64I32 = "v_mad_i64_i32" | "v_mad_co_i64_i32",
     LshlrevB32 = "v_lshlrev_b32",
     LshrrevB32 = "v_lshrrev_b32",
     AshrrevI32 = "v_ashrrev_i32",
@@ -158,8 +166,8 @@ semantics!(V {
     PkAddF16 = "v_pk_add_f16",
     PkMulF16 = "v_pk_mul_f16",
     PkFmaF16 = "v_pk_fma_f16",
-    PkMaxF16 = "v_pk_max_f16",
-    PkMinF16 = "v_pk_min_f16",
+    PkMaxF16 = "v_pk_max_f16" | "v_pk_max_num_f16",
+    PkMinF16 = "v_pk_min_f16" | "v_pk_min_num_f16",
     PkAddU16 = "v_pk_add_u16",
     FmaMixF32 = "v_fma_mix_f32",
     FmaMixloF16 = "v_fma_mixlo_f16",
@@ -181,8 +189,8 @@ semantics!(V {
     CeilF64 = "v_ceil_f64",
     RndneF64 = "v_rndne_f64",
     FractF64 = "v_fract_f64",
-    MaxF64 = "v_max_f64",
-    MinF64 = "v_min_f64",
+    MaxF64 = "v_max_f64" | "v_max_num_f64",
+    MinF64 = "v_min_f64" | "v_min_num_f64",
     LdexpF64 = "v_ldexp_f64",
     FrexpMantF64 = "v_frexp_mant_f64",
     FrexpExpF64 = "v_frexp_exp_i32_f64",
@@ -451,6 +459,12 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
         FmaF32 | FmamkF32 | FmaakF32 | FmacF32 => {
             lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).mul_add(m.get(b), m.get(c))))
         }
+        MaxNumF32 => lanes(w, inst, false, |a, b, _, _| m.put(max_num(m.get(a), m.get(b)))),
+        MinNumF32 => lanes(w, inst, false, |a, b, _, _| m.put(min_num(m.get(a), m.get(b)))),
+        Max3NumF32 => lanes(w, inst, false, |a, b, c, _| m.put(max_num(max_num(m.get(a), m.get(b)), m.get(c)))),
+        Min3NumF32 => lanes(w, inst, false, |a, b, c, _| m.put(min_num(min_num(m.get(a), m.get(b)), m.get(c)))),
+        MaxminNumF32 => lanes(w, inst, false, |a, b, c, _| m.put(min_num(max_num(m.get(a), m.get(b)), m.get(c)))),
+        MinmaxNumF32 => lanes(w, inst, false, |a, b, c, _| m.put(max_num(min_num(m.get(a), m.get(b)), m.get(c)))),
         MaxF32 => lanes(w, inst, false, |a, b, _, _| m.put(m.get(a).max(m.get(b)))),
         MinF32 => lanes(w, inst, false, |a, b, _, _| m.put(m.get(a).min(m.get(b)))),
         Max3F32 => lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).max(m.get(b)).max(m.get(c)))),
@@ -590,5 +604,31 @@ fn rtz_f16(x: f32) -> u16 {
         f16::from_bits(r.to_bits() - 1).to_bits()
     } else {
         r.to_bits()
+    }
+}
+
+/// gfx12's maximumNumber: a NaN operand yields the other, and +0 is above -0.
+fn max_num(a: f32, b: f32) -> f32 {
+    if a == 0.0 && b == 0.0 {
+        if a.is_sign_positive() {
+            a
+        } else {
+            b
+        }
+    } else {
+        a.max(b)
+    }
+}
+
+/// gfx12's minimumNumber: a NaN operand yields the other, and -0 is below +0.
+fn min_num(a: f32, b: f32) -> f32 {
+    if a == 0.0 && b == 0.0 {
+        if a.is_sign_negative() {
+            a
+        } else {
+            b
+        }
+    } else {
+        a.min(b)
     }
 }

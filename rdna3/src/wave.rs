@@ -1,22 +1,24 @@
 //! One wave32: its registers, operand access and the fetch-execute loop.
 
 use super::decode::{operand as op, Enc, Inst};
+use super::isa::Isa;
 use super::kernel::CodeObjectKernel;
 use super::memory::Memory;
 use super::{mem, salu, valu, EmuError};
 
 pub(super) const LANES: usize = 32;
 
-/// Declares an executor's operations: an enum plus the mapping from assembler names.
+/// Declares an executor's operations: an enum plus the mapping from assembler names (an operation gfx12 renamed,
+/// such as `s_add_co_u32` for gfx11's `s_add_u32`, lists both names).
 macro_rules! semantics {
-    ($enum:ident { $($id:ident = $name:literal,)* }) => {
+    ($enum:ident { $($id:ident = $($name:literal)|+,)* }) => {
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
         pub(super) enum $enum { Unimplemented, $($id,)* }
         impl $enum {
             const ALL: &'static [$enum] = &[$enum::Unimplemented, $($enum::$id,)*];
             pub(super) fn from_name(name: &str) -> u16 {
-                match name { $($name => $enum::$id as u16,)* _ => 0 }
+                match name { $($($name)|+ => $enum::$id as u16,)* _ => 0 }
             }
             pub(super) fn of(sem: u16) -> Self {
                 Self::ALL.get(sem as usize).copied().unwrap_or($enum::Unimplemented)
@@ -263,9 +265,9 @@ pub(super) fn exec_err(kernel: &CodeObjectKernel, inst: &Inst, msg: String) -> E
 }
 
 /// Whether the executor has semantics for opcode `name` (number `op`) of encoding `enc`.
-pub(super) fn implemented(enc: Enc, name: &str, op: u16) -> bool {
+pub(super) fn implemented(isa: Isa, enc: Enc, name: &str, op: u16) -> bool {
     match enc {
-        Enc::Sop1 | Enc::Sop2 | Enc::Sopk | Enc::Sopc | Enc::Sopp => salu::resolve(name) != 0,
+        Enc::Sop1 | Enc::Sop2 | Enc::Sopk | Enc::Sopc | Enc::Sopp => salu::resolve(isa, name) != 0,
         Enc::Smem | Enc::Ds | Enc::Flat | Enc::Global | Enc::Scratch => mem::resolve(name) != 0,
         Enc::Vopd => super::valu_cmp::vopd_implemented(op),
         _ => valu::resolve(name) != 0,
@@ -275,7 +277,7 @@ pub(super) fn implemented(enc: Enc, name: &str, op: u16) -> bool {
 /// Resolves every instruction's executor operation once, when the kernel is loaded.
 pub(super) fn resolve(inst: &mut Inst) {
     inst.sem = match inst.enc {
-        Enc::Sop1 | Enc::Sop2 | Enc::Sopk | Enc::Sopc | Enc::Sopp => salu::resolve(inst.info.name),
+        Enc::Sop1 | Enc::Sop2 | Enc::Sopk | Enc::Sopc | Enc::Sopp => salu::resolve(inst.isa, inst.info.name),
         Enc::Smem | Enc::Ds | Enc::Flat | Enc::Global | Enc::Scratch => mem::resolve(inst.info.name),
         _ => valu::resolve(inst.info.name),
     };

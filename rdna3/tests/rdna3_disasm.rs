@@ -1,20 +1,23 @@
-//! The decoder against LLVM: every instruction of every code object the rdna3 tests build is printed by
-//! the emulator's disassembler and compared with `llvm-objdump-19 -d --mcpu=gfx1100`, operand for
-//! operand (only the `_e32`/`_e64` encoding suffixes are dropped).
+//! The decoder against LLVM: every instruction of every code object the rdna3 tests build, for gfx1100 and for
+//! gfx1201, is printed by the emulator's disassembler and compared with `llvm-objdump-19 -d --mcpu=gfx1100` (or
+//! `gfx1201`), operand for operand (only the `_e32`/`_e64` encoding suffixes are dropped).
 
 mod rdna3_support;
 
 use std::collections::HashMap;
 use std::process::Command;
 
-use pilot_rdna3::CodeObjectKernel;
+use pilot_rdna3::{CodeObjectKernel, Isa};
 
 /// LLVM's listing: per function, its instructions as (normalized text, encoded words).
-fn objdump(co: &[u8]) -> HashMap<String, Vec<(String, String)>> {
-    let path = std::env::temp_dir().join(format!("pilot-rdna3-disasm-{}.co", std::process::id()));
+fn objdump(isa: Isa, co: &[u8]) -> HashMap<String, Vec<(String, String)>> {
+    let path = std::env::temp_dir().join(format!("pilot-rdna3-disasm-{}-{isa:?}.co", std::process::id()));
     std::fs::write(&path, co).unwrap();
-    let out =
-        Command::new("llvm-objdump-19").args(["-d", "--mcpu=gfx1100"]).arg(&path).output().expect("llvm-objdump-19");
+    let out = Command::new("llvm-objdump-19")
+        .args(["-d", &format!("--mcpu={}", isa.mcpu())])
+        .arg(&path)
+        .output()
+        .expect("llvm-objdump-19");
     let _ = std::fs::remove_file(&path);
     assert!(out.status.success(), "llvm-objdump-19 failed");
     let text = String::from_utf8(out.stdout).unwrap();
@@ -47,14 +50,24 @@ fn normalize(asm: &str) -> String {
 }
 
 #[test]
-fn decoder_matches_llvm_objdump_on_every_instruction() {
+fn decoder_matches_llvm_objdump_on_every_gfx11_instruction() {
+    matches_llvm(Isa::Gfx11);
+}
+
+#[test]
+fn decoder_matches_llvm_objdump_on_every_gfx12_instruction() {
+    matches_llvm(Isa::Gfx12);
+}
+
+fn matches_llvm(isa: Isa) {
     let mut checked = 0;
     let mut mismatches = Vec::new();
     for (stem, src, flags) in rdna3_support::SOURCES {
-        let Some(co) = rdna3_support::build_with(stem, src, flags) else { return };
-        let listing = objdump(&co);
+        let Some(co) = rdna3_support::build_for(isa, stem, src, flags) else { return };
+        let listing = objdump(isa, &co);
         for name in CodeObjectKernel::names(&co).unwrap() {
             let kernel = CodeObjectKernel::load(&co, &name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(kernel.isa, isa, "{name}: the ISA read from the code object");
             let llvm = &listing[&name];
             assert!(llvm.len() >= kernel.insts.len(), "{name}: LLVM lists fewer instructions");
             for (inst, (text, words)) in kernel.insts.iter().zip(llvm) {
@@ -68,5 +81,5 @@ fn decoder_matches_llvm_objdump_on_every_instruction() {
         }
     }
     assert!(mismatches.is_empty(), "{} of {checked} instructions differ:\n{}", mismatches.len(), mismatches.join("\n"));
-    eprintln!("{checked} instructions match LLVM");
+    eprintln!("{checked} {isa:?} instructions match LLVM");
 }

@@ -241,7 +241,7 @@ fn memory(trace: &mut Trace, prefix: &str) -> Vec<String> {
 /// The opcodes in the code objects `rdna3_kernels.rs` and `rdna3_errors.rs` run and check.
 fn in_kernel_tests() -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
-    let tests = [include_str!("rdna3_kernels.rs"), include_str!("rdna3_errors.rs")].concat();
+    let tests = [include_str!("kernel_cases/cases.rs"), include_str!("rdna3_errors.rs")].concat();
     for (stem, src, flags) in rdna3_support::SOURCES {
         let Some(co) = rdna3_support::build_with(stem, src, flags) else { continue };
         for name in CodeObjectKernel::names(&co).unwrap() {

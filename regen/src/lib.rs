@@ -7,6 +7,7 @@
 //! | output | from | generator |
 //! |---|---|---|
 //! | `rdna3/src/tables.rs` | tinygrad 0.14.0's RDNA3 ISA tables (the venv's) | `scripts/rdna3_tables.py` |
+//! | `rdna3/src/tables_gfx12.rs` | tinygrad 0.14.0's RDNA4 ISA tables (the venv's) | `scripts/rdna3_tables.py rdna4` |
 //! | `compiler/src/onnx/proto.rs` | `compiler/src/onnx/onnx.proto` | protox + prost-build, then rustfmt |
 //! | `capi/include/pilot.h` | `capi/src/ffi.rs`, `capi/src/error.rs` | cbindgen with `capi/cbindgen.toml` |
 
@@ -22,6 +23,7 @@ pub struct Output {
 /// Every committed generated file.
 pub const OUTPUTS: &[Output] = &[
     Output { path: "rdna3/src/tables.rs", generate: rdna3_tables },
+    Output { path: "rdna3/src/tables_gfx12.rs", generate: rdna4_tables },
     Output { path: "compiler/src/onnx/proto.rs", generate: onnx_proto },
     Output { path: "capi/include/pilot.h", generate: c_header },
 ];
@@ -33,12 +35,22 @@ pub fn workspace_root() -> PathBuf {
 
 /// The RDNA3 opcode tables: `scripts/rdna3_tables.py` run by the venv's Python, which has tinygrad 0.14.0.
 fn rdna3_tables(root: &Path) -> Result<String, String> {
+    isa_tables(root, &[])
+}
+
+/// The RDNA4 (gfx12) opcode tables: the same script with the argument `rdna4`.
+fn rdna4_tables(root: &Path) -> Result<String, String> {
+    isa_tables(root, &["rdna4"])
+}
+
+fn isa_tables(root: &Path, args: &[&str]) -> Result<String, String> {
     let python = root.join(".venv/bin/python");
     if !python.exists() {
         return Err(format!("{} is missing: run scripts/setup.sh to create the venv", python.display()));
     }
     let out = Command::new(&python)
         .arg(root.join("scripts/rdna3_tables.py"))
+        .args(args)
         .output()
         .map_err(|e| format!("{}: {e}", python.display()))?;
     if !out.status.success() {

@@ -79,11 +79,11 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
         // `--qcom-compiler fake` programs on OpenCL (`PILOT_FAKE_EXEC`, crate::fake_exec).
         #[cfg(feature = "fake-kgsl")]
         "fake-kgsl" => fake_kgsl(None)?,
-        // usb+amd gfx1100 artifacts on the RDNA3 emulator, workgroups spread over `--threads`.
+        // usb+amd gfx1100/gfx1201 artifacts on the RDNA3/RDNA4 emulator, workgroups spread over `--threads`.
         #[cfg(feature = "amd-emu")]
         "amd-emu" => {
             let threads = host_threads(threads)?;
-            Box::new(pilot_rdna3::device::EmuDevice::new(threads))
+            Box::new(pilot_rdna3::device::EmuDevice::new(threads).with_arch(target.arch))
         }
         #[cfg(not(feature = "amd-emu"))]
         "amd-emu" => bail!("this pilot was built without the AMD emulator (cargo feature `amd-emu`)"),

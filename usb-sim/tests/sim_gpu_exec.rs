@@ -41,15 +41,21 @@ kernel void lds_reverse(global float *c, global const float *a) {
 }
 "#;
 
-/// The code object (built once), or `None` when clang-19 is absent (a failure under `PILOT_REQUIRE=1`).
+/// The gfx1100 code object (built once), or `None` when clang-19 is absent (a failure under `PILOT_REQUIRE=1`).
 fn code_object() -> Option<Vec<u8>> {
     static BUILT: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
-    BUILT.get_or_init(build).clone()
+    BUILT.get_or_init(|| build("gfx1100")).clone()
 }
 
-fn build() -> Option<Vec<u8>> {
+/// [`code_object`] for gfx1201.
+fn code_object_gfx1201() -> Option<Vec<u8>> {
+    static BUILT: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| build("gfx1201")).clone()
+}
+
+fn build(mcpu: &str) -> Option<Vec<u8>> {
     pilot_test_support::clang_19()?;
-    let dir = std::env::temp_dir().join(format!("pilot-sim-gpu-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("pilot-sim-gpu-{}-{mcpu}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (cl, obj, co) = (dir.join("k.cl"), dir.join("k.o"), dir.join("k.co"));
     std::fs::write(&cl, SRC).unwrap();
@@ -58,7 +64,8 @@ fn build() -> Option<Vec<u8>> {
         assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
     };
     run(Command::new("clang-19")
-        .args(["-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-nogpulib", "-O2", "-c"])
+        .args(["-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", "-nogpulib", "-O2", "-c"])
+        .arg(format!("-mcpu={mcpu}"))
         .arg(&cl)
         .arg("-o")
         .arg(&obj));
@@ -70,7 +77,11 @@ fn build() -> Option<Vec<u8>> {
 
 /// A booted gfx1100 with its queues up.
 fn booted() -> Option<(Rig, Regs, Producer)> {
-    let (mut rig, r, fw) = rig(Board::Navi31, VRAM)?;
+    booted_on(Board::Navi31)
+}
+
+fn booted_on(board: Board) -> Option<(Rig, Regs, Producer)> {
+    let (mut rig, r, fw) = rig(board, VRAM)?;
     rig.cold_boot(&r, VRAM, &fw);
     Some((rig, r, Producer::default()))
 }
@@ -157,8 +168,19 @@ fn load_at(rig: &mut Rig, base: u64, co: &CodeObject, args: &[u64], scalars: &[u
 #[test]
 fn dispatch_direct_runs_the_code_object_from_registers() {
     let Some(bytes) = code_object() else { return };
-    let Some((mut rig, r, mut p)) = booted() else { return };
-    let co = CodeObject::parse(&bytes).unwrap();
+    let Some(rig) = booted() else { return };
+    runs_fma_and_lds_kernels(&bytes, rig);
+}
+
+#[test]
+fn gfx1201_dispatch_direct_runs_gfx12_code_from_registers() {
+    let Some(bytes) = code_object_gfx1201() else { return };
+    let Some(rig) = booted_on(Board::Navi48) else { return };
+    runs_fma_and_lds_kernels(&bytes, rig);
+}
+
+fn runs_fma_and_lds_kernels(bytes: &[u8], (mut rig, r, mut p): (Rig, Regs, Producer)) {
+    let co = CodeObject::parse(bytes).unwrap();
     let n = 256usize;
     let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 7.0).collect();
     let b: Vec<f32> = (0..n).map(|i| 1.0 / (i as f32 + 1.0)).collect();
@@ -321,17 +343,28 @@ fn sdma_reaches_the_bridge_sram_and_releases_a_copy_out() {
 }
 
 #[test]
-fn gfx1201_queues_run_packets_but_refuse_dispatches() {
-    let Some((mut rig, r, fw)) = rig(Board::Navi48, VRAM) else { return };
-    rig.cold_boot(&r, VRAM, &fw);
-    let mut p = Producer::default();
-    let signal = rig.mc(&r, SIGNAL);
-    rig.submit_compute(&mut p, &pm4::release_mem(signal, 5));
-    assert_eq!(rig.u32_at(SIGNAL), 5, "{:?}", rig.sim.gpu_faults());
-    rig.submit_compute(&mut p, &[pm4::dispatch([1, 1, 1]), pm4::release_mem(signal, 6)].concat());
-    assert_eq!(rig.u32_at(SIGNAL), 5);
+fn gfx1201_refuses_interleaved_thread_counts_and_gfx11_code() {
+    let (Some(g11), Some(g12)) = (code_object(), code_object_gfx1201()) else { return };
+    // GC 12's COMPUTE_NUM_THREAD_X has INTERLEAVE_BITS in 13-15 (gc_12_0_0), which the simulator refuses.
+    let Some((mut rig, r, mut p)) = booted_on(Board::Navi48) else { return };
+    let co = CodeObject::parse(&g12).unwrap();
+    load(&mut rig, &r, &co, &[C, A, B, SIGNAL + 512], &[]);
+    let mut s = dispatch_stream(&mut rig, &r, &co, "fma_idx", 1, 1);
+    let at = s.iter().position(|&d| d == reg::NUM_THREAD_X - 0x2C00).unwrap();
+    s[at + 1] |= 1 << 13;
+    rig.submit_compute(&mut p, &s);
+    assert_eq!(rig.u32_at(SIGNAL), 0);
     let f = rig.sim.gpu_faults();
-    assert!(f.len() == 1 && f[0].reason.contains("gfx11 (gfx1100) code only"), "{f:?}");
+    assert!(f.len() == 1 && f[0].reason.contains("INTERLEAVE_BITS"), "{f:?}");
+    // gfx11 machine code on the gfx12 board: its memory instructions do not decode as gfx12's.
+    let Some((mut rig, r, mut p)) = booted_on(Board::Navi48) else { return };
+    let co = CodeObject::parse(&g11).unwrap();
+    load(&mut rig, &r, &co, &[C, A, B, SIGNAL + 512], &[]);
+    let s = dispatch_stream(&mut rig, &r, &co, "fma_idx", 1, 1);
+    rig.submit_compute(&mut p, &s);
+    assert_eq!(rig.u32_at(SIGNAL), 0);
+    let f = rig.sim.gpu_faults();
+    assert!(f.len() == 1 && f[0].reason.contains("unknown encoding"), "{f:?}");
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pilot_rdna3::{dispatch, dispatch_parallel, CodeObjectKernel, Dispatch, SharedVecMemory, Stats, VecMemory};
+use pilot_rdna3::{dispatch, dispatch_parallel, CodeObjectKernel, Dispatch, Isa, SharedVecMemory, Stats, VecMemory};
 
 /// The OpenCL C sources the tests build, by file stem.
 /// The code objects the tests build: stem, OpenCL C source, extra clang flags.
@@ -233,6 +233,11 @@ pub fn build(stem: &str, src: &str) -> Option<Vec<u8>> {
 
 /// [`build`] with extra clang flags.
 pub fn build_with(stem: &str, src: &str, flags: &[&str]) -> Option<Vec<u8>> {
+    build_for(Isa::Gfx11, stem, src, flags)
+}
+
+/// [`build_with`] for `isa`'s processor (gfx1100 or gfx1201).
+pub fn build_for(isa: Isa, stem: &str, src: &str, flags: &[&str]) -> Option<Vec<u8>> {
     pilot_test_support::clang_19()?;
     static BUILDS: AtomicUsize = AtomicUsize::new(0);
     let n = BUILDS.fetch_add(1, Ordering::Relaxed);
@@ -246,7 +251,8 @@ pub fn build_with(stem: &str, src: &str, flags: &[&str]) -> Option<Vec<u8>> {
     };
     run(Command::new("clang-19")
         .args(["-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa"])
-        .args(["-mcpu=gfx1100", "-nogpulib", "-O2", "-c"])
+        .arg(format!("-mcpu={}", isa.mcpu()))
+        .args(["-nogpulib", "-O2", "-c"])
         .args(flags)
         .arg(&cl)
         .arg("-o")

@@ -12,7 +12,12 @@
 //! A load of what an earlier dispatch stored, with no flush and invalidate between them, stops the queue with a fault
 //! naming both ([`super::coherence`]).
 //!
-//! gfx1201 (RDNA4) dispatches are refused: the emulator decodes gfx11 only.
+//! The board picks the instruction set: Navi31 runs gfx11 code, Navi48 gfx12 (RDNA4). GC 12's compute registers
+//! differ in three fields a dispatch reads (tinygrad `autogen/am/regs.py`, `gc_11_0_0` vs `gc_12_0_0`):
+//! `COMPUTE_NUM_THREAD_*.NUM_THREAD_FULL` is bits 0-12 with INTERLEAVE_BITS in 13-15 (refused when set),
+//! `COMPUTE_TMPRING_SIZE.WAVESIZE` is bits 12-29 (gfx11: 12-26), and `COMPUTE_PGM_RSRC2` bit 6 is DYNAMIC_VGPR
+//! (refused) where gfx11 has TRAP_PRESENT. gfx12 waves get their workgroup ID in TTMP7/TTMP9 as well
+//! ([`pilot_rdna3::dispatch`]).
 //! `PILOT_SIM_EXEC` unset or `emulator` runs the code; any other value is refused (there is no host stand-in).
 //! Workgroups run on `PILOT_SIM_THREADS` host threads (1 to [`MAX_THREADS`]; default: the machine's parallelism,
 //! at most 8). A dispatch runs under the emulator's budget ([`pilot_rdna3::Budget::from_env`]); one that
@@ -23,9 +28,9 @@ use super::kernel_mem::KernelVram;
 use super::mem::{Fabric, Hub};
 use super::regs::{Reg, USER_DATA_COUNT};
 use super::Gpu;
-use pilot_rdna3::decode::decode_one;
+use pilot_rdna3::decode::decode_at;
 use pilot_rdna3::kernel::props;
-use pilot_rdna3::{CodeObjectKernel, Dispatch, KernelDescriptor};
+use pilot_rdna3::{CodeObjectKernel, Dispatch, Isa, KernelDescriptor};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,16 +38,18 @@ use std::time::Duration;
 const MAX_CODE: usize = 4 << 20;
 const INITIATOR_COMPUTE_SHADER_EN: u32 = 1;
 const INITIATOR_CS_W32_EN: u32 = 1 << 15;
+/// gfx12's COMPUTE_PGM_RSRC2.DYNAMIC_VGPR.
+const RSRC2_GFX12_DYNAMIC_VGPR: u32 = 1 << 6;
 
 /// How many bytes of `code` form the program: up to `s_code_end`, or the first word that does not decode
 /// once an `s_endpgm` was seen. `None`: `code` ended first (read more).
-fn program_len(name: &str, code: &[u8]) -> Result<Option<usize>, String> {
+fn program_len(isa: Isa, name: &str, code: &[u8]) -> Result<Option<usize>, String> {
     let words: Vec<u32> = code.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
     // An instruction is at most 3 dwords: stop early enough that the last one is whole.
     let limit = words.len().saturating_sub(3);
     let (mut at, mut ended) = (0usize, false);
     while at < limit {
-        match decode_one(name, &words, at) {
+        match decode_at(isa, name, &words, at) {
             Ok(i) if i.info.name == "s_code_end" => return Ok(Some(4 * at)),
             Ok(i) => {
                 ended |= i.info.name == "s_endpgm";
@@ -87,12 +94,11 @@ impl Gpu {
                 ))
             }
         }
-        if self.board != super::board::Board::Navi31 {
-            return Err(format!(
-                "DISPATCH_DIRECT on {}: the RDNA3 emulator runs gfx11 (gfx1100) code only",
-                self.board.name()
-            ));
-        }
+        let isa = match self.board {
+            super::board::Board::Navi31 => Isa::Gfx11,
+            super::board::Board::Navi48 => Isa::Gfx12,
+        };
+        let gfx12 = isa == Isa::Gfx12;
         if initiator & INITIATOR_COMPUTE_SHADER_EN == 0 {
             return Err(format!("DISPATCH_INITIATOR {initiator:#x} without COMPUTE_SHADER_EN"));
         }
@@ -109,7 +115,14 @@ impl Gpu {
                 "COMPUTE_NUM_THREAD {num_thread:#x?}: partial workgroups (NUM_THREAD_PARTIAL) are not emulated"
             ));
         }
-        let workgroup = num_thread.map(|n| n & 0xFFFF);
+        let full_mask = if gfx12 { 0x1FFF } else { 0xFFFF };
+        if gfx12 && num_thread.iter().any(|n| n & 0xE000 != 0) {
+            return Err(format!("COMPUTE_NUM_THREAD {num_thread:#x?}: INTERLEAVE_BITS are not emulated"));
+        }
+        if gfx12 && rsrc2 & RSRC2_GFX12_DYNAMIC_VGPR != 0 {
+            return Err(format!("COMPUTE_PGM_RSRC2 {rsrc2:#x}: DYNAMIC_VGPR is not emulated"));
+        }
+        let workgroup = num_thread.map(|n| n & full_mask);
         let items = workgroup.iter().map(|&n| u64::from(n)).product::<u64>();
         if grid.contains(&0) || items == 0 || items > 1024 {
             return Err(format!(
@@ -124,13 +137,13 @@ impl Gpu {
         }
         let base = self.map.index(Reg::UserData0);
         let user_sgprs: Vec<u32> = (0..user_count).map(|i| self.stored(base + i)).collect();
-        let wavesize = (self.get(Reg::TmpringSize) >> 12) & 0x7FFF;
+        let wavesize = (self.get(Reg::TmpringSize) >> 12) & if gfx12 { 0x3FFFF } else { 0x7FFF };
         let scratch_bytes = wavesize * 4;
         if scratch_bytes > 0 {
             let sb = (u64::from(self.get(Reg::ScratchBaseLo)) | u64::from(self.get(Reg::ScratchBaseHi)) << 32) << 8;
             self.mem(Hub::Gc, fabric, self.now).resolve(sb, 4).map_err(|e| format!("scratch base: {e}"))?;
         }
-        let kernel = self.program(pgm, rsrc1, rsrc2, rsrc3, fabric)?;
+        let kernel = self.program(isa, pgm, rsrc1, rsrc2, rsrc3, fabric)?;
         let d = Dispatch {
             grid,
             workgroup,
@@ -160,6 +173,7 @@ impl Gpu {
     /// The program at `pgm`, decoded once and reused while its bytes are unchanged.
     fn program(
         &mut self,
+        isa: Isa,
         pgm: u64,
         rsrc1: u32,
         rsrc2: u32,
@@ -192,7 +206,7 @@ impl Gpu {
         let mut window = 64 << 10;
         let len = loop {
             let end = (start + window).min(vram.len());
-            if let Some(len) = program_len(&name, &vram[start..end])? {
+            if let Some(len) = program_len(isa, &name, &vram[start..end])? {
                 break len;
             }
             if end == vram.len() || window >= MAX_CODE {
@@ -201,7 +215,7 @@ impl Gpu {
             window *= 4;
         };
         let code = vram[start..start + len].to_vec();
-        let k = Arc::new(CodeObjectKernel::from_parts(&name, descriptor, &code).map_err(|e| e.to_string())?);
+        let k = Arc::new(CodeObjectKernel::from_parts_of(isa, &name, descriptor, &code).map_err(|e| e.to_string())?);
         self.kernels.insert(pgm, (code, k.clone()));
         Ok(k)
     }
