@@ -9,6 +9,10 @@
 //!   wave32 — wave64 is refused), `COMPUTE_TMPRING_SIZE.WAVESIZE` for private memory (WAVESIZE x 4 bytes per
 //!   work-item, tinygrad's encoding) with `COMPUTE_DISPATCH_SCRATCH_BASE` in VRAM when it is used.
 //!
+//! Kernels are confined ([`super::confine`]): an access to the GPU's own memory, like one to memory no hub maps,
+//! stops the dispatch and latches the VM protection fault; the fault names the dispatch (its number since
+//! power-on and program address), the instruction and the address.
+//!
 //! gfx1201 (RDNA4) dispatches are refused: the emulator decodes gfx11 only.
 //! `PILOT_SIM_EXEC` unset or `emulator` runs the code; any other value is refused (there is no host stand-in).
 //! Workgroups run on `PILOT_SIM_THREADS` host threads (1 to [`MAX_THREADS`]; default: the machine's parallelism,
@@ -140,8 +144,19 @@ impl Gpu {
             budget: pilot_rdna3::Budget::from_env()?,
         };
         let ranges = self.hub_view(Hub::Gc).vram_ranges(fabric.vram());
-        let mem = KernelVram::new(fabric.vram(), ranges).ok_or("VRAM is not word-aligned in host memory")?;
-        let stats = pilot_rdna3::dispatch_parallel(&kernel, &d, &mem, threads()?).map_err(|e| e.to_string())?;
+        let protected = self.protected(fabric);
+        let threads = threads()?;
+        let mem = KernelVram::new(fabric.vram(), ranges, protected).ok_or("VRAM is not word-aligned in host memory")?;
+        let ran = pilot_rdna3::dispatch_parallel(&kernel, &d, &mem, threads);
+        let stray = mem.stray();
+        let stats = match (ran, stray) {
+            (Ok(stats), _) => stats,
+            (Err(e), Some(stray)) => {
+                self.latch_vm_fault(&stray);
+                return Err(format!("dispatch {} ({e}): {stray}", self.dispatched.dispatches + 1));
+            }
+            (Err(e), None) => return Err(format!("dispatch {} ({e})", self.dispatched.dispatches + 1)),
+        };
         self.dispatched.instructions += stats.instructions;
         self.dispatched.dispatches += 1;
         Ok(self.timing.dispatch(stats.instructions, self.board.gc_info().cus()))
