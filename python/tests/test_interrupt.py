@@ -66,7 +66,7 @@ def test_ctrl_c_stops_a_long_step_on_the_emulator(long_amd, models, tmp_path):
     assert model.stats["steps"] == 0
     # The stop request was cleared: another model on the emulator steps to the end, as `pilot run` does.
     policy_amd = tmp_path / "policy_amd.pkl"
-    run_pilot("compile", models["policy"].with_suffix(".onnx"), "--target", "usb+amd", "-o", policy_amd)
+    run_pilot("compile", models["policy"].with_suffix(".onnx"), "--target", "usb+amd", "--arch", "gfx1100", "-o", policy_amd)
     policy = pilot.load(policy_amd, device="amd-emu")
     policy.step()
     assert policy.stats["steps"] == 1
