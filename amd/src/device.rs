@@ -246,6 +246,19 @@ impl AmdDevice {
     }
 
     /// The timeline signal's value as the GPU last wrote it.
+    /// The VM protection fault GC latched, as text for the hang error ("" when none): the status and the page.
+    fn vm_fault(&mut self) -> Result<String, BootError> {
+        let mut bus = BridgeBus::new(&mut self.bridge, self.bars);
+        let mut hw = Hw { bus: &mut bus, disc: &self.booted.discovery, step: "wait" };
+        let status = hw.read(gmc::gc_fault_status(self.card))?;
+        if status == 0 {
+            return Ok(String::new());
+        }
+        let [lo, hi] = gmc::gc_fault_addr(self.card);
+        let page = u64::from(hw.read(lo)?) | u64::from(hw.read(hi)?) << 32;
+        Ok(format!("; VM protection fault (status {status:#x}) at page {:#x}", page << 12))
+    }
+
     fn read_signal(&mut self) -> pilot_usb_bridge::Result<u32> {
         let mut b = [0u8; 4];
         BridgeBus::new(&mut self.bridge, self.bars).read_vram(self.signal.paddr + signal::SIGNAL_VALUE, &mut b)?;
@@ -436,10 +449,11 @@ impl Device for AmdDevice {
             }
             let waited = self.bridge.now().saturating_sub(start);
             if waited > WAIT_TIMEOUT {
+                let fault = self.vm_fault().map_err(|e| DeviceError::Failed { op: "wait", reason: e.to_string() })?;
                 return Err(DeviceError::Failed {
                     op: "wait",
                     reason: format!(
-                        "the GPU did not reach timeline value {value} within {} s (signal holds {seen}): hung or faulted",
+                        "the GPU did not reach timeline value {value} within {} s (signal holds {seen}): hung or faulted{fault}",
                         waited.as_secs()
                     ),
                 });

@@ -75,6 +75,7 @@ fn ring_size_steps_wrap_the_compute_ring_many_times() {
         code: &co,
         arg_count: 1,
         amdgpu: Some(&record),
+        ir3: None,
     };
     let inc = dev.load_program(&spec).unwrap();
     let y = dev.alloc(4 * 64, BufferUse::Output).unwrap();

@@ -218,6 +218,8 @@ fn a_wrong_dispatch_encoding_gives_wrong_outputs_or_a_gpu_fault() {
     let v = dev.submit(step).unwrap();
     let err = dev.wait(v).unwrap_err().to_string();
     assert!(err.contains("did not reach timeline value"), "{err}");
+    // #26: the wait reports the VM fault the GPU latched (a mapping error, bit 8, at page 0).
+    assert!(err.ends_with("; VM protection fault (status 0x100) at page 0x0"), "{err}");
     let faults: Vec<String> = s.gpu_faults().iter().map(|f| f.to_string()).collect();
     assert!(!faults.is_empty(), "the GPU must report why the dispatch stopped");
     assert!(faults.iter().any(|f| f.contains("scalar load at 0x0 is out of bounds")), "{faults:?}");

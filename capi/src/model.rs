@@ -93,6 +93,8 @@ pub struct Model {
     in_flight: Option<(u64, Instant)>,
     stats: StepStats,
     load_time: Duration,
+    /// A step on this device stops early when [`pilot_runtime::cancel::request`] asks.
+    stoppable: bool,
 }
 
 fn is_unsupported(e: &SessionError) -> bool {
@@ -115,12 +117,18 @@ impl Model {
         let st = Instant::now();
         let open = || -> anyhow::Result<Session> {
             let artifact = Artifact::open(path)?;
-            let dev_opts =
-                devices::DeviceOptions { threads: opts.threads, profile: opts.profile, priority: opts.priority };
+            let dev_opts = devices::DeviceOptions {
+                threads: opts.threads,
+                profile: opts.profile,
+                priority: opts.priority,
+                max_memory: None,
+            };
             let device = devices::open(opts.device.as_deref(), &artifact.manifest.target, dev_opts)?;
             Ok(Session::new(artifact, device)?)
         };
         let session = open().map_err(|e| Error::from_cli(&e))?;
+        let device = opts.device.as_deref().unwrap_or(session.artifact().manifest.target.backend.name());
+        let stoppable = pilot_runtime::cancel::stoppable(device);
         let n = session.inputs().len();
         let mut model = Model {
             own: session.inputs().iter().map(|s| HostBuffer::new(s.nbytes())).collect(),
@@ -132,6 +140,7 @@ impl Model {
             in_flight: None,
             stats: StepStats::default(),
             load_time: Duration::ZERO,
+            stoppable,
         };
         for i in 0..n {
             if !model.state[i] {
@@ -181,6 +190,12 @@ impl Model {
 
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// Whether a running step on this model's device stops early when [`pilot_runtime::cancel::request`] asks
+    /// (the emulator-backed devices); elsewhere a step always runs to its end.
+    pub fn stoppable(&self) -> bool {
+        self.stoppable
     }
 
     fn check(&self, kind: &'static str, index: usize, count: usize) -> Result<(), Error> {

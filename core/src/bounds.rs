@@ -1,4 +1,5 @@
-//! The byte-range check every backend makes before touching a buffer or a mapping.
+//! The byte-range check every backend makes before touching a buffer or a mapping, and the memory sizes the
+//! command's `--max-memory` options take.
 
 use crate::device::DeviceError;
 
@@ -22,6 +23,28 @@ pub fn check_range(op: &'static str, offset: u64, len: u64, size: u64) -> Result
 impl From<OutOfBounds> for DeviceError {
     fn from(e: OutOfBounds) -> Self {
         DeviceError::OutOfBounds { op: e.op, offset: e.offset, len: e.len, size: e.size }
+    }
+}
+
+/// Parses a memory size: a number of bytes with an optional unit `K`, `M`, `G`, `T` (powers of
+/// 1024, optionally followed by `iB` or `B`), e.g. `16G`, `512MiB`, `1073741824`.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_uppercase().trim_end_matches("IB").trim_end_matches('B') {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("bad size {text:?}: expected e.g. 16G, 512M or a number of bytes")),
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 1.0 && v * ((1u64 << shift) as f64) < u64::MAX as f64 => {
+            Ok((v * (1u64 << shift) as f64) as u64)
+        }
+        _ => Err(format!("bad size {text:?}: expected e.g. 16G, 512M or a number of bytes")),
     }
 }
 

@@ -8,7 +8,8 @@
 
 `model.inputs` and `model.outputs` are numpy arrays over pilot's buffers: writing an input writes what the
 next step reads (in place where the device maps host memory), and each step rewrites the outputs, so copy an
-output to keep it past the next step. Do not write inputs between `enqueue()` and `wait()`. Failures raise
+output to keep it past the next step. Do not write inputs between `enqueue()` and `wait()`. Ctrl-C stops a
+step on the devices that can stop one (`amd-emu`, `sim`); elsewhere the step ends first. Failures raise
 `PilotError` (a RuntimeError) with the same one line `pilot run` prints; failed gates raise `GateError`.
 """
 

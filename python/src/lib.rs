@@ -4,7 +4,9 @@
 //! model's own host buffers (numpy views them without a copy), and every step runs with the GIL released.
 
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use pilot_capi::{Error, Model, Options, PilotStatus};
 use pyo3::buffer::PyBuffer;
@@ -38,14 +40,60 @@ impl PyModel {
         f(&mut guard).map_err(py_err)
     }
 
-    /// Like [`PyModel::with`], with the GIL released while `f` runs.
-    fn detached<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Model) -> Result<T, Error> + Send) -> PyResult<T> {
+    /// Like [`PyModel::with`], with the GIL released while `f` runs, and Ctrl-C stops it on a device that can stop a step
+    /// ([`Model::stoppable`]): `f` runs on a scoped thread while this one checks for signals every
+    /// [`SIGNAL_POLL`]. On a signal (a `KeyboardInterrupt`, or whatever the handler raised) the stop request is set,
+    /// the step is awaited (the device ends it within milliseconds) and the request cleared before the exception
+    /// propagates. Elsewhere `f` runs on this thread, without the thread's cost, and a signal is handled once it
+    /// returns.
+    fn stoppable<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Model) -> Result<T, Error> + Send) -> PyResult<T> {
         let mut guard =
             self.model.try_lock().map_err(|_| PilotError::new_err("the model is busy in another thread"))?;
         let model: &mut Model = &mut guard;
-        py.detach(|| f(model)).map_err(py_err)
+        if !model.stoppable() {
+            return py.detach(|| f(model)).map_err(py_err);
+        }
+        let (done, waiter) = (AtomicBool::new(false), std::thread::current());
+        std::thread::scope(|s| {
+            let step = s.spawn(|| {
+                let r = f(model);
+                done.store(true, Ordering::Release);
+                waiter.unpark();
+                r
+            });
+            let finished = |py: Python<'_>| {
+                py.detach(|| {
+                    let until = Instant::now() + SIGNAL_POLL;
+                    while !done.load(Ordering::Acquire) && Instant::now() < until {
+                        std::thread::park_timeout(until.saturating_duration_since(Instant::now()));
+                    }
+                    done.load(Ordering::Acquire)
+                })
+            };
+            let mut signal = None;
+            while !finished(py) {
+                if let Err(e) = py.check_signals() {
+                    pilot_runtime::cancel::request(true);
+                    signal = Some(e);
+                    break;
+                }
+            }
+            let r = py.detach(|| step.join());
+            if signal.is_some() {
+                pilot_runtime::cancel::request(false);
+            }
+            match (signal, r) {
+                (Some(e), _) => Err(e),
+                (None, Ok(r)) => r.map_err(py_err),
+                (None, Err(_)) => Err(PilotError::new_err("the step panicked")),
+            }
+        })
     }
 }
+
+/// How often a step that can be stopped checks for Ctrl-C (the longest a `KeyboardInterrupt` waits, plus the
+/// device's time to stop).
+const SIGNAL_POLL: Duration = Duration::from_millis(20);
 
 /// (name, numpy dtype name, shape).
 type Spec = (String, &'static str, Vec<usize>);
@@ -127,19 +175,20 @@ impl PyModel {
         self.with(|m| m.is_mapped(i))
     }
 
-    /// One step (inputs in, run, outputs back), without the GIL.
+    /// One step (inputs in, run, outputs back), without the GIL; Ctrl-C stops it where the device can stop
+    /// ([`PyModel::stoppable`]).
     fn step(&self, py: Python<'_>) -> PyResult<()> {
-        self.detached(py, Model::step)
+        self.stoppable(py, Model::step)
     }
 
     /// The first half of a step, without the GIL.
     fn enqueue(&self, py: Python<'_>) -> PyResult<()> {
-        self.detached(py, Model::enqueue)
+        self.stoppable(py, Model::enqueue)
     }
 
     /// The second half of a step, without the GIL.
     fn wait(&self, py: Python<'_>) -> PyResult<()> {
-        self.detached(py, Model::wait)
+        self.stoppable(py, Model::wait)
     }
 
     /// (steps, last ms, best ms, last enqueue ms, load ms).

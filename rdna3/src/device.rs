@@ -16,8 +16,11 @@
 //!   host threads) on every dispatch.
 //!
 //! The artifact's `amdgpu` dispatch record must equal the one pilot's reader derives, as on the `usb+amd`
-//! device. VRAM is host memory committed as buffers are allocated, capped by [`EmuDevice::with_max_vram`]
-//! (default: half the host's memory). Dispatches run under [`crate::Budget::from_env`].
+//! device. VRAM is an anonymous host mapping that grows as buffers are allocated, capped by
+//! [`EmuDevice::with_max_vram`] (`--max-memory`; default: half the host's memory): the host commits a page when it
+//! is first written (weights at load, results as kernels write them), so a buffer declared but never written
+//! costs address space, not memory. An allocation past the cap, or past what the host lets the process map
+//! (`ulimit -v`), is [`DeviceError::OutOfMemory`]. Dispatches run under [`crate::Budget::from_env`].
 //!
 //! A code object for the other card is refused in one line.
 

@@ -2,6 +2,8 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use memmap2::{MmapOptions, MmapRaw, RemapOptions};
+
 /// An access outside the memory (or a misaligned atomic).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutOfBounds;
@@ -86,61 +88,83 @@ impl Memory for VecMemory {
 }
 
 /// [`VecMemory`] for parallel dispatches: 32-bit atomic words, so threads writing different bytes of
-/// one word do not lose each other's bytes.
+/// one word do not lose each other's bytes. The words live in an anonymous private mapping reserved without
+/// swap (`MAP_NORESERVE`): the host commits a page on its first write, and untouched pages read as zeros
+/// without memory, so memory declared but never written costs address space only.
 #[derive(Debug)]
 pub struct SharedVecMemory {
     pub base: u64,
-    words: Vec<AtomicU32>,
+    /// `None` while the memory is empty (a mapping cannot be).
+    map: Option<MmapRaw>,
+    /// Bytes in use: a whole number of words, at most the mapping's length.
+    len: usize,
 }
 
 impl SharedVecMemory {
-    /// `len` bytes (rounded up to whole words) at `base`, holding `init` from its start.
+    /// `len` bytes (rounded up to whole words) at `base`, holding `init` from its start. Panics when the host
+    /// cannot map that much (a test's memory; devices use [`SharedVecMemory::grow`], which fails instead).
     pub fn new(base: u64, len: usize, init: &[u8]) -> Self {
-        let mut bytes = init.to_vec();
-        bytes.resize(len.max(init.len()).div_ceil(4) * 4, 0);
-        let words = bytes.chunks(4).map(|c| AtomicU32::new(u32::from_le_bytes(c.try_into().unwrap()))).collect();
-        SharedVecMemory { base, words }
+        let mut m = SharedVecMemory { base, map: None, len: 0 };
+        m.grow(len.max(init.len())).expect("mapping the emulated memory");
+        m.write(base, init).expect("inside the memory");
+        m
     }
 
     /// Bytes of memory (a whole number of words).
     pub fn size(&self) -> usize {
-        self.words.len() * 4
+        self.len
     }
 
-    /// Grows the memory to at least `len` bytes, zero-filled; it never shrinks. Fails, leaving it as
-    /// it was, when the host cannot allocate that much.
-    pub fn grow(&mut self, len: usize) -> Result<(), std::collections::TryReserveError> {
-        let words = len.div_ceil(4);
-        if words > self.words.len() {
-            self.words.try_reserve_exact(words - self.words.len())?;
-            self.words.resize_with(words, || AtomicU32::new(0));
+    /// Grows the memory to at least `len` bytes, zero-filled; it never shrinks. Fails, leaving it as it was,
+    /// when the host cannot map that much address space.
+    pub fn grow(&mut self, len: usize) -> std::io::Result<()> {
+        let bytes = len.div_ceil(4).checked_mul(4).ok_or(std::io::ErrorKind::OutOfMemory)?;
+        if bytes <= self.len {
+            return Ok(());
         }
+        match &mut self.map {
+            None => self.map = Some(MmapOptions::new().len(bytes).no_reserve_swap().map_anon()?.into()),
+            // SAFETY: no reference into the mapping outlives a borrow of `self` (`words` borrows it), and
+            // `&mut self` excludes every such borrow, so moving the mapping invalidates nothing.
+            Some(map) => unsafe { map.remap(bytes, RemapOptions::new().may_move(true))? },
+        }
+        self.len = bytes;
         Ok(())
+    }
+
+    fn words(&self) -> &[AtomicU32] {
+        match &self.map {
+            None => &[],
+            // SAFETY: the mapping is page-aligned, readable and writable, and at least `len` bytes, a whole
+            // number of words; AtomicU32 has u32's size and alignment and every bit pattern is valid; every
+            // access while the borrow lasts goes through these atomics.
+            Some(map) => unsafe { std::slice::from_raw_parts(map.as_mut_ptr().cast::<AtomicU32>(), self.len / 4) },
+        }
     }
 
     /// The whole memory as bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.words.iter().flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes()).collect()
+        self.words().iter().flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes()).collect()
     }
 }
 
 impl SharedMemory for SharedVecMemory {
     fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), OutOfBounds> {
-        let r = range(self.base, self.words.len() * 4, addr, out.len())?;
+        let (r, words) = (range(self.base, self.len, addr, out.len())?, self.words());
         if r.start.is_multiple_of(4) && out.len().is_multiple_of(4) {
-            for (o, w) in out.chunks_exact_mut(4).zip(&self.words[r.start / 4..]) {
+            for (o, w) in out.chunks_exact_mut(4).zip(&words[r.start / 4..]) {
                 o.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
             }
             return Ok(());
         }
         for (o, i) in out.iter_mut().zip(r) {
-            *o = (self.words[i / 4].load(Ordering::Relaxed) >> (8 * (i % 4))) as u8;
+            *o = (words[i / 4].load(Ordering::Relaxed) >> (8 * (i % 4))) as u8;
         }
         Ok(())
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> Result<(), OutOfBounds> {
-        let r = range(self.base, self.words.len() * 4, addr, data.len())?;
+        let (r, words) = (range(self.base, self.len, addr, data.len())?, self.words());
         let mut i = r.start;
         while i < r.end {
             let (word, shift) = (i / 4, i % 4);
@@ -152,9 +176,9 @@ impl SharedMemory for SharedVecMemory {
                 mask |= 0xff << (8 * (shift + k));
             }
             if mask == u32::MAX {
-                self.words[word].store(bits, Ordering::Relaxed);
+                words[word].store(bits, Ordering::Relaxed);
             } else {
-                let _ = self.words[word].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| Some(w & !mask | bits));
+                let _ = words[word].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| Some(w & !mask | bits));
             }
             i += n;
         }
@@ -162,11 +186,11 @@ impl SharedMemory for SharedVecMemory {
     }
 
     fn rmw32(&self, addr: u64, f: &mut dyn FnMut(u32) -> u32) -> Result<u32, OutOfBounds> {
-        let r = range(self.base, self.words.len() * 4, addr, 4)?;
+        let (r, words) = (range(self.base, self.len, addr, 4)?, self.words());
         if !r.start.is_multiple_of(4) {
             return Err(OutOfBounds);
         }
-        let old = self.words[r.start / 4].fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| Some(f(w)));
+        let old = words[r.start / 4].fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| Some(f(w)));
         Ok(old.unwrap_or_else(|w| w))
     }
 }

@@ -46,18 +46,20 @@ fn host_threads(threads: Option<usize>) -> anyhow::Result<usize> {
     }
 }
 
-/// How to open a device: CPU threads, per-op profiling, the QCOM context priority.
+/// How to open a device: CPU threads, per-op profiling, the QCOM context priority, and the most host memory
+/// the AMD emulator hands out as VRAM (`--max-memory`; default: half the host's, at most 24 GiB).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DeviceOptions {
     pub threads: Option<usize>,
     pub profile: bool,
     pub priority: Option<u8>,
+    pub max_memory: Option<u64>,
 }
 
 /// Opens `name`, or the device named as the artifact's backend when `name` is `None`. Whether the
 /// device runs the artifact is the device's to say ([`Device::runs`], asked by the session).
 pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow::Result<Box<dyn Device>> {
-    let DeviceOptions { threads, profile, priority } = opts;
+    let DeviceOptions { threads, profile, priority, max_memory } = opts;
     let name = name.unwrap_or(target.backend.name());
     Ok(match name {
         "cpu" => {
@@ -83,7 +85,13 @@ pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow:
         #[cfg(feature = "amd-emu")]
         "amd-emu" => {
             let threads = host_threads(threads)?;
-            Box::new(pilot_rdna3::device::EmuDevice::new(threads).with_arch(target.arch))
+            Box::new(
+                match max_memory {
+                    Some(bytes) => pilot_rdna3::device::EmuDevice::with_max_vram(threads, bytes),
+                    None => pilot_rdna3::device::EmuDevice::new(threads),
+                }
+                .with_arch(target.arch),
+            )
         }
         #[cfg(not(feature = "amd-emu"))]
         "amd-emu" => bail!("this pilot was built without the AMD emulator (cargo feature `amd-emu`)"),

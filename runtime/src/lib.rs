@@ -1,7 +1,8 @@
 //! pilot's runtime front door, shared by the `pilot` command, the C ABI and the Python module: [`devices::open`]
 //! opens a device by name (the opt-in ones behind cargo features), and [`one_line`] turns an error chain into the
-//! one line every front end prints.
+//! one line every front end prints; [`cancel`] asks a running step to stop.
 
+pub mod cancel;
 pub mod devices;
 #[cfg(feature = "fake-kgsl")]
 pub mod fake_exec;

@@ -50,6 +50,10 @@ pub struct RunArgs {
     /// With --profile: also write the profile as a Chrome trace (JSON, opens in Perfetto).
     #[arg(long, value_name = "FILE", requires = "profile")]
     pub profile_trace: Option<PathBuf>,
+    /// The most host memory `--device amd-emu` hands out as VRAM, e.g. 2G (default: half the host's, at most
+    /// 24 GiB); a model that needs more is refused at load.
+    #[arg(long, value_name = "SIZE", value_parser = pilot_core::bounds::parse_size)]
+    pub max_memory: Option<u64>,
     /// Run only an artifact signed by the holder of this public key (from `pilot keygen`).
     #[arg(long, env = "PILOT_TRUSTED_KEY", value_name = "FILE")]
     pub trusted_key: Option<PathBuf>,
@@ -77,6 +81,10 @@ pub struct LoadArgs {
     /// Fail (exit 1) unless the fastest load takes less than S seconds.
     #[arg(long, env = "ASSERT_MIN_LOAD_TIME", value_name = "S", value_parser = crate::gate::parse_time_limit)]
     pub assert_min_load_time: Option<f64>,
+    /// The most host memory `--device amd-emu` hands out as VRAM, e.g. 2G (default: half the host's, at most
+    /// 24 GiB); a model that needs more is refused at load.
+    #[arg(long, value_name = "SIZE", value_parser = pilot_core::bounds::parse_size)]
+    pub max_memory: Option<u64>,
     /// Load only an artifact signed by the holder of this public key (from `pilot keygen`).
     #[arg(long, env = "PILOT_TRUSTED_KEY", value_name = "FILE")]
     pub trusted_key: Option<PathBuf>,
@@ -203,7 +211,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<bool> {
     if args.steps == 0 {
         bail!("--steps must be at least 1");
     }
-    let opts = devices::DeviceOptions { threads: args.threads, profile: args.profile, priority: args.priority };
+    let opts = devices::DeviceOptions {
+        threads: args.threads,
+        profile: args.profile,
+        priority: args.priority,
+        max_memory: args.max_memory,
+    };
     let trusted = keys::trusted_key(args.trusted_key.as_deref())?;
     let capture = match &args.rd_capture {
         Some(p) => Some(RdCaptureOut::new(p, args.device.as_deref(), &args.artifact)?),
@@ -318,7 +331,12 @@ pub fn load(args: &LoadArgs) -> anyhow::Result<bool> {
         if args.verify {
             artifact.verify_checksums()?;
         }
-        let opts = devices::DeviceOptions { threads: args.threads, profile: false, priority: args.priority };
+        let opts = devices::DeviceOptions {
+            threads: args.threads,
+            profile: false,
+            priority: args.priority,
+            max_memory: args.max_memory,
+        };
         let device = devices::open(args.device.as_deref(), &artifact.manifest.target, opts)?;
         let clock = |c: &[(&str, u64)]| c.iter().find(|(n, _)| *n == "bridge_clock_ns").map(|x| x.1);
         let opened = clock(&device.counters());

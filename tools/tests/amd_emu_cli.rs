@@ -1,6 +1,6 @@
 //! `pilot run --device amd-emu`: a `usb+amd` gfx1100 artifact steps on the RDNA3 emulator and saves
 //! its outputs; a gfx1201 (RDNA4) artifact is refused in one line with exit 2. (The outputs are
-//! compared with onnxruntime in tests/tests/amd_emu.rs.)
+//! compared with onnxruntime in tests/tests/amd_emu.rs.) `--max-memory` caps its VRAM.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -11,6 +11,22 @@ fn pilot(args: &[&str]) -> Output {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// #26 item 5: `--max-memory` caps the host memory the emulator hands out as VRAM (it was ignored).
+fn refused_past_max_memory(art: &str) {
+    for cmd in ["run", "load"] {
+        let o = pilot(&[cmd, art, "--device", "amd-emu", "--max-memory", "4K"]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+        assert!(e.contains("out of device memory allocating"), "{cmd}: {e}");
+        let o = pilot(&[cmd, art, "--device", "amd-emu", "--max-memory", "1G"]);
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+    }
+    let o = pilot(&["run", art, "--device", "amd-emu", "--max-memory", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("bad size \"0\""), "{}", stderr(&o));
 }
 
 #[test]
@@ -35,6 +51,7 @@ fn amd_artifacts_run_on_the_emulated_gpu() {
             assert!(o.status.success(), "{}", stderr(&o));
             let files = std::fs::read_dir(&saved).unwrap().count();
             assert!(files >= 1, "no outputs saved");
+            refused_past_max_memory(art);
         } else {
             assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
             let e = stderr(&o);

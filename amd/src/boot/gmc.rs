@@ -311,3 +311,24 @@ pub fn gc_fault_status(card: Card) -> RegAddr {
         }
     }
 }
+
+/// GC's VM protection-fault address registers (LO32, HI32): the faulting page, address >> 12 (tinygrad
+/// runtime/support/am/ip.py `AM_IH.interrupt_handler`, the UTCL2_FAULT branch).
+pub fn gc_fault_addr(card: Card) -> [RegAddr; 2] {
+    match card {
+        Card::Gfx1100 => {
+            use crate::regs::gc_11_0_0 as m;
+            [
+                reg!(HwIp::Gc, m::GCVM_L2_PROTECTION_FAULT_ADDR_LO32),
+                reg!(HwIp::Gc, m::GCVM_L2_PROTECTION_FAULT_ADDR_HI32),
+            ]
+        }
+        Card::Gfx1201 => {
+            use crate::regs::gc_12_0_0 as m;
+            [
+                reg!(HwIp::Gc, m::GCVM_L2_PROTECTION_FAULT_ADDR_LO32),
+                reg!(HwIp::Gc, m::GCVM_L2_PROTECTION_FAULT_ADDR_HI32),
+            ]
+        }
+    }
+}

@@ -47,27 +47,7 @@ pub fn human(bytes: u64) -> String {
     format!("{bytes} bytes")
 }
 
-/// Parses a memory size: a number of bytes with an optional unit `K`, `M`, `G`, `T` (powers of
-/// 1024, optionally followed by `iB` or `B`), e.g. `16G`, `512MiB`, `1073741824`.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let shift = match unit.trim().to_ascii_uppercase().trim_end_matches("IB").trim_end_matches('B') {
-        "" => 0,
-        "K" => 10,
-        "M" => 20,
-        "G" => 30,
-        "T" => 40,
-        _ => return Err(format!("bad size {text:?}: expected e.g. 16G, 512M or a number of bytes")),
-    };
-    match num.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 1.0 && v * ((1u64 << shift) as f64) < u64::MAX as f64 => {
-            Ok((v * (1u64 << shift) as f64) as u64)
-        }
-        _ => Err(format!("bad size {text:?}: expected e.g. 16G, 512M or a number of bytes")),
-    }
-}
+pub use pilot_core::bounds::parse_size;
 
 /// The bytes of a `shape` of `dtype`, `None` if that overflows.
 pub fn bytes_of(dtype: DType, shape: &[usize]) -> Option<u64> {

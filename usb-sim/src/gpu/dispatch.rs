@@ -18,6 +18,11 @@
 //! `COMPUTE_TMPRING_SIZE.WAVESIZE` is bits 12-29 (gfx11: 12-26), and `COMPUTE_PGM_RSRC2` bit 6 is DYNAMIC_VGPR
 //! (refused) where gfx11 has TRAP_PRESENT. gfx12 waves get their workgroup ID in TTMP7/TTMP9 as well
 //! ([`pilot_rdna3::dispatch`]).
+//!
+//! Kernels are confined ([`super::confine`]): an access to the GPU's own memory, like one to memory no hub maps,
+//! stops the dispatch and latches the VM protection fault; the fault names the dispatch (its number since
+//! power-on and program address), the instruction and the address.
+//!
 //! `PILOT_SIM_EXEC` unset or `emulator` runs the code; any other value is refused (there is no host stand-in).
 //! Workgroups run on `PILOT_SIM_THREADS` host threads (1 to [`MAX_THREADS`]; default: the machine's parallelism,
 //! at most 8). A dispatch runs under the emulator's budget ([`pilot_rdna3::Budget::from_env`]); one that
@@ -156,13 +161,26 @@ impl Gpu {
             budget: pilot_rdna3::Budget::from_env()?,
         };
         let ranges = self.hub_view(Hub::Gc).vram_ranges(fabric.vram());
+        let protected = self.protected(fabric);
         let threads = threads()?;
         let vram = fabric.vram();
         let caches = self.coherence.begin(vram.len());
-        let mem = KernelVram::new(vram, ranges).ok_or("VRAM is not word-aligned in host memory")?.with_caches(&caches);
-        let stats = pilot_rdna3::dispatch_parallel(&kernel, &d, &mem, threads).map_err(|e| e.to_string())?;
+        let mem = KernelVram::new(vram, ranges, protected)
+            .ok_or("VRAM is not word-aligned in host memory")?
+            .with_caches(&caches);
+        let ran = pilot_rdna3::dispatch_parallel(&kernel, &d, &mem, threads);
+        let stray = mem.stray();
         drop(mem);
-        if let Some(hazard) = caches.finish() {
+        let hazard = caches.finish();
+        let stats = match (ran, stray) {
+            (Ok(stats), _) => stats,
+            (Err(e), Some(stray)) => {
+                self.latch_vm_fault(&stray);
+                return Err(format!("dispatch {} ({e}): {stray}", self.dispatched.dispatches + 1));
+            }
+            (Err(e), None) => return Err(format!("dispatch {} ({e})", self.dispatched.dispatches + 1)),
+        };
+        if let Some(hazard) = hazard {
             return Err(hazard);
         }
         self.dispatched.instructions += stats.instructions;

@@ -125,7 +125,8 @@ impl Files {
 mod tests {
     use super::*;
 
-    /// #26 item 6: the simulated PSP read firmware with `std::fs::read` (a FIFO blocked for ever).
+    /// #26 item 6: the simulated PSP read firmware with `std::fs::read` (a FIFO blocked for ever, `/dev/zero` was
+    /// read until memory ran out).
     #[test]
     fn only_regular_files_under_the_cap_are_read() {
         let dir = tempfile::tempdir().unwrap();
@@ -133,8 +134,11 @@ mod tests {
         assert!(ok.success(), "mkfifo (coreutils) is needed for this test");
         std::fs::File::create(dir.path().join("big.bin")).unwrap().set_len(MAX_FILE_BYTES + 1).unwrap();
         std::fs::write(dir.path().join("ok.bin"), [1, 2, 3]).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero.bin")).unwrap();
         let mut files = Files::new(dir.path().to_path_buf());
         assert!(files.get("fifo.bin").unwrap_err().ends_with("is a FIFO, not a regular file"));
+        let e = files.get("zero.bin").unwrap_err();
+        assert!(e.contains("a character device") && e.ends_with("not a regular file"), "{e}");
         assert!(files.get("big.bin").unwrap_err().contains("more than the 4194304"));
         assert_eq!(files.get("ok.bin").unwrap(), [1, 2, 3]);
     }

@@ -185,6 +185,30 @@ fn walk(c: &Context, addr: u64, vram: &[u8]) -> Result<(Target, u64), String> {
     unreachable!("the last level is a leaf")
 }
 
+/// The VRAM address of every table of `c` (the root and each table a valid, non-leaf entry points to), each
+/// 512 8-byte entries; at most `max` of them, the levels nearest the root first.
+pub fn table_pages(c: &Context, vram: &[u8], max: usize) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut level_tables = vec![c.root];
+    for level in 0..c.levels {
+        let mut next = Vec::new();
+        for &table in &level_tables {
+            if out.len() == max {
+                return out;
+            }
+            out.push(table);
+            for i in 0..512u64 {
+                match read64(vram, table + 8 * i) {
+                    Some(e) if e & PTE_VALID != 0 && !is_leaf(c, level, e) => next.push(e & PTE_ADDR),
+                    _ => {}
+                }
+            }
+        }
+        level_tables = next;
+    }
+    out
+}
+
 /// Collects the VRAM leaves under `table` (at `level`, covering VAs from `va`).
 fn leaves(c: &Context, table: u64, level: usize, va: u64, vram: &[u8], out: &mut Vec<(u64, u64, u64)>) {
     let sh = shift(c, level);

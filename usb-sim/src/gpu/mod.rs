@@ -9,10 +9,12 @@
 //! - At power-on the IP discovery table ([`discovery`]) is written at VRAM end - 64 KB.
 //! - GPU-side memory goes through [`mem`] (address translation with `GMMU=0`).
 //!
-//! Engine faults are recorded ([`Gpu::faults`]) with the engine, the place and the reason.
+//! Engine faults are recorded ([`Gpu::faults`]) with the engine, the place and the reason. Kernels are confined
+//! to the step's memory: the GPU's own (page tables, rings, firmware) is refused to them ([`confine`]).
 
 pub mod board;
 pub mod coherence;
+mod confine;
 pub mod discovery;
 mod dispatch;
 mod fwfiles;
@@ -86,6 +88,9 @@ pub struct Gpu {
     /// Modelled time of the current host access.
     now: Duration,
     kernels: HashMap<u64, (Vec<u8>, Arc<pilot_rdna3::CodeObjectKernel>)>,
+    /// Each queue's (ring GPU address, ring bytes, rptr write-back address), as of the last run of the queues:
+    /// kernels may not touch them ([`confine`]).
+    rings: Vec<(u64, u64, u64)>,
     dispatched: Dispatched,
     firmware_dir: PathBuf,
     /// Which dispatch stored where, for the cache model between dispatches.
@@ -110,6 +115,7 @@ impl Gpu {
             timing,
             now: Duration::ZERO,
             kernels: HashMap::new(),
+            rings: Vec::new(),
             dispatched: Dispatched::default(),
             firmware_dir,
             coherence: coherence::Coherence::default(),

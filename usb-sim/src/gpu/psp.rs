@@ -142,7 +142,10 @@ pub struct PspState {
     bl_status: u32,
     failed: bool,
     pub sos_alive: bool,
-    ring: Option<(u64, u32)>,
+    /// The sOS ring: MM-hub address and bytes.
+    pub(super) ring: Option<(u64, u32)>,
+    /// The TMR SETUP_TMR placed (MM-hub address and bytes), where the PSP keeps the firmware it loaded.
+    pub(super) tmr: Option<(u64, u32)>,
     ring_ctl: u32,
     rptr: u32,
     toc_loaded: bool,
@@ -366,6 +369,7 @@ impl Gpu {
                         return Err(format!("TMR {addr:#x}+{:#x}: needs {TMR_BYTES:#x} bytes, 1 MB aligned", a[2]));
                     }
                     self.mem(Hub::Mm, fabric, self.now).resolve(addr, a[2] as usize)?;
+                    self.psp.tmr = Some((addr, a[2]));
                 }
                 self.psp.tmr_ready = true;
                 Ok(0)

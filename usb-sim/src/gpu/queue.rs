@@ -90,6 +90,7 @@ impl Gpu {
     /// Runs every queue as far as it goes.
     pub(super) fn run_queues(&mut self, fabric: &mut dyn Fabric) {
         let mut queues = std::mem::take(&mut self.queues);
+        self.rings = queues.iter().map(|q| (q.base, q.bytes, q.rptr_addr)).collect();
         for q in queues.iter_mut().filter(|q| !q.stopped) {
             q.busy_until = q.busy_until.max(self.now);
             self.run_queue(q, fabric);

@@ -10,7 +10,8 @@ use pilot_amd::firmware::{Card, FirmwareSet};
 pub const PSP_RING: u64 = 0x10_0000;
 pub const PSP_CMD: u64 = 0x11_0000;
 pub const PSP_FENCE: u64 = 0x11_1000;
-pub const TMR: u64 = 0x20_0000;
+/// 16 MB at 32 MB: clear of everything the tests put in VRAM (the simulated GPU refuses kernels the TMR).
+pub const TMR: u64 = 0x200_0000;
 pub const SMU_TABLE: u64 = 0x13_0000;
 pub const COMPUTE_RING: u64 = 0x14_0000;
 pub const COMPUTE_RING_BYTES: u64 = 0x2000;
