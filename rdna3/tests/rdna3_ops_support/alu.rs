@@ -457,6 +457,12 @@ pub fn salu() -> Vec<Alu> {
         alu!("s_cmp_ge_u32", PLAIN, B32, [S, S], cmp, |a, b, c| (u(a) >= u(b)) as u64),
         alu!("s_cmp_lt_u32", PLAIN, B32, [S, S], cmp, |a, b, c| (u(a) < u(b)) as u64),
         alu!("s_cmp_le_u32", PLAIN, B32, [S, S], cmp, |a, b, c| (u(a) <= u(b)) as u64),
+        alu!("s_bitset0_b32", PLAIN, B32, [S, S], "!s_mov_b32 %0, %2\\n\\ts_bitset0_b32 %0, %1", |a, b, c| (u(b)
+            & !(1 << (a & 31)))
+            as u64),
+        alu!("s_bitset1_b32", PLAIN, B32, [S, S], "!s_mov_b32 %0, %2\\n\\ts_bitset1_b32 %0, %1", |a, b, c| (u(b)
+            | 1 << (a & 31))
+            as u64),
         alu!("s_bitcmp0_b32", PLAIN, B32, [S, S], cmp, |a, b, c| (u(a) >> (b & 31) & 1 == 0) as u64),
         alu!("s_bitcmp1_b32", PLAIN, B32, [S, S], cmp, |a, b, c| (u(a) >> (b & 31) & 1 == 1) as u64),
         alu!("s_cmp_eq_u64", PLAIN, B32, [S64, S64], cmp, |a, b, c| (a == b) as u64),
