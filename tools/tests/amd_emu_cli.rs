@@ -1,5 +1,5 @@
-//! `pilot run --device amd-emu`: a `usb+amd` gfx1100 artifact steps on the RDNA3 emulator and saves
-//! its outputs; a gfx1201 (RDNA4) artifact is refused in one line with exit 2. (The outputs are
+//! `pilot run --device amd-emu`: `usb+amd` gfx1100 and gfx1201 artifacts step on the RDNA3/RDNA4 emulator
+//! and save their outputs. (The outputs are
 //! compared with onnxruntime in tests/tests/amd_emu.rs.) `--max-memory` caps its VRAM.
 
 use std::path::Path;
@@ -47,16 +47,9 @@ fn amd_artifacts_run_on_the_emulated_gpu() {
         assert!(o.status.success(), "{}", stderr(&o));
         let saved = dir.path().join(format!("out-{arch}"));
         let o = pilot(&["run", art, "--device", "amd-emu", "--steps", "2", "--save-outputs", saved.to_str().unwrap()]);
-        if arch == "gfx1100" {
-            assert!(o.status.success(), "{}", stderr(&o));
-            let files = std::fs::read_dir(&saved).unwrap().count();
-            assert!(files >= 1, "no outputs saved");
-            refused_past_max_memory(art);
-        } else {
-            assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-            let e = stderr(&o);
-            assert_eq!(e.trim_end().lines().count(), 1, "{e}");
-            assert!(e.contains("usb+amd:gfx1201") && e.contains("amd-emu:gfx1100"), "{e}");
-        }
+        assert!(o.status.success(), "{}", stderr(&o));
+        let files = std::fs::read_dir(&saved).unwrap().count();
+        assert!(files >= 1, "no outputs saved");
+        refused_past_max_memory(art);
     }
 }
