@@ -1,5 +1,5 @@
-//! Conformance on `--target usb+amd --device sim` (gfx1100): the manifest's ONNX node cases compiled into
-//! gfx1100 code objects by clang-19 and run by the `usb+amd` device on the simulated bridge and GPU (booted
+//! Conformance on `--target usb+amd --device sim` (gfx1100 and gfx1201): the manifest's ONNX node cases compiled into
+//! code objects by clang-19 and run by the `usb+amd` device on the simulated bridge and GPU (booted
 //! from the real firmware; weights and inputs through the SDMA copies; each DISPATCH_DIRECT runs the code
 //! object on pilot's RDNA3 emulator), compared with the cases' outputs. One simulated GPU serves every case:
 //! the first case cold-boots it, each later one opens it again (a partial boot) after the previous closed it.
@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 #[allow(dead_code)] // the helpers this file does not use (`close`)
 mod common;
 
-use common::node::{check_manifest_on, check_reasons, listed, node_dir, run_case_on};
+use common::node::{check_manifest_on, check_reasons, listed, node_dir, run_case_on, DeviceFn};
 use pilot_amd::boot::BootOptions;
 use pilot_amd::device::AmdDevice;
 use pilot_core::{Arch, Backend, Target};
-use pilot_usb_sim::{SimConfig, Simulator};
+use pilot_usb_sim::{Board, SimConfig, Simulator};
 
 /// The real firmware the simulated PSP checks: `PILOT_AMD_FIRMWARE`, else what `scripts/setup.sh` fetched.
 fn firmware_dir() -> PathBuf {
@@ -30,16 +30,30 @@ fn firmware_dir() -> PathBuf {
 }
 
 thread_local! {
-    static SIM: Simulator = Simulator::new(SimConfig {
+    static NAVI31: Simulator = simulator(Board::Navi31);
+    static NAVI48: Simulator = simulator(Board::Navi48);
+}
+
+fn simulator(board: Board) -> Simulator {
+    Simulator::new(SimConfig {
         vram_bytes: 512 << 20,
         firmware_dir: Some(firmware_dir()),
+        board,
         ..SimConfig::default()
-    });
+    })
+}
+
+/// Runs `f` on this thread's simulated board for `arch` (one per architecture, booted once).
+fn with_sim<R>(arch: Arch, f: impl FnOnce(&Simulator) -> R) -> R {
+    match arch {
+        Arch::Gfx1201 => NAVI48.with(f),
+        _ => NAVI31.with(f),
+    }
 }
 
 /// The device the cases run on: `usb+amd` on the simulated bridge and GPU (`--device sim`).
-fn amd_device() -> Result<Box<dyn pilot_core::Device>, String> {
-    SIM.with(|sim| {
+fn amd_device(arch: Arch) -> Result<Box<dyn pilot_core::Device>, String> {
+    with_sim(arch, |sim| {
         let bridge = pilot_usb_bridge::Bridge::open(sim.transport(), None).map_err(|e| e.to_string())?;
         let device = AmdDevice::open(bridge, &firmware_dir(), BootOptions::default())
             .map_err(|e| format!("open: {e}; GPU faults: {:?}", sim.gpu_faults()))?;
@@ -47,18 +61,30 @@ fn amd_device() -> Result<Box<dyn pilot_core::Device>, String> {
     })
 }
 
-/// Compiles `dir`'s model for usb+amd gfx1100 and steps it on [`amd_device`].
-fn run_case_amd(dir: &Path) -> Result<(), String> {
-    let target = Target::new(Backend::UsbAmd, Arch::Gfx1100, Default::default()).map_err(|e| e.to_string())?;
-    let faults_before = SIM.with(|sim| sim.gpu_faults().len());
-    run_case_on(dir, &pilot_compiler::CompileOptions::new(target), amd_device, None).map_err(|e| {
+/// Compiles `dir`'s model for usb+amd `arch` and steps it on [`amd_device`].
+fn run_case_on_arch(arch: Arch, dir: &Path) -> Result<(), String> {
+    let target = Target::new(Backend::UsbAmd, arch, Default::default()).map_err(|e| e.to_string())?;
+    let faults_before = with_sim(arch, |sim| sim.gpu_faults().len());
+    let device: DeviceFn = match arch {
+        Arch::Gfx1201 => || amd_device(Arch::Gfx1201),
+        _ => || amd_device(Arch::Gfx1100),
+    };
+    run_case_on(dir, &pilot_compiler::CompileOptions::new(target), device, None).map_err(|e| {
         // A hung queue shows on the host only as a wait timeout; the simulated GPU knows why.
-        let faults = SIM.with(|sim| sim.gpu_faults());
+        let faults = with_sim(arch, |sim| sim.gpu_faults());
         match faults.get(faults_before..) {
             Some(new) if !new.is_empty() => format!("{e}; GPU faults: {new:?}"),
             _ => e,
         }
     })
+}
+
+fn run_case_amd(dir: &Path) -> Result<(), String> {
+    run_case_on_arch(Arch::Gfx1100, dir)
+}
+
+fn run_case_gfx1201(dir: &Path) -> Result<(), String> {
+    run_case_on_arch(Arch::Gfx1201, dir)
 }
 
 /// The whole manifest (1438 cases) took 3 min 9 s on two shared cores, mostly clang building code
@@ -68,6 +94,19 @@ const AMD_SAMPLE: usize = 10;
 #[test]
 fn manifest_cases_pass_on_the_simulated_amd_gpu() {
     check_manifest_on("usb+amd", "onnx_node_amd_skipped.txt", AMD_SAMPLE, "PILOT_CONFORMANCE_AMD_ALL", run_case_amd);
+}
+
+/// The same sample on gfx1201 (RDNA4: the simulated Navi48, the emulator's gfx12 decoder); the skip list is
+/// shared, since both cards compile from the same kernels.
+#[test]
+fn manifest_cases_pass_on_the_simulated_gfx1201() {
+    check_manifest_on(
+        "usb+amd gfx1201",
+        "onnx_node_amd_skipped.txt",
+        AMD_SAMPLE,
+        "PILOT_CONFORMANCE_AMD_ALL",
+        run_case_gfx1201,
+    );
 }
 
 #[test]

@@ -432,5 +432,6 @@ pub(super) fn vopd_srcs(op: u16, s0: u16, s1: u16, dst: u16) -> [u16; 3] {
 
 /// VALU opcodes whose destination field names an SGPR.
 fn writes_sgpr(name: &str) -> bool {
-    matches!(name, "v_readlane_b32" | "v_readfirstlane_b32")
+    // gfx12's v_s_* (scalar transcendentals) are VOP3 with an SGPR destination.
+    matches!(name, "v_readlane_b32" | "v_readfirstlane_b32") || name.starts_with("v_s_")
 }

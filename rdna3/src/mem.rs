@@ -60,12 +60,17 @@ pub(super) fn resolve(name: &str) -> u16 {
         (None, Some(b)) => (b, D16),
         _ => (body, half),
     };
+    let signed = if ty.starts_with('i') { SIGNED } else { 0 };
     if name.starts_with("s_") {
-        // The width comes from the opcode table (up to 512 bits); gfx12's sub-dword loads are not emulated.
-        return if body == "load" && ty.starts_with('b') { SLOAD << 12 } else { 0 };
+        // Dword loads take their width from the opcode table (up to 512 bits); gfx12's sub-dword loads
+        // (s_load_u8/i8/u16/i16) carry their size and sign here.
+        return match (body, ty.as_bytes()[0]) {
+            ("load", b'b') => SLOAD << 12,
+            ("load", b'i' | b'u') => size_of(ty).filter(|s| *s <= 2).map_or(0, |s| SLOAD << 12 | signed | s),
+            _ => 0,
+        };
     }
     let Some(size) = size_of(ty) else { return 0 };
-    let signed = if ty.starts_with('i') { SIGNED } else { 0 };
     let code = |kind: u16, flags: u16| kind << 12 | flags | size;
     match body {
         "load" => code(LOAD, signed | half),
@@ -111,6 +116,21 @@ pub(super) fn smem(w: &mut Wave, ctx: &mut Ctx<'_>, inst: &Inst) -> Result<(), S
     let base = w.scalar(inst.saddr, 2, 0, Kind::Int)?;
     let soff = if inst.addr == op::NULL { 0 } else { w.scalar(inst.addr, 1, 0, Kind::Int)? };
     let addr = base.wrapping_add(inst.imm as i64 as u64).wrapping_add(soff);
+    let sub = (sem & 0x1f) as usize;
+    if sub != 0 {
+        // A sub-dword load zero- or sign-extends its byte or half into one SGPR.
+        let mut b = [0u8; 2];
+        ctx.mem
+            .read(addr, &mut b[..sub])
+            .map_err(|_| format!("a {sub}-byte scalar load at {addr:#x} is out of bounds"))?;
+        let v = match (sub, sem & SIGNED != 0) {
+            (1, false) => b[0] as u32,
+            (1, true) => b[0] as i8 as i32 as u32,
+            (_, false) => u16::from_le_bytes(b) as u32,
+            (_, true) => i16::from_le_bytes(b) as i32 as u32,
+        };
+        return w.write_scalar(inst.dst, 1, v as u64);
+    }
     let mut buf = [0u8; 64];
     let n = inst.info.w[0] as usize * 4;
     ctx.mem.read(addr, &mut buf[..n]).map_err(|_| format!("a {n}-byte scalar load at {addr:#x} is out of bounds"))?;
@@ -433,7 +453,9 @@ mod tests {
         // Not emulated: 64-bit atomics, buffer loads, the f32 compare-swap.
         assert_eq!(resolve("global_atomic_add_u64"), 0);
         assert_eq!(resolve("s_buffer_load_b32"), 0);
-        assert_eq!(resolve("s_load_u8"), 0);
+        assert_eq!(resolve("s_load_u8"), SLOAD << 12 | 1);
+        assert_eq!(resolve("s_load_i16"), SLOAD << 12 | SIGNED | 2);
+        assert_eq!(resolve("s_buffer_load_u8"), 0);
         assert_eq!(resolve("global_atomic_cmpswap_f32"), 0);
     }
 }

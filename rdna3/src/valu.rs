@@ -54,6 +54,12 @@ semantics!(V {
     RcpIflagF32 = "v_rcp_iflag_f32",
     RsqF32 = "v_rsq_f32",
     SqrtF32 = "v_sqrt_f32",
+    // gfx12's scalar transcendentals: VOP3 with an SGPR destination and a uniform source.
+    SExpF32 = "v_s_exp_f32",
+    SLogF32 = "v_s_log_f32",
+    SRcpF32 = "v_s_rcp_f32",
+    SRsqF32 = "v_s_rsq_f32",
+    SSqrtF32 = "v_s_sqrt_f32",
     SinF32 = "v_sin_f32",
     CosF32 = "v_cos_f32",
     FrexpMantF32 = "v_frexp_mant_f32",
@@ -397,6 +403,34 @@ fn write_dst(w: &mut Wave, inst: &Inst, exec: u32, out: &[u64; LANES]) -> Result
     Ok(())
 }
 
+/// `v_exp/v_log/v_rcp/v_rsq/v_sqrt_f32` and their gfx12 scalar forms (`v_s_*`).
+fn transcendental(s: V, x: f32) -> f32 {
+    match s {
+        V::ExpF32 | V::SExpF32 => x.exp2(),
+        V::LogF32 | V::SLogF32 => x.log2(),
+        V::RcpF32 | V::RcpIflagF32 | V::SRcpF32 => 1.0 / x,
+        V::RsqF32 | V::SRsqF32 => (1.0 / (x as f64).sqrt()) as f32,
+        _ => x.sqrt(),
+    }
+}
+
+/// gfx12's `v_s_*_f32`: one uniform source (an SGPR or a constant), input modifiers, clamp and output modifier as
+/// for a VOP3 f32 result, the result in an SGPR.
+fn scalar_transcendental(w: &mut Wave, inst: &Inst, s: V, m: F32Mode) -> Result<(), String> {
+    check_modifiers(inst, Kind::F32)?;
+    if inst.src[0] >= op::VGPR0 {
+        return Err("a VGPR source of a scalar transcendental".into());
+    }
+    let (and, xor) = modifier_masks(inst, 0, Kind::F32);
+    let a = (w.scalar(inst.src[0], 1, inst.literal, Kind::F32)? & and) ^ xor;
+    let mut v = f32::from_bits(m.put(transcendental(s, m.get(a))) as u32);
+    v *= [1.0, 2.0, 4.0, 0.5][inst.omod as usize];
+    if inst.clamp {
+        v = v.clamp(0.0, 1.0);
+    }
+    w.write_scalar(inst.dst, 1, v.to_bits() as u64)
+}
+
 pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
     use V::*;
     if inst.enc == Enc::Vopd {
@@ -484,11 +518,10 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
         CeilF32 => lanes(w, inst, false, |a, _, _, _| m.put(m.get(a).ceil())),
         TruncF32 => lanes(w, inst, false, |a, _, _, _| m.put(m.get(a).trunc())),
         RndneF32 => lanes(w, inst, false, |a, _, _, _| m.put(m.get(a).round_ties_even())),
-        ExpF32 => lanes(w, inst, false, |a, _, _, _| m.put(m.get(a).exp2())),
-        LogF32 => lanes(w, inst, false, |a, _, _, _| m.put(m.get(a).log2())),
-        RcpF32 | RcpIflagF32 => lanes(w, inst, false, |a, _, _, _| m.put(1.0 / m.get(a))),
-        RsqF32 => lanes(w, inst, false, |a, _, _, _| m.put((1.0 / (m.get(a) as f64).sqrt()) as f32)),
-        SqrtF32 => lanes(w, inst, false, |a, _, _, _| m.put(m.get(a).sqrt())),
+        ExpF32 | LogF32 | RcpF32 | RcpIflagF32 | RsqF32 | SqrtF32 => {
+            lanes(w, inst, false, |a, _, _, _| m.put(transcendental(s, m.get(a))))
+        }
+        SExpF32 | SLogF32 | SRcpF32 | SRsqF32 | SSqrtF32 => scalar_transcendental(w, inst, s, m),
         SinF32 => lanes(w, inst, false, |a, _, _, _| m.put((m.get(a) as f64 * std::f64::consts::TAU).sin() as f32)),
         CosF32 => lanes(w, inst, false, |a, _, _, _| m.put((m.get(a) as f64 * std::f64::consts::TAU).cos() as f32)),
         FrexpMantF32 => lanes(w, inst, false, |a, _, _, _| {

@@ -120,6 +120,11 @@ fn cases() -> Vec<Case> {
         c("s_cmp_nlt_f32", Scc, "s_cmp_nlt_f32 %1, %2", |a, b, _| {
             (f(a).partial_cmp(&f(b)).is_none_or(|o| o.is_ge())) as u64
         }),
+        c("v_s_exp_f32", S2, "v_s_exp_f32 %0, %1", |a, _, _| fb(f(a).exp2())),
+        c("v_s_log_f32", S2, "v_s_log_f32 %0, %1", |a, _, _| fb(f(a).log2())),
+        c("v_s_rcp_f32", S2, "v_s_rcp_f32 %0, -%1 mul:2", |a, _, _| fb(-2.0 / f(a))),
+        c("v_s_rsq_f32", S2, "v_s_rsq_f32 %0, %1", |a, _, _| fb((1.0 / (f(a) as f64).sqrt()) as f32)),
+        c("v_s_sqrt_f32", S2, "v_s_sqrt_f32 %0, |%1|", |a, _, _| fb(f(a).abs().sqrt())),
         c("s_add_nc_u64", S64, "s_add_nc_u64 %0, %1, %2", |a, b, _| a.wrapping_add(b)),
         c("s_sub_nc_u64", S64, "s_sub_nc_u64 %0, %1, %2", |a, b, _| a.wrapping_sub(b)),
         c("s_mul_u64", S64, "s_mul_u64 %0, %1, %2", |a, b, _| a.wrapping_mul(b)),

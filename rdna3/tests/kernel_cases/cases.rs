@@ -307,6 +307,26 @@ fn vector_and_byte_loads() {
     }
 }
 
+/// Uniform byte and half loads (gfx12: s_load_u8/i8/u16/i16 at an SGPR offset; gfx11: dword loads and extracts),
+/// signed and unsigned, at odd addresses.
+#[test]
+fn uniform_narrow_loads() {
+    let Some(co) = code_object("math") else { return };
+    let b: Vec<u8> = lcg(15, 64).into_iter().map(|x| (x >> 8) as u8).collect();
+    let s: Vec<i16> = lcg(16, 64).into_iter().map(|x| (x >> 8) as i16).collect();
+    let s_bytes: Vec<u8> = s.iter().flat_map(|v| v.to_le_bytes()).collect();
+    for k in [5u32, 6, 41] {
+        let mut dev = Device::new();
+        let (pb, ps, po) = (dev.alloc(&b), dev.alloc(&s_bytes), dev.zeros(4 * 64));
+        dev.run(co, "uniform_narrow", [1, 1, 1], [64, 1, 1], &[Arg::Ptr(pb), Arg::Ptr(ps), Arg::Ptr(po), Arg::U32(k)]);
+        let k = k as usize;
+        let want = b[k] as i32 + b[k + 1] as i8 as i32 * 7 + s[k] as i32 * 3 + s[k + 2] as u16 as i32 * 5;
+        for (i, got) in dev.i32s(po, 64).into_iter().enumerate() {
+            assert_eq!(got, want + i as i32, "o[{i}] with k = {k}");
+        }
+    }
+}
+
 #[test]
 fn global_and_lds_atomics() {
     let Some(co) = code_object("math") else { return };

@@ -91,6 +91,10 @@ kernel void libm(global const float *a, global float *c) {
   c[5*i+3] = x / (x + 3.5f);
   c[5*i+4] = __builtin_exp2f(x) + __builtin_log2f(x + 3.0f);
 }
+kernel void uniform_narrow(global const uchar *restrict b, global const short *restrict s, global int *o, uint k) {
+  uint i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
+  o[i] = (int)b[k] + (int)(char)b[k + 1] * 7 + (int)s[k] * 3 + (int)(ushort)s[k + 2] * 5 + (int)i;
+}
 kernel void vec4(global const float4 *a, global float4 *c, global const uchar *b, global short *s) {
   uint i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
   float4 v = a[i];
