@@ -8,11 +8,12 @@ use pilot_core::DType;
 use super::ffi::{Def, Shader};
 use crate::ir::{BinOp, RedOp, UnOp};
 
-/// Bits of a value of type `d` in NIR (half is computed as 32-bit float; bool is NIR's 1-bit bool).
+/// Bits of a value of type `d` in NIR (half and bfloat16 are computed as 32-bit float; bool is NIR's 1-bit
+/// bool).
 pub fn bits(d: DType) -> u32 {
     match d {
         DType::Bool => 1,
-        DType::F16 => 32,
+        DType::F16 | DType::BF16 => 32,
         _ => 8 * d.size() as u32,
     }
 }
@@ -45,7 +46,7 @@ fn is_nan(s: &mut Shader, x: Def) -> Def {
 pub fn from_bool(s: &mut Shader, c: Def, d: DType) -> Def {
     match d {
         DType::Bool => c,
-        DType::F16 | DType::F32 => s.alu("b2f32", &[c]),
+        DType::F16 | DType::BF16 | DType::F32 => s.alu("b2f32", &[c]),
         _ => s.alu(&format!("b2i{}", bits(d)), &[c]),
     }
 }
@@ -54,7 +55,7 @@ pub fn from_bool(s: &mut Shader, c: Def, d: DType) -> Def {
 pub fn truthy(s: &mut Shader, x: Def, d: DType, ibits: u32) -> Def {
     match d {
         DType::Bool => x,
-        DType::F16 | DType::F32 => {
+        DType::F16 | DType::BF16 | DType::F32 => {
             let z = fimm(s, 0.0);
             s.alu("fneu", &[x, z])
         }
@@ -338,7 +339,11 @@ pub fn cast(s: &mut Shader, x: Def, from: DType, ibits: u32, d: DType) -> Def {
         } else {
             s.alu(&format!("{}2f32", if signed(from) { "i" } else { "u" }), &[x])
         };
-        return if d == DType::F16 { round_half(s, f) } else { f };
+        return match d {
+            DType::F16 => round_half(s, f),
+            DType::BF16 => round_bf16(s, f),
+            _ => f,
+        };
     }
     if from.is_float() {
         return float_to_int(s, x, d);
@@ -352,6 +357,40 @@ pub fn round_half(s: &mut Shader, f: Def) -> Def {
     s.alu("f2f32", &[h])
 }
 
+/// The 16 bits of the bfloat16 nearest to float `f` (ties to even; a NaN stays a quiet NaN), as the OpenCL
+/// renderer's `pl_bf16_bits`.
+pub fn bf16_bits(s: &mut Shader, f: Def) -> Def {
+    let abs_mask = s.imm(32, 0x7fff_ffff);
+    let abs = s.alu("iand", &[f, abs_mask]);
+    let inf = s.imm(32, 0x7f80_0000);
+    let nan = s.alu("ult", &[inf, abs]);
+    let quiet_bit = s.imm(32, 0x0040_0000);
+    let quiet = s.alu("ior", &[f, quiet_bit]);
+    let sixteen = s.imm(32, 16);
+    let one = s.imm(32, 1);
+    let high = s.alu("ushr", &[f, sixteen]);
+    let lsb = s.alu("iand", &[high, one]);
+    let half_ulp = s.imm(32, 0x7fff);
+    let biased = s.alu("iadd", &[f, half_ulp]);
+    let rounded = s.alu("iadd", &[biased, lsb]);
+    let r = s.alu("bcsel", &[nan, quiet, rounded]);
+    let r = s.alu("ushr", &[r, sixteen]);
+    resize(s, r, 32, false, 16)
+}
+
+/// The float whose top 16 bits are the bfloat16 `b` (16 bits).
+pub fn bf16_value(s: &mut Shader, b: Def) -> Def {
+    let w = resize(s, b, 16, false, 32);
+    let sixteen = s.imm(32, 16);
+    s.alu("ishl", &[w, sixteen])
+}
+
+/// A float rounded to the nearest bfloat16 (ties to even), kept as float.
+pub fn round_bf16(s: &mut Shader, f: Def) -> Def {
+    let b = bf16_bits(s, f);
+    bf16_value(s, b)
+}
+
 /// The reinterpretation of `x` (type `from`, `ibits` bits) as type `d`.
 pub fn bitcast(s: &mut Shader, x: Def, from: DType, ibits: u32, d: DType) -> Def {
     match (from, d) {
@@ -362,6 +401,14 @@ pub fn bitcast(s: &mut Shader, x: Def, from: DType, ibits: u32, d: DType) -> Def
         (_, DType::F16) => {
             let h = resize(s, x, ibits, false, 16);
             s.alu("f2f32", &[h])
+        }
+        (DType::BF16, _) => {
+            let b = bf16_bits(s, x);
+            resize(s, b, 16, false, bits(d))
+        }
+        (_, DType::BF16) => {
+            let b = resize(s, x, ibits, false, 16);
+            bf16_value(s, b)
         }
         _ => resize(s, x, ibits, signed(from), bits(d)),
     }

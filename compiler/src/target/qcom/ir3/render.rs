@@ -320,6 +320,7 @@ impl Emitter<'_> {
     fn storage_value(&mut self, v: Def, d: DType, storage: DType, ibits: u32) -> Def {
         match storage {
             DType::F16 => self.s.alu("f2f16_rtne", &[v]),
+            DType::BF16 => alu::bf16_bits(&mut self.s, v),
             DType::Bool => alu::resize(&mut self.s, v, 1, false, 8),
             _ => alu::resize(&mut self.s, v, ibits, alu::signed(d) || d == INDEX, bits(storage)),
         }
@@ -513,6 +514,7 @@ impl Emitter<'_> {
         let raw = self.s.load_global(addr, 8 * storage.size() as u32);
         let v = match storage {
             DType::F16 => self.s.alu("f2f32", &[raw]),
+            DType::BF16 => alu::bf16_value(&mut self.s, raw),
             DType::Bool => {
                 let z = self.s.imm(8, 0);
                 self.s.alu("ine", &[raw, z])
