@@ -398,7 +398,8 @@ impl fmt::Display for Inst {
                 out.push_str(", ");
                 if self.addr != operand::NULL {
                     operand(&mut out, self.addr, 1, 0);
-                    if self.imm != 0 {
+                    // llvm-objdump prints gfx12's offset field even when zero.
+                    if self.imm != 0 || self.isa == Isa::Gfx12 {
                         let _ = write!(out, " offset:0x{:x}", self.imm);
                     }
                 } else if self.imm != 0 || self.isa == Isa::Gfx12 {
