@@ -10,6 +10,9 @@
 //!   ordered after all submitted work (the host waits for the timeline first).
 //! - [`Device::load_program`] reads the code object with pilot's reader, checks the artifact's `amdgpu` record
 //!   against what the code object says, and uploads the code object's image once per artifact.
+//! - Scratch: a kernel that needs private memory gets it at load, when the device's one scratch region
+//!   ([`super::scratch`]) grows to serve it; a step is linked with the region as it is then, so a region outgrown
+//!   later stays allocated for the steps already linked.
 //! - [`Device::link_step`] encodes the step once ([`super::step`]) and writes the indirect buffer and the kernarg
 //!   blocks to VRAM; [`Device::submit`] is one ring write and one doorbell; [`Device::wait`] polls the timeline
 //!   signal in VRAM (no interrupts over USB).
@@ -24,7 +27,8 @@ use super::bridge_bus::{BridgeBus, BusMap};
 use super::bus::GpuBus;
 use super::dma::SdmaDma;
 use super::queue::{gpu_err, ComputeMem, ComputeQueue, Mem, SdmaQueue, VaMap, BRIDGE_WINDOWS};
-use super::step::{self, Kernel, Launch, ShRegs};
+use super::scratch;
+use super::step::{self, Kernel, Launch, Scratch, ShRegs};
 use crate::firmware::Card;
 use pilot_amd_codeobj::CodeObject;
 use pilot_core::artifact::AmdDispatch;
@@ -73,10 +77,19 @@ pub struct AmdDevice {
     /// The last code object uploaded: its bytes, where its image lies, and the parse.
     code: Option<(Vec<u8>, Mem, CodeObject)>,
     steps: Vec<(Mem, usize)>,
+    /// The scratch region the next step is linked with, once a loaded kernel needed one.
+    scratch: Option<ScratchRegion>,
     submitted: u64,
     completed: u64,
     /// Set when the session ended (cleanly or not): nothing more is sent to the GPU.
     closed: bool,
+}
+
+/// The scratch region: its shape and GPU address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScratchRegion {
+    pub layout: scratch::Layout,
+    pub va: u64,
 }
 
 fn failed(op: &'static str) -> impl Fn(pilot_usb_bridge::Error) -> DeviceError {
@@ -179,6 +192,7 @@ impl AmdDevice {
             programs: Vec::new(),
             code: None,
             steps: Vec::new(),
+            scratch: None,
             submitted: 0,
             completed: 0,
             closed: false,
@@ -189,6 +203,25 @@ impl AmdDevice {
     /// (a kernarg offset, the user SGPR count) gives wrong outputs or a GPU fault, never silence.
     pub fn program_mut(&mut self, id: ProgramId) -> Option<&mut Kernel> {
         self.programs.get_mut(id.0 as usize)
+    }
+
+    /// The scratch region steps are linked with. Tests alter it to show that a wrong scratch setup (no
+    /// TMPRING_SIZE, a short slot, a region larger than its allocation) is a GPU fault or wrong outputs.
+    pub fn scratch_mut(&mut self) -> Option<&mut ScratchRegion> {
+        self.scratch.as_mut()
+    }
+
+    /// Grows the scratch region to serve `per_item` bytes per work-item (see [`super::scratch`]).
+    fn ensure_scratch(&mut self, name: &str, per_item: u32) -> DeviceResult<()> {
+        if self.scratch.is_some_and(|s| s.layout.per_item >= per_item) {
+            return Ok(());
+        }
+        let general = self.booted.layout.usable_end().saturating_sub(boot::memory::BOOT_SIZE);
+        let layout = scratch::Layout::new(self.card, &self.booted.discovery.gc, per_item, scratch::budget(general))
+            .map_err(|e| program_err(name, e))?;
+        let mem = self.alloc_mem(layout.bytes(), 0x1000)?;
+        self.scratch = Some(ScratchRegion { layout, va: mem.va });
+        Ok(())
     }
 
     /// How this session's boot went.
@@ -305,7 +338,12 @@ impl AmdDevice {
                 StepOp::Copy { .. } => return Err(DeviceError::Unsupported("an in-step buffer copy on usb+amd")),
             }
         }
-        let enc = step::encode(self.card, &self.sh, &launches).map_err(failed("link_step"))?;
+        let scratch = self.scratch.map_or(Scratch::default(), |s| Scratch {
+            tmpring_size: s.layout.tmpring_size(),
+            va: s.va,
+            per_item: s.layout.per_item,
+        });
+        let enc = step::encode(self.card, &self.sh, &launches, scratch).map_err(failed("link_step"))?;
         let args_mem = self.alloc_mem(enc.arena.size().max(4), 256)?;
         let ib_mem = self.alloc_mem(enc.ib.len() as u64 * 4, 256)?;
         let buffers = &self.buffers;
@@ -397,12 +435,12 @@ impl Device for AmdDevice {
                 format!("takes {} arguments, the artifact says {}", recorded.arg_offsets.len(), spec.arg_count),
             ));
         }
-        if recorded.scratch > 0 {
-            return Err(program_err(name, "the kernel needs scratch memory, which usb+amd does not set up yet"));
-        }
         let workgroup = k
             .reqd_workgroup_size
             .ok_or_else(|| program_err(name, "the code object records no reqd_work_group_size"))?;
+        if recorded.scratch > 0 {
+            self.ensure_scratch(name, recorded.scratch)?;
+        }
         let kernel = Kernel {
             name: name.to_string(),
             code_va: image.va + recorded.code,
@@ -412,6 +450,7 @@ impl Device for AmdDevice {
             kernarg_align: recorded.kernarg_align,
             arg_offsets: recorded.arg_offsets.clone(),
             lds: recorded.lds,
+            scratch: recorded.scratch,
             workgroup,
         };
         self.programs.push(kernel);

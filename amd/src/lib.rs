@@ -7,7 +7,7 @@
 //! - [`firmware`]: the firmware files each card needs, their headers checked, and the PSP load order.
 //! - [`pm4`], [`sdma`]: the packets of the compute and copy queues.
 //! - [`mqd`], [`queue`]: the compute HQD and the SDMA queue; [`dma`]: the big copies on SDMA.
-//! - [`step`]: the prebuilt step; [`device`]: the `usb+amd` device.
+//! - [`step`]: the prebuilt step; [`scratch`]: the scratch region's size; [`device`]: the `usb+amd` device.
 
 pub mod boot;
 pub mod bridge_bus;
@@ -20,5 +20,6 @@ pub mod mqd;
 pub mod pm4;
 pub mod queue;
 pub mod regs;
+pub mod scratch;
 pub mod sdma;
 pub mod step;

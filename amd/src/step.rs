@@ -1,7 +1,8 @@
 //! The prebuilt step: every dispatch of a step encoded once into one PM4 indirect buffer, with a kernarg block
 //! per dispatch (tinygrad `AMDComputeQueue.exec` and `bind`, `HCQProgram.fill_kernargs`).
 //!
-//! Per dispatch, in tinygrad's order: SET_SH_REG of COMPUTE_PGM_LO/HI, RSRC1/2, RSRC3, TMPRING_SIZE, RESTART_X..Z,
+//! Per dispatch, in tinygrad's order: SET_SH_REG of COMPUTE_PGM_LO/HI, RSRC1/2, RSRC3, TMPRING_SIZE,
+//! DISPATCH_SCRATCH_BASE_LO/HI (the step's [`Scratch`], the same for every dispatch), RESTART_X..Z,
 //! USER_DATA_0.. (the kernarg address, a relocation to the dispatch's block, then zeros up to the kernel's user
 //! SGPR count), RESOURCE_LIMITS, START_X..Z with NUM_THREAD_X..Z; DISPATCH_DIRECT; and, before a dispatch that
 //! touches a buffer an earlier one since the last barrier touched, the barrier: EVENT_WRITE CS_PARTIAL_FLUSH and
@@ -27,6 +28,7 @@ pub struct ShRegs {
     pub pgm_rsrc1: u32,
     pub pgm_rsrc3: u32,
     pub tmpring_size: u32,
+    pub scratch_base_lo: u32,
     pub restart_x: u32,
     pub user_data_0: u32,
     pub resource_limits: u32,
@@ -46,6 +48,7 @@ impl ShRegs {
             reg!(HwIp::Gc, m::COMPUTE_USER_DATA_0),
             reg!(HwIp::Gc, m::COMPUTE_RESOURCE_LIMITS),
             reg!(HwIp::Gc, m::COMPUTE_START_X),
+            reg!(HwIp::Gc, m::COMPUTE_DISPATCH_SCRATCH_BASE_LO),
         ]);
         let hdp = nbio!(card, m => [
             reg!(HwIp::Nbio, m::BIF_BX_PF0_GPU_HDP_FLUSH_REQ),
@@ -57,6 +60,7 @@ impl ShRegs {
             pgm_rsrc1: a(1)?,
             pgm_rsrc3: a(2)?,
             tmpring_size: a(3)?,
+            scratch_base_lo: a(8)?,
             restart_x: a(4)?,
             user_data_0: a(5)?,
             resource_limits: a(6)?,
@@ -80,6 +84,8 @@ pub struct Kernel {
     /// Byte offset of each buffer argument's address in the kernarg segment.
     pub arg_offsets: Vec<u32>,
     pub lds: u32,
+    /// Scratch bytes per work-item (`private_segment_fixed_size`).
+    pub scratch: u32,
     /// The work-group size the kernel was compiled for.
     pub workgroup: [u32; 3],
 }
@@ -91,6 +97,16 @@ pub struct Launch<'a> {
     pub args: Vec<(u32, u64)>,
     pub global: [u32; 3],
     pub local: [u32; 3],
+}
+
+/// The scratch region every dispatch of a step is given: `COMPUTE_TMPRING_SIZE` and the region's GPU address
+/// ([`crate::scratch`]). The default (zeros) is no scratch, for steps whose kernels need none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scratch {
+    pub tmpring_size: u32,
+    pub va: u64,
+    /// Bytes per work-item the region serves: a kernel needing more is refused.
+    pub per_item: u32,
 }
 
 /// The encoded step: the indirect buffer (relocations to [`Sym::Args`]) and the kernarg blocks (relocations to
@@ -118,7 +134,7 @@ pub fn rsrc12(card: Card, k: &Kernel) -> [u32; 2] {
 }
 
 /// Encodes every launch of a step. Fails with the kernel's name when a launch does not match its kernel.
-pub fn encode(card: Card, r: &ShRegs, launches: &[Launch<'_>]) -> Result<Encoded> {
+pub fn encode(card: Card, r: &ShRegs, launches: &[Launch<'_>], scratch: Scratch) -> Result<Encoded> {
     let arena = ArgsArena::new(launches.iter().map(|l| {
         let size = u64::from(l.kernel.kernarg_size.max(4)).next_multiple_of(4);
         let align = u64::from(l.kernel.kernarg_align.max(16));
@@ -133,7 +149,7 @@ pub fn encode(card: Card, r: &ShRegs, launches: &[Launch<'_>]) -> Result<Encoded
     let mut barriers = 0;
     for (n, l) in launches.iter().enumerate() {
         let k = l.kernel;
-        check(l)?;
+        check(l, &scratch)?;
         if l.args.iter().any(|(b, _)| touched.contains(b)) {
             pm4::event_write(&mut ib, pm4::event::CS_PARTIAL_FLUSH, pm4::event::INDEX_PARTIAL_FLUSH);
             pm4::acquire_mem(&mut ib, pm4::acquire::BEFORE_DISPATCH);
@@ -142,7 +158,7 @@ pub fn encode(card: Card, r: &ShRegs, launches: &[Launch<'_>]) -> Result<Encoded
         }
         touched.extend(l.args.iter().map(|(b, _)| *b));
         blocks.push(kernarg_block(k, &l.args));
-        dispatch(&mut ib, card, r, k, n as u32, l)?;
+        dispatch(&mut ib, card, r, k, n as u32, l, &scratch)?;
     }
     pm4::event_write(&mut ib, pm4::event::CS_PARTIAL_FLUSH, pm4::event::INDEX_PARTIAL_FLUSH);
     if ib.len() > pm4::INDIRECT_BUFFER_MAX_DWORDS {
@@ -151,7 +167,7 @@ pub fn encode(card: Card, r: &ShRegs, launches: &[Launch<'_>]) -> Result<Encoded
     Ok(Encoded { ib, arena, blocks, barriers })
 }
 
-fn check(l: &Launch<'_>) -> Result<()> {
+fn check(l: &Launch<'_>, scratch: &Scratch) -> Result<()> {
     let k = l.kernel;
     let fail = |msg: String| Err(gpu_err("link step", format!("`{}`: {msg}", k.name)));
     if l.args.len() != k.arg_offsets.len() {
@@ -166,6 +182,12 @@ fn check(l: &Launch<'_>) -> Result<()> {
     }
     if (0..3).any(|d| l.local[d] == 0 || !l.global[d].is_multiple_of(l.local[d])) {
         return fail(format!("global {:?} is not whole work-groups of {:?}", l.global, l.local));
+    }
+    if k.scratch > scratch.per_item {
+        return fail(format!(
+            "needs {} scratch bytes per work-item, the step's scratch region serves {}",
+            k.scratch, scratch.per_item
+        ));
     }
     if k.args_need_sgprs() && k.user_sgprs < 2 {
         return fail(format!("{} user SGPRs cannot hold the kernarg address", k.user_sgprs));
@@ -196,7 +218,15 @@ fn kernarg_block(k: &Kernel, args: &[(u32, u64)]) -> RelocBuf {
     b
 }
 
-fn dispatch(ib: &mut RelocBuf, card: Card, r: &ShRegs, k: &Kernel, n: u32, l: &Launch<'_>) -> Result<()> {
+fn dispatch(
+    ib: &mut RelocBuf,
+    card: Card,
+    r: &ShRegs,
+    k: &Kernel,
+    n: u32,
+    l: &Launch<'_>,
+    scratch: &Scratch,
+) -> Result<()> {
     let sh = |ib: &mut RelocBuf, reg: u32, v: &[Word]| {
         pm4::set_sh_reg(ib, reg, v).map_err(|e| gpu_err("link step", e.to_string()))
     };
@@ -205,7 +235,9 @@ fn dispatch(ib: &mut RelocBuf, card: Card, r: &ShRegs, k: &Kernel, n: u32, l: &L
     sh(ib, r.pgm_lo, &imm(&[code as u32, (code >> 32) as u32]))?;
     sh(ib, r.pgm_rsrc1, &imm(&rsrc12(card, k)))?;
     sh(ib, r.pgm_rsrc3, &imm(&[k.rsrc[2]]))?;
-    sh(ib, r.tmpring_size, &imm(&[0]))?;
+    sh(ib, r.tmpring_size, &imm(&[scratch.tmpring_size]))?;
+    let base = scratch.va >> 8;
+    sh(ib, r.scratch_base_lo, &imm(&[base as u32, (base >> 32) as u32]))?;
     sh(ib, r.restart_x, &imm(&[0, 0, 0]))?;
     if k.user_sgprs > 0 {
         let mut user = vec![Word::Addr(Addr::base(Sym::Args(n)))];
@@ -264,6 +296,7 @@ mod tests {
             pgm_rsrc1: g(0x1BB2),
             pgm_rsrc3: g(0x1BC8),
             tmpring_size: g(0x1BB8),
+            scratch_base_lo: g(0x1BB0),
             restart_x: g(0x1BBB),
             user_data_0: g(0x1BE0),
             resource_limits: g(0x1BB5),
@@ -282,6 +315,7 @@ mod tests {
             kernarg_align: 8,
             arg_offsets: vec![0, 8],
             lds: 1000,
+            scratch: 0,
             workgroup: [32, 1, 1],
         }
     }
@@ -290,7 +324,7 @@ mod tests {
     fn one_dispatch_encodes_in_tinygrads_order() {
         let k = kernel();
         let l = Launch { kernel: &k, args: vec![(1, 0), (2, 64)], global: [128, 1, 1], local: [32, 1, 1] };
-        let e = encode(Card::Gfx1100, &regs(), &[l]).unwrap();
+        let e = encode(Card::Gfx1100, &regs(), &[l], Scratch::default()).unwrap();
         let w = e.ib.words();
         // HDP barrier, ACQUIRE_MEM, then PGM_LO/HI = code >> 8.
         assert_eq!(pm4::opcode(w[0]), Some(pm4::op::WAIT_REG_MEM));
@@ -306,11 +340,29 @@ mod tests {
     }
 
     #[test]
+    fn the_steps_scratch_region_follows_tmpring_size_and_bounds_its_kernels() {
+        let mut k = kernel();
+        k.scratch = 1028;
+        let l = Launch { kernel: &k, args: vec![(1, 0), (2, 0)], global: [32, 1, 1], local: [32, 1, 1] };
+        let scratch = Scratch { tmpring_size: 85 | 257 << 12, va: 0x8000_0200_0000, per_item: 1028 };
+        let w = encode(Card::Gfx1100, &regs(), std::slice::from_ref(&l), scratch).unwrap().ib.words().to_vec();
+        let tmpring = [pm4::header(pm4::op::SET_SH_REG, 2), 0x1BB8 + 0x1260 - 0x2C00, 85 | 257 << 12];
+        let at = w.windows(3).position(|x| x == tmpring).expect("TMPRING_SIZE is set");
+        let base = [pm4::header(pm4::op::SET_SH_REG, 3), 0x1BB0 + 0x1260 - 0x2C00, 0x0002_0000, 0x80];
+        assert_eq!(&w[at + 3..at + 7], &base, "DISPATCH_SCRATCH_BASE_LO/HI follow it, the address >> 8");
+        let e = encode(Card::Gfx1100, &regs(), &[l], Scratch { per_item: 1024, ..scratch }).unwrap_err().to_string();
+        assert!(
+            e.contains("`k`: needs 1028 scratch bytes per work-item, the step's scratch region serves 1024"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn dependent_dispatches_get_a_barrier_and_independent_ones_none() {
         let k = kernel();
         let l =
             |a: u32, b: u32| Launch { kernel: &k, args: vec![(a, 0), (b, 0)], global: [32, 1, 1], local: [32, 1, 1] };
-        let e = encode(Card::Gfx1100, &regs(), &[l(1, 2), l(3, 4), l(5, 1)]).unwrap();
+        let e = encode(Card::Gfx1100, &regs(), &[l(1, 2), l(3, 4), l(5, 1)], Scratch::default()).unwrap();
         assert_eq!(e.barriers, 1);
         assert_eq!(e.arena.offsets(), &[0, 16, 32]);
     }
@@ -319,14 +371,17 @@ mod tests {
     fn mismatched_launches_are_refused_with_the_kernels_name() {
         let k = kernel();
         let bad = Launch { kernel: &k, args: vec![(1, 0)], global: [32, 1, 1], local: [32, 1, 1] };
-        let e = encode(Card::Gfx1100, &regs(), &[bad]).unwrap_err().to_string();
+        let e = encode(Card::Gfx1100, &regs(), &[bad], Scratch::default()).unwrap_err().to_string();
         assert!(e.contains("`k`: the dispatch passes 1 arguments, the kernel takes 2"), "{e}");
         let bad = Launch { kernel: &k, args: vec![(1, 0), (2, 0)], global: [48, 1, 1], local: [32, 1, 1] };
-        assert!(encode(Card::Gfx1100, &regs(), &[bad]).unwrap_err().to_string().contains("not whole work-groups"));
+        assert!(encode(Card::Gfx1100, &regs(), &[bad], Scratch::default())
+            .unwrap_err()
+            .to_string()
+            .contains("not whole work-groups"));
         // #26 item 1: grids past 2^32-1 work-items (whose group counts multiply past 64 bits) are refused.
         for global in [[1 << 16, 1 << 16, 32], [u32::MAX - 31, u32::MAX - 31, u32::MAX - 31]] {
             let bad = Launch { kernel: &k, args: vec![(1, 0), (2, 0)], global, local: [32, 1, 1] };
-            let e = encode(Card::Gfx1100, &regs(), &[bad]).unwrap_err().to_string();
+            let e = encode(Card::Gfx1100, &regs(), &[bad], Scratch::default()).unwrap_err().to_string();
             assert!(e.contains("passes 2^32-1 work-items or 1024 per work-group"), "{e}");
         }
     }

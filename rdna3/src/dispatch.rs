@@ -194,7 +194,8 @@ const TTMP0: usize = 108;
 /// `grid_size_x/y/z` are 32-bit, and so is the product pilot's verifier allows).
 pub const MAX_WORK_ITEMS: u64 = u32::MAX as u64;
 /// Scratch bytes per work-item the emulator provides: what COMPUTE_TMPRING_SIZE.WAVESIZE (15 bits) gives
-/// in the simulated GPU's encoding (4 bytes a unit, see pilot-usb-sim's dispatch).
+/// in the simulated GPU's reading (4 bytes a unit: a 256-byte unit shared by 64 lanes, see pilot-usb-sim's
+/// `gpu/scratch.rs`); gfx12's wider field is cut to the same bound.
 pub const MAX_SCRATCH_PER_ITEM: u32 = 0x7FFF * 4;
 
 fn check(kernel: &CodeObjectKernel, d: &Dispatch) -> Result<(), EmuError> {

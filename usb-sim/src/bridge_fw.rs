@@ -57,6 +57,8 @@ pub struct BridgeFirmware {
     gpu: Option<Box<Gpu>>,
     /// Draws which reads an enabled ASPM L1 corrupts (seeded: one seed, one sequence of outcomes).
     link_noise: LinkNoise,
+    /// Seeds the GPU model's random choices at each power-on.
+    seed: u64,
 }
 
 /// While the GPU endpoint leaves ASPM L1 enabled, one memory read in [`ASPM_FLAKY_ONE_IN`] through the link
@@ -114,6 +116,7 @@ impl BridgeFirmware {
             firmware_dir,
             gpu: None,
             link_noise: LinkNoise::new(seed),
+            seed,
         };
         fw.power_on_gpu();
         fw
@@ -121,7 +124,7 @@ impl BridgeFirmware {
 
     /// A GPU at power-on: fresh registers and its discovery table at VRAM end - 64 KB.
     fn power_on_gpu(&mut self) {
-        let gpu = Gpu::new(self.board, self.vram_bytes, self.timing, self.firmware_dir.clone());
+        let gpu = Gpu::new(self.board, self.vram_bytes, self.timing, self.firmware_dir.clone(), self.seed);
         let (at, table) = gpu.discovery_table();
         self.pcie.vram[at..at + table.len()].copy_from_slice(&table);
         self.gpu = Some(Box::new(gpu));

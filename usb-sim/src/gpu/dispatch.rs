@@ -6,8 +6,9 @@
 //!   512-byte units), `COMPUTE_USER_DATA_0..` for the user SGPRs, `COMPUTE_NUM_THREAD_X/Y/Z` (NUM_THREAD_FULL,
 //!   bits 0-15; NUM_THREAD_PARTIAL, bits 16-31, is refused),
 //!   the workgroup counts from the packet, `COMPUTE_DISPATCH_INITIATOR` (bit 0 compute shader enable, bit 15
-//!   wave32 — wave64 is refused), `COMPUTE_TMPRING_SIZE.WAVESIZE` for private memory (WAVESIZE x 4 bytes per
-//!   work-item, tinygrad's encoding) with `COMPUTE_DISPATCH_SCRATCH_BASE` in VRAM when it is used.
+//!   wave32 — wave64 is refused), and for a kernel with `COMPUTE_PGM_RSRC2.SCRATCH_EN` the scratch region
+//!   `COMPUTE_TMPRING_SIZE` and `COMPUTE_DISPATCH_SCRATCH_BASE` describe ([`super::scratch`]: checked before the
+//!   waves run, their slots overwritten with seeded bytes after).
 //!
 //! A load of what an earlier dispatch stored, with no flush and invalidate between them, stops the queue with a fault
 //! naming both ([`super::coherence`]).
@@ -142,12 +143,7 @@ impl Gpu {
         }
         let base = self.map.index(Reg::UserData0);
         let user_sgprs: Vec<u32> = (0..user_count).map(|i| self.stored(base + i)).collect();
-        let wavesize = (self.get(Reg::TmpringSize) >> 12) & if gfx12 { 0x3FFFF } else { 0x7FFF };
-        let scratch_bytes = wavesize * 4;
-        if scratch_bytes > 0 {
-            let sb = (u64::from(self.get(Reg::ScratchBaseLo)) | u64::from(self.get(Reg::ScratchBaseHi)) << 32) << 8;
-            self.mem(Hub::Gc, fabric, self.now).resolve(sb, 4).map_err(|e| format!("scratch base: {e}"))?;
-        }
+        let scratch = self.scratch_plan(gfx12, rsrc2, fabric)?;
         let kernel = self.program(isa, pgm, rsrc1, rsrc2, rsrc3, fabric)?;
         let d = Dispatch {
             grid,
@@ -156,7 +152,7 @@ impl Gpu {
             rsrc1,
             rsrc2,
             lds_bytes: ((rsrc2 >> 15) & 0x1FF) * 512,
-            scratch_bytes,
+            scratch_bytes: scratch.per_item,
             step_limit: pilot_rdna3::dispatch::DEFAULT_STEP_LIMIT,
             budget: pilot_rdna3::Budget::from_env()?,
         };
@@ -183,6 +179,7 @@ impl Gpu {
         if let Some(hazard) = hazard {
             return Err(hazard);
         }
+        self.scratch_spill(&scratch, stats.waves, fabric)?;
         self.dispatched.instructions += stats.instructions;
         self.dispatched.dispatches += 1;
         Ok(self.timing.dispatch(stats.instructions, self.board.gc_info().cus()))

@@ -10,7 +10,8 @@
 //! - GPU-side memory goes through [`mem`] (address translation with `GMMU=0`).
 //!
 //! Engine faults are recorded ([`Gpu::faults`]) with the engine, the place and the reason. Kernels are confined
-//! to the step's memory: the GPU's own (page tables, rings, firmware) is refused to them ([`confine`]).
+//! to the step's memory: the GPU's own (page tables, rings, firmware) is refused to them ([`confine`]). A
+//! dispatch with scratch gets the region its registers describe, checked before it runs ([`scratch`]).
 
 pub mod board;
 pub mod coherence;
@@ -25,6 +26,7 @@ pub mod pm4;
 pub mod psp;
 mod queue;
 pub mod regs;
+mod scratch;
 pub mod sdma;
 pub mod smu;
 
@@ -95,12 +97,14 @@ pub struct Gpu {
     firmware_dir: PathBuf,
     /// Which dispatch stored where, for the cache model between dispatches.
     coherence: coherence::Coherence,
+    /// Which scratch slots waves get and what they leave there ([`scratch`]), seeded.
+    scratch_draws: scratch::Draws,
 }
 
 impl Gpu {
-    /// A GPU at power-on, checking firmware against the files in `firmware_dir`. The caller writes
-    /// [`Gpu::discovery_table`] into VRAM.
-    pub fn new(board: Board, vram_bytes: u64, timing: Timing, firmware_dir: PathBuf) -> Gpu {
+    /// A GPU at power-on, checking firmware against the files in `firmware_dir`, its random choices drawn from
+    /// `seed`. The caller writes [`Gpu::discovery_table`] into VRAM.
+    pub fn new(board: Board, vram_bytes: u64, timing: Timing, firmware_dir: PathBuf, seed: u64) -> Gpu {
         let mut gpu = Gpu {
             board,
             map: RegMap::new(board),
@@ -119,6 +123,7 @@ impl Gpu {
             dispatched: Dispatched::default(),
             firmware_dir,
             coherence: coherence::Coherence::default(),
+            scratch_draws: scratch::Draws::new(seed),
         };
         // The AGP apertures are closed (BOT > TOP) until the driver opens them.
         gpu.set(Reg::MmAgpBot, 0xFF_FFFF);
@@ -131,10 +136,11 @@ impl Gpu {
     /// table is written again. Faults recorded so far are kept.
     fn mode1_reset(&mut self, fabric: &mut dyn Fabric) {
         let faults = std::mem::take(&mut self.faults);
-        let dispatched = self.dispatched;
-        *self = Gpu::new(self.board, self.vram_bytes, self.timing, self.firmware_dir.clone());
+        let (dispatched, draws) = (self.dispatched, self.scratch_draws);
+        *self = Gpu::new(self.board, self.vram_bytes, self.timing, self.firmware_dir.clone(), 0);
         self.faults = faults;
         self.dispatched = dispatched;
+        self.scratch_draws = draws;
         let (at, table) = self.discovery_table();
         fabric.vram()[at..at + table.len()].copy_from_slice(&table);
     }
