@@ -64,6 +64,23 @@ fn rndne(x: f32) -> f32 {
     }
 }
 
+/// The saturating integer cat2 ops (`(sat)add.u` and the like: ir3 `nir_op_uadd_sat`, `iadd_sat`, `usub_sat`,
+/// `isub_sat` in Mesa's ir3_compiler_nir.c), clamped to the operand width (16 bits for half operands, already
+/// widened: zero-extended for `.u`, sign-extended for `.s`); `None` for any other integer opcode.
+pub(crate) fn cat2_sat(opc: u8, a: u32, b: u32, half: bool) -> Option<u32> {
+    let bits = if half { 16 } else { 32 };
+    let (umax, smin, smax) = ((1i64 << bits) - 1, -(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1);
+    let (ua, ub, sa, sb) = (a as i64, b as i64, a as i32 as i64, b as i32 as i64);
+    let v = match opc {
+        16 /* add.u */ => (ua + ub).min(umax),
+        17 /* add.s */ => (sa + sb).clamp(smin, smax),
+        18 /* sub.u */ => (ua - ub).max(0),
+        19 /* sub.s */ => (sa - sb).clamp(smin, smax),
+        _ => return None,
+    };
+    Some(v as u32)
+}
+
 /// Cat2 by opcode (ir3-cat2.xml, bits 53..58). `half` operands are already widened; `None` means the opcode is not implemented.
 pub(crate) fn cat2(opc: u8, cond: Option<Cond>, a: u32, b: u32, half: bool) -> Option<u32> {
     let bits = if half { 16 } else { 32 };
@@ -121,6 +138,9 @@ pub(crate) fn cat2(opc: u8, cond: Option<Cond>, a: u32, b: u32, half: bool) -> O
                 a.reverse_bits()
             }
         }
+        // clz.b of 0 is -1: Mesa's ir3 builds nir `ufind_msb` as `sel.b32 (31 - clz), x, clz` and `find_lsb` as
+        // `clz.b(bfrev.b x)`, both of which NIR defines as -1 for 0 (ir3_compiler_nir.c `emit_alu`).
+        53 /* clz.b */ if a & mask == 0 => mask,
         53 /* clz.b */ => {
             if half {
                 (a as u16).leading_zeros()

@@ -87,11 +87,16 @@ impl Exec<'_, '_> {
                         Some(s) => self.src(s, rep, dom)?,
                         None => 0,
                     };
-                    let v = alu::cat2(*opc, *cond, a, b, src1.half)
-                        .ok_or_else(|| Stop(format!("{name} is not implemented")))?;
                     // cmps.f/u/s produce 0 or 1, whatever their operands.
                     let out_dom = if matches!(opc, 5 | 20 | 21) { Domain::B } else { dom };
-                    let v = self.saturate(v, out_dom)?;
+                    let v = if i.sat && out_dom != Domain::F {
+                        alu::cat2_sat(*opc, a, b, src1.half)
+                            .ok_or_else(|| Stop(format!("(sat){name} is not implemented")))?
+                    } else {
+                        let v = alu::cat2(*opc, *cond, a, b, src1.half)
+                            .ok_or_else(|| Stop(format!("{name} is not implemented")))?;
+                        self.saturate(v, out_dom)?
+                    };
                     self.write(*dst + rep, *dst_half, narrow(v, *dst_half, out_dom), Sync::Now)?;
                 }
             }
@@ -684,7 +689,11 @@ fn convert(raw: u32, st: Type, dt: Type) -> Option<u32> {
         Type::S16 => Num::I(raw as u16 as i16 as i64),
         Type::U32 => Num::I(raw as i64),
         Type::S32 => Num::I(raw as i32 as i64),
-        Type::U8 | Type::U8x32 => Num::I((raw & 0xff) as i64),
+        // The hardware sign-extends an 8-bit `cov` source and cannot convert one to float directly (Mesa
+        // ir3_compiler_nir.c `create_cov`: "Zero-extension of 8-bit values doesn't work with `cov`", so Mesa masks
+        // with `and.b` instead, and i2f of 8 bits goes through `cov.u8s16`).
+        Type::U8 | Type::U8x32 if matches!(dt, Type::F16 | Type::F32) => return None,
+        Type::U8 | Type::U8x32 => Num::I(raw as u8 as i8 as i64),
     };
     Some(match (x, dt) {
         (Num::F(v), Type::F16) => f16::from_f32(v).to_bits() as u32,

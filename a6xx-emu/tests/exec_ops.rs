@@ -188,8 +188,12 @@ fn full_float_cases(ran: &mut Ran) {
 fn int_cases(ran: &mut Ran) {
     let iv = || [ints(7), ints(8), ints(9)];
     let s = |v: u32| v as i32;
-    let cases: [(&str, Ref); 33] = [
+    let cases: [(&str, Ref); 37] = [
         ("add.u r5.x, r4.x, r4.y", |a, b, _| a.wrapping_add(b)),
+        ("(sat)add.u r5.x, r4.x, r4.y", |a, b, _| a.saturating_add(b)),
+        ("(sat)add.s r5.x, r4.x, r4.y", |a, b, _| (a as i32).saturating_add(b as i32) as u32),
+        ("(sat)sub.u r5.x, r4.x, r4.y", |a, b, _| a.saturating_sub(b)),
+        ("(sat)sub.s r5.x, r4.x, r4.y", |a, b, _| (a as i32).saturating_sub(b as i32) as u32),
         ("add.s r5.x, r4.x, (neg)r4.y", |a, b, _| a.wrapping_sub(b)),
         ("sub.u r5.x, r4.x, r4.y", |a, b, _| a.wrapping_sub(b)),
         ("sub.s r5.x, r4.x, r4.y", |a, b, _| a.wrapping_sub(b)),
@@ -211,7 +215,8 @@ fn int_cases(ran: &mut Ran) {
         ("shr.b r5.x, r4.x, r4.y", |a, b, _| a >> (b & 31)),
         ("ashr.b r5.x, r4.x, 5", |a, _, _| ((a as i32) >> 5) as u32),
         ("bfrev.b r5.x, r4.x", |a, _, _| a.reverse_bits()),
-        ("clz.b r5.x, r4.x", |a, _, _| a.leading_zeros()),
+        // -1 for 0: what Mesa's ufind_msb/find_lsb lowering relies on.
+        ("clz.b r5.x, r4.x", |a, _, _| a.checked_ilog2().map_or(u32::MAX, |msb| 31 - msb)),
         ("cbits.b r5.x, r4.x", |a, _, _| a.count_ones()),
         ("mul.u24 r5.x, r4.x, r4.y", |a, b, _| (a & 0xffffff).wrapping_mul(b & 0xffffff)),
         ("mul.s24 r5.x, r4.x, r4.y", |a, b, _| (((a << 8) as i32 >> 8).wrapping_mul((b << 8) as i32 >> 8)) as u32),
@@ -329,6 +334,10 @@ fn conversion_cases(ran: &mut Ran) {
     check(ran, "cov.u16u32 r5.x, hr12.x", true, false, [shorts(28), shorts(29), shorts(30)], |a, _, _| a);
     check(ran, "cov.f16s16 hr14.x, hr12.x", true, true, [halves(31), halves(32), halves(33)], |a, _, _| {
         h(a) as i16 as u16 as u32
+    });
+    // An 8-bit source is sign-extended (ir3's i2i16/i2f of int8; Mesa masks for zero-extension).
+    check(ran, "cov.u8s16 hr14.x, hr12.x", true, true, [shorts(34), shorts(35), shorts(36)], |a, _, _| {
+        a as u8 as i8 as i16 as u16 as u32
     });
 }
 

@@ -16,9 +16,9 @@ use std::path::Path;
 
 mod common;
 
-use common::node::{check_manifest_on, check_reasons, listed, node_dir, run_case_on};
+use common::node::{check_manifest_on, check_reasons, listed, node_dir, run_case_half_images, run_case_on};
 use common::pins::split_inputs;
-use common::{close, close_within, data_sets, read_pb, root};
+use common::{close, data_sets, read_pb, root};
 use pilot_compiler::onnx;
 use pilot_compiler::tensor::Tensor;
 use pilot_core::{Backend, Target};
@@ -76,46 +76,12 @@ fn run_case_cl(dir: &Path) -> Result<(), String> {
     run_case_on(dir, &pilot_compiler::CompileOptions::new(target(Backend::Cl)), cl_device, None)
 }
 
-/// The OpenCL code generator with `--image --float16`, compared at 1e-2. The image path needs
-/// constant weights, which node tests feed as graph inputs: every input but the first is frozen into
-/// an initializer from each data set (one compiled model per data set). Returns how many
-/// `read_image` the kernels have.
+/// [`run_case_half_images`] on the OpenCL target with `--image --float16`.
 fn run_case_cl_half_images(dir: &Path) -> Result<usize, String> {
-    use prost::Message;
     let mut opts = pilot_compiler::CompileOptions::new(target(Backend::Cl));
     opts.target.image = true;
     opts.target.float16 = true;
-    let bytes = std::fs::read(dir.join("model.onnx")).map_err(|e| e.to_string())?;
-    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let mut reads = 0;
-    for set in data_sets(dir)? {
-        let mut m = onnx::proto::ModelProto::decode(&bytes[..]).map_err(|e| e.to_string())?;
-        let g = m.graph.as_mut().ok_or("no graph")?;
-        let init: Vec<String> = g.initializer.iter().filter_map(|t| t.name.clone()).collect();
-        let inputs: Vec<String> = g.input.iter().filter_map(|i| i.name.clone()).filter(|n| !init.contains(n)).collect();
-        for (j, name) in inputs.iter().enumerate().skip(1) {
-            let pb = std::fs::read(set.join(format!("input_{j}.pb"))).map_err(|e| e.to_string())?;
-            let mut t = onnx::proto::TensorProto::decode(&pb[..]).map_err(|e| e.to_string())?;
-            t.name = Some(name.clone());
-            g.initializer.push(t);
-            g.input.retain(|i| i.name.as_ref() != Some(name));
-        }
-        let model = tmp.path().join("model.onnx");
-        std::fs::write(&model, m.encode_to_vec()).map_err(|e| e.to_string())?;
-        let art = tmp.path().join("case.pkl");
-        let report = pilot_compiler::compile(&model, &art, &opts, &|_| {}).map_err(|e| e.to_string())?;
-        reads += report.read_images;
-        let artifact = pilot_core::Artifact::open(&art).map_err(|e| e.to_string())?;
-        let mut session = pilot_core::Session::new(artifact, cl_device()?).map_err(|e| e.to_string())?;
-        let first = read_pb(&set.join("input_0.pb"));
-        session.step(&[first.data.as_slice()]).map_err(|e| e.to_string())?;
-        for (k, (spec, got)) in session.output_specs().iter().zip(session.outputs()).enumerate() {
-            let got = Tensor { dtype: spec.dtype, shape: spec.shape.clone(), data: got.clone() };
-            let want = read_pb(&set.join(format!("output_{k}.pb")));
-            close_within(&got, &want, Some(1e-2)).map_err(|e| format!("output {k}: {e}"))?;
-        }
-    }
-    Ok(reads)
+    run_case_half_images(dir, &opts, cl_device)
 }
 
 #[test]
@@ -173,7 +139,7 @@ const CL_SAMPLE: usize = 6;
 
 #[test]
 fn manifest_cases_pass_on_opencl() {
-    check_manifest_on("OpenCL", "onnx_node_cl_skipped.txt", CL_SAMPLE, "PILOT_CONFORMANCE_CL_ALL", run_case_cl);
+    check_manifest_on("OpenCL", &["onnx_node_cl_skipped.txt"], CL_SAMPLE, "PILOT_CONFORMANCE_CL_ALL", run_case_cl);
 }
 
 /// Every manifest case with a convolution or a matrix product (the ops `--image` reroutes through

@@ -93,7 +93,7 @@ const AMD_SAMPLE: usize = 10;
 
 #[test]
 fn manifest_cases_pass_on_the_simulated_amd_gpu() {
-    check_manifest_on("usb+amd", "onnx_node_amd_skipped.txt", AMD_SAMPLE, "PILOT_CONFORMANCE_AMD_ALL", run_case_amd);
+    check_manifest_on("usb+amd", &["onnx_node_amd_skipped.txt"], AMD_SAMPLE, "PILOT_CONFORMANCE_AMD_ALL", run_case_amd);
 }
 
 /// The same sample on gfx1201 (RDNA4: the simulated Navi48, the emulator's gfx12 decoder); the skip list is
@@ -102,7 +102,7 @@ fn manifest_cases_pass_on_the_simulated_amd_gpu() {
 fn manifest_cases_pass_on_the_simulated_gfx1201() {
     check_manifest_on(
         "usb+amd gfx1201",
-        "onnx_node_amd_skipped.txt",
+        &["onnx_node_amd_skipped.txt"],
         AMD_SAMPLE,
         "PILOT_CONFORMANCE_AMD_ALL",
         run_case_gfx1201,

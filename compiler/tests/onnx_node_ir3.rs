@@ -6,7 +6,8 @@
 //! `--device fake-kgsl`: the runtime lays out and launches each kernel through the fake KGSL, whose
 //! dispatches execute the a6xx machine code on pilot's a6xx emulator, and the outputs are compared with the
 //! cases' expected outputs. Cases the OpenCL target cannot express (float64, `onnx_node_cl_skipped.txt`)
-//! cannot be expressed here either and must still fail.
+//! cannot be expressed here either and must still fail, as must the few whose emulated results differ for a reason
+//! `onnx_node_ir3_emulated_skipped.txt` names.
 
 use std::path::Path;
 
@@ -14,7 +15,7 @@ use std::path::Path;
 mod common;
 
 use common::data_sets;
-use common::node::{check_manifest_on, run_case_on};
+use common::node::{check_manifest_on, listed, node_dir, run_case_half_images, run_case_on};
 use common::pins::split_inputs;
 use pilot_compiler::onnx;
 use pilot_compiler::target::qcom::QcomCompiler;
@@ -58,7 +59,7 @@ fn compile_case_both(dir: &Path) -> Result<(), String> {
 #[test]
 fn manifest_sample_compiles_to_a6xx_code_ir3_disasm_decodes() {
     let st = std::time::Instant::now();
-    check_manifest_on("ir3", "onnx_node_cl_skipped.txt", IR3_SAMPLE, "PILOT_CONFORMANCE_IR3_ALL", compile_case_both);
+    check_manifest_on("ir3", &["onnx_node_cl_skipped.txt"], IR3_SAMPLE, "PILOT_CONFORMANCE_IR3_ALL", compile_case_both);
     eprintln!("ir3 conformance sample: {:.1} s", st.elapsed().as_secs_f64());
 }
 
@@ -79,10 +80,38 @@ fn manifest_sample_runs_on_the_a6xx_emulator() {
     let st = std::time::Instant::now();
     check_manifest_on(
         "ir3 on the a6xx emulator",
-        "onnx_node_cl_skipped.txt",
+        &["onnx_node_cl_skipped.txt", "onnx_node_ir3_emulated_skipped.txt"],
         IR3_SAMPLE,
         "PILOT_CONFORMANCE_IR3_ALL",
         run_case_both,
     );
     eprintln!("ir3 emulated conformance sample: {:.1} s", st.elapsed().as_secs_f64());
+}
+
+/// Every manifest case with a convolution or a matrix product compiled with ir3 in the car's mode (`--image
+/// --float16 --nolocals`, weights frozen to constants) runs on the a6xx emulator within 1e-2, and many of them
+/// really sample images (`isam`).
+#[test]
+fn conv_and_matmul_cases_run_with_half_images_on_the_a6xx_emulator() {
+    let dir = node_dir();
+    let skipped: Vec<String> =
+        ["onnx_node_cl_skipped.txt", "onnx_node_ir3_emulated_skipped.txt"].iter().flat_map(|f| listed(f)).collect();
+    let cases: Vec<String> = listed("onnx_node_passing.txt")
+        .into_iter()
+        .filter(|c| ["conv", "matmul", "gemm"].iter().any(|op| c.contains(op)) && !skipped.contains(c))
+        .collect();
+    assert!(cases.len() > 30, "{} cases", cases.len());
+    let mut opts = ir3_options(true);
+    opts.target.image = true;
+    opts.target.float16 = true;
+    let (mut failures, mut with_images) = (Vec::new(), 0);
+    for c in &cases {
+        match run_case_half_images(&dir.join(c), &opts, fake_kgsl_emulated) {
+            Ok(reads) => with_images += usize::from(reads > 0),
+            Err(e) => failures.push(format!("{c}: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(with_images >= 15, "only {with_images} of {} cases read images", cases.len());
+    eprintln!("{with_images} of {} conv/matmul/gemm cases read half images on the a6xx emulator", cases.len());
 }

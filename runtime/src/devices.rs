@@ -59,6 +59,8 @@ pub struct DeviceOptions {
 /// Opens `name`, or the device named as the artifact's backend when `name` is `None`. Whether the
 /// device runs the artifact is the device's to say ([`Device::runs`], asked by the session).
 pub fn open(name: Option<&str>, target: &Target, opts: DeviceOptions) -> anyhow::Result<Box<dyn Device>> {
+    // `max_memory` serves only the AMD emulator.
+    #[cfg_attr(not(feature = "amd-emu"), allow(unused_variables))]
     let DeviceOptions { threads, profile, priority, max_memory } = opts;
     let name = name.unwrap_or(target.backend.name());
     Ok(match name {

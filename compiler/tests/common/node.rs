@@ -97,25 +97,76 @@ pub fn run_case_on(
     Ok(())
 }
 
-/// Runs every `every`-th manifest case that `skip_file` does not list on `run` (`all_env` set: every case),
+/// A case compiled with `opts` (`--image`, `--float16`: compared at 1e-2) and run on `device`. The image path needs
+/// constant weights, which node tests feed as graph inputs: every input but the first is frozen into
+/// an initializer from each data set (one compiled model per data set). Returns how many
+/// `read_image` the kernels have.
+pub fn run_case_half_images(
+    dir: &Path,
+    opts: &pilot_compiler::CompileOptions,
+    device: DeviceFn,
+) -> Result<usize, String> {
+    use prost::Message;
+    let bytes = std::fs::read(dir.join("model.onnx")).map_err(|e| e.to_string())?;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut reads = 0;
+    for set in data_sets(dir)? {
+        let mut m = onnx::proto::ModelProto::decode(&bytes[..]).map_err(|e| e.to_string())?;
+        let g = m.graph.as_mut().ok_or("no graph")?;
+        let init: Vec<String> = g.initializer.iter().filter_map(|t| t.name.clone()).collect();
+        let inputs: Vec<String> = g.input.iter().filter_map(|i| i.name.clone()).filter(|n| !init.contains(n)).collect();
+        for (j, name) in inputs.iter().enumerate().skip(1) {
+            let pb = std::fs::read(set.join(format!("input_{j}.pb"))).map_err(|e| e.to_string())?;
+            let mut t = onnx::proto::TensorProto::decode(&pb[..]).map_err(|e| e.to_string())?;
+            t.name = Some(name.clone());
+            g.initializer.push(t);
+            g.input.retain(|i| i.name.as_ref() != Some(name));
+        }
+        let model = tmp.path().join("model.onnx");
+        std::fs::write(&model, m.encode_to_vec()).map_err(|e| e.to_string())?;
+        let art = tmp.path().join("case.pkl");
+        let report = pilot_compiler::compile(&model, &art, opts, &|_| {}).map_err(|e| e.to_string())?;
+        reads += report.read_images;
+        let artifact = pilot_core::Artifact::open(&art).map_err(|e| e.to_string())?;
+        let mut session = pilot_core::Session::new(artifact, device()?).map_err(|e| e.to_string())?;
+        let first = read_pb(&set.join("input_0.pb"));
+        session.step(&[first.data.as_slice()]).map_err(|e| e.to_string())?;
+        for (k, (spec, got)) in session.output_specs().iter().zip(session.outputs()).enumerate() {
+            let got = Tensor { dtype: spec.dtype, shape: spec.shape.clone(), data: got.clone() };
+            let want = read_pb(&set.join(format!("output_{k}.pb")));
+            close_within(&got, &want, Some(1e-2)).map_err(|e| format!("output {k}: {e}"))?;
+        }
+    }
+    Ok(reads)
+}
+
+/// Runs every `every`-th manifest case that no `skip_files` list names on `run` (`all_env` set: every case),
 /// and every listed case, which must still fail (so the list stays honest); panics listing the failures.
 pub fn check_manifest_on(
     target: &str,
-    skip_file: &str,
+    skip_files: &[&str],
     every: usize,
     all_env: &str,
     run: fn(&Path) -> Result<(), String>,
 ) {
     let dir = node_dir();
     let manifest = listed("onnx_node_passing.txt");
-    let skipped = listed(skip_file);
+    let skip_file = skip_files.join(" + ");
+    let skipped: Vec<String> = skip_files.iter().flat_map(|f| listed(f)).collect();
     let mut failures: Vec<String> = skipped
         .iter()
         .filter(|c| !manifest.contains(c))
         .map(|c| format!("{c}: in {skip_file} but not in the manifest"))
         .collect();
     let every = if std::env::var_os(all_env).is_some() { 1 } else { every };
-    let cases: Vec<&String> = manifest.iter().filter(|c| !skipped.contains(c)).step_by(every).collect();
+    let mut cases: Vec<&String> = manifest.iter().filter(|c| !skipped.contains(c)).step_by(every).collect();
+    let mut skipped = skipped;
+    // A developer's focus: only these cases (comma-separated names), as if `all_env` were set.
+    if let Ok(only) = std::env::var("PILOT_CONFORMANCE_CASES") {
+        let only: Vec<&str> = only.split(',').collect();
+        cases = manifest.iter().filter(|c| only.contains(&c.as_str()) && !skipped.contains(c)).collect();
+        skipped.retain(|c| only.contains(&c.as_str()));
+    }
     failures.extend(cases.iter().filter_map(|c| run(&dir.join(c)).err().map(|e| format!("{c}: {e}"))));
     failures.extend(
         skipped
@@ -125,7 +176,7 @@ pub fn check_manifest_on(
     );
     eprintln!(
         "{target}: {} of {} run manifest cases pass ({} of the manifest's {} in {skip_file})",
-        cases.len() - failures.iter().filter(|f| !f.contains(skip_file)).count(),
+        cases.len() - failures.iter().filter(|f| !f.contains(&skip_file)).count(),
         cases.len(),
         skipped.len(),
         manifest.len()

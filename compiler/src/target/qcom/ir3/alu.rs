@@ -66,6 +66,17 @@ pub fn truthy(s: &mut Shader, x: Def, d: DType, ibits: u32) -> Def {
     }
 }
 
+/// C's `fmod` (the OpenCL renderer's): NIR's `frem` is `a - b·trunc(a/b)`, NaN for a finite `a` over an infinite
+/// `b`, where `fmod` gives `a`.
+fn frem(s: &mut Shader, a: Def, b: Def) -> Def {
+    let r = s.alu("frem", &[a, b]);
+    let (abs_a, abs_b) = (s.alu("fabs", &[a]), s.alu("fabs", &[b]));
+    let inf = fimm(s, f32::INFINITY);
+    let (a_finite, b_inf) = (s.alu("flt", &[abs_a, inf]), s.alu("feq", &[abs_b, inf]));
+    let keep_a = s.alu("iand", &[a_finite, b_inf]);
+    s.alu("bcsel", &[keep_a, a, r])
+}
+
 /// NaN-propagating float max/min (the OpenCL renderer's `pl_fmax`/`pl_fmin`).
 fn fmaxmin(s: &mut Shader, max: bool, a: Def, b: Def) -> Def {
     let r = s.alu(if max { "fmax" } else { "fmin" }, &[a, b]);
@@ -108,7 +119,7 @@ pub fn binary(s: &mut Shader, op: BinOp, d: DType, ibits: u32, a: Def, b: Def) -
         BinOp::Sub => s.alu(if f { "fsub" } else { "isub" }, &[a, b]),
         BinOp::Mul => s.alu(if f { "fmul" } else { "imul" }, &[a, b]),
         BinOp::Div if f => s.alu("fdiv", &[a, b]),
-        BinOp::Rem if f => s.alu("frem", &[a, b]),
+        BinOp::Rem if f => frem(s, a, b),
         BinOp::Div | BinOp::Rem => {
             let name = match op {
                 BinOp::Div => i("idiv", "udiv"),
