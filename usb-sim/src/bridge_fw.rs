@@ -6,6 +6,7 @@
 use super::consts::*;
 use super::dma::DmaEngine;
 use super::gpu::board::Board;
+use super::gpu::hdp;
 use super::gpu::mem::Fabric;
 use super::gpu::Gpu;
 use super::pcie::{Pcie, Region};
@@ -57,6 +58,8 @@ pub struct BridgeFirmware {
     gpu: Option<Box<Gpu>>,
     /// Draws which reads an enabled ASPM L1 corrupts (seeded: one seed, one sequence of outcomes).
     link_noise: LinkNoise,
+    /// The host's BAR0 writes the GPU's engines do not see yet.
+    pub hdp: hdp::WriteBuffer,
 }
 
 /// While the GPU endpoint leaves ASPM L1 enabled, one memory read in [`ASPM_FLAKY_ONE_IN`] through the link
@@ -114,6 +117,7 @@ impl BridgeFirmware {
             firmware_dir,
             gpu: None,
             link_noise: LinkNoise::new(seed),
+            hdp: hdp::WriteBuffer::default(),
         };
         fw.power_on_gpu();
         fw
@@ -144,8 +148,7 @@ impl BridgeFirmware {
         Some(match region {
             Region::Vram => {
                 self.wait_gpu();
-                let o = off as usize;
-                u32::from_le_bytes(self.pcie.vram[o..o + 4].try_into().expect("4 bytes"))
+                self.hdp.host_read32(&self.pcie.vram, off as usize)
             }
             Region::Mmio => {
                 self.wait_gpu();
@@ -168,17 +171,20 @@ impl BridgeFirmware {
             })
         };
         match region {
-            Region::Vram => {
-                let o = off as usize;
-                let old = u32::from_le_bytes(self.pcie.vram[o..o + 4].try_into().expect("4 bytes"));
-                self.pcie.vram[o..o + 4].copy_from_slice(&merge(old).to_le_bytes());
+            Region::Vram => self.hdp.host_write32(&self.pcie.vram, off as usize, be, value),
+            Region::Mmio => {
+                let flushes = self.hdp.flushes();
+                self.with_gpu(|g, fw| {
+                    let index = (off / 4) as u32;
+                    let now = fw.now;
+                    let v = if be == 0x0F { value } else { merge(g.host_read_reg(index, now, fw)) };
+                    g.host_write_reg(index, v, now, fw);
+                });
+                // Host writes the flush made visible may be what a stalled queue waits for.
+                if self.hdp.flushes() != flushes {
+                    self.poll_gpu();
+                }
             }
-            Region::Mmio => self.with_gpu(|g, fw| {
-                let index = (off / 4) as u32;
-                let now = fw.now;
-                let v = if be == 0x0F { value } else { merge(g.host_read_reg(index, now, fw)) };
-                g.host_write_reg(index, v, now, fw);
-            }),
             Region::Doorbell => self.with_gpu(|g, fw| {
                 let v = merge(g.read_doorbell(off as u32));
                 g.host_write_doorbell(off as u32, v, fw.now, fw);
@@ -372,6 +378,7 @@ impl BridgeFirmware {
             // Power off loses everything downstream.
             self.link_up = false;
             self.pcie = Pcie::new(self.vram_bytes);
+            self.hdp = hdp::WriteBuffer::default();
             self.power_on_gpu();
         }
     }
@@ -530,5 +537,13 @@ impl Fabric for BridgeFirmware {
 
     fn bridge_write(&mut self, addr: u64, data: &[u8], at: Duration) -> bool {
         self.device_write(addr, data, at)
+    }
+
+    fn hdp_flush(&mut self) {
+        self.hdp.flush(&mut self.pcie.vram);
+    }
+
+    fn hdp_held(&self, off: usize, len: usize) -> Option<usize> {
+        self.hdp.held(off, len)
     }
 }
