@@ -2,6 +2,14 @@
 //!
 //! Where the sources leave the firmware's behaviour open, the model is strict and says so: it stalls the
 //! request (as the firmware does for requests it does not handle) rather than guessing a lenient outcome.
+//!
+//! The 0xF0 modes drive one TLP engine (tinygrad/asm2464pd-firmware `handmade/src/main.c` `handle_usb_control`):
+//! every mode loads format, byte enables and address from the request; mode 0 fires one TLP with the request's data
+//! and any byte enables, a stream fires one per dword with byte enables 0x0F (`handmade/src/pcie_pio.h`
+//! `pcie_write_chunk`, `pcie_read_chunk`). So a memory access here is served by the same code whichever mode asked
+//! for it ([`BridgeFirmware::mem_read32`], [`BridgeFirmware::mem_write32`]). What differs is modelled: a stream
+//! takes only whole dwords, and only mode 0 reports a failed completion (UR); a streamed read that nothing decodes
+//! is refused, because `pcie_read_chunk` reports nothing and what its data registers then hold is not documented.
 
 use super::consts::*;
 use super::dma::DmaEngine;
