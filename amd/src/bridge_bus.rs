@@ -1,8 +1,20 @@
 //! [`BridgeBus`]: [`GpuBus`] over the bridge, with the BARs [`pilot_usb_bridge::pcie::bring_up`] assigned.
 //!
-//! - Registers: one single-TLP memory access per dword of BAR5 (a posted write is one USB transaction, a read
-//!   two). Registers past the BAR5 window go through the `BIF_BX_PF0_RSMU_INDEX/DATA` pair (tinygrad
+//! - Registers: one single-TLP (F0 mode 0) memory access per dword of BAR5 (a posted write is one USB transaction, a
+//!   read two). Registers past the BAR5 window go through the `BIF_BX_PF0_RSMU_INDEX/DATA` pair (tinygrad
 //!   `AMDev.indirect_rreg/indirect_wreg`), whose indices the caller sets after discovery ([`BusMap::indirect`]).
+//!
+//!   tinygrad streams registers instead (`USBMMIOInterface` over BAR5: `pcie_mem_write`, mode 1 and a bulk OUT;
+//!   `pcie_mem_read`, mode 2 and a bulk IN) and keeps mode 0 for config space. To the GPU both are the same TLP: the
+//!   bridge firmware (tinygrad/asm2464pd-firmware `handmade/src/main.c` `handle_usb_control`, 0xF0 DATA_OUT) loads
+//!   the TLP engine's format, byte enables and address from the request in every mode; mode 0 then loads the data
+//!   registers and triggers one TLP, and a stream does the same per dword (`handmade/src/pcie_pio.h`
+//!   `pcie_write_chunk`, `pcie_read_chunk`), with byte enables 0x0F as pilot's register accesses use. A register
+//!   write costs one USB transaction this way, two streamed; a read costs two either way. Mode 0's read is also the
+//!   one that reports a failed completion (its F0 IN returns the engine's error bit and completion status, which
+//!   [`Bridge::mem_read`] turns into errors), where `pcie_read_chunk` stops polling on the error bit and sends the
+//!   data registers as they are. The simulator serves a memory TLP the same way from either mode
+//!   (`pilot_usb_sim`'s `item3_*` test in `sim_fidelity.rs`).
 //! - VRAM: F0 streaming through BAR0 (large BAR only: the physical address is the BAR0 offset). Unaligned
 //!   edges are read, merged and written back as whole dwords.
 //! - Doorbells: one 64-bit streaming write into BAR2 (tinygrad's `doorbell64` view).

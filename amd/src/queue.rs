@@ -7,8 +7,13 @@
 //! - [`SdmaQueue`]: SDMA0 queue 0, ring base, read-pointer writeback and write-pointer poll addresses, doorbell
 //!   `sDMA_ENGINE0` (0x100); the write pointer counts bytes.
 //!
-//! Each submission is one streaming write of the packets into the ring, one of the write-pointer shadow and one
-//! doorbell. The rings never wrap inside a submission: the tail is padded (PM4 NOP, SDMA zero NOPs) and the
+//! Each submission is one streaming write of the packets into the ring, one of the write-pointer shadow, an HDP flush
+//! and one doorbell.
+//! The flush makes the ring bytes (and whatever else the host wrote through BAR0: an indirect buffer, kernargs)
+//! visible to the engine the doorbell wakes, as Linux flushes after CPU writes to VRAM the GPU reads
+//! (`amdgpu_device.c` `amdgpu_device_flush_hdp`) and tinygrad's `AMDQueueDesc.signal_doorbell` flushes before the
+//! doorbell on a PCIe-attached GPU (it skips the flush on USB; the write buffer's drain time is not documented, so
+//! pilot does not rely on the bridge's latency to cover it). The rings never wrap inside a submission: the tail is padded (PM4 NOP, SDMA zero NOPs) and the
 //! submission starts again at 0 — for the compute ring after the CP's read pointer has caught up, for the SDMA ring
 //! without reading (see [`SdmaQueue::submit`]).
 
@@ -53,13 +58,11 @@ pub const BRIDGE_WINDOWS: [(u64, u64); 3] = [
     (pilot_usb_bridge::proto::bus::CQ_BUF, 0x1000),
 ];
 
-/// Flushes HDP, so the GPU sees what the host wrote through BAR0 (tinygrad `AM_GMC.flush_hdp`: a write to the register
-/// whose byte address `BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL` holds). tinygrad's `AM_GFX.setup_ring` does it right after
-/// `CP_HQD_ACTIVE`, before releasing the GRBM selection; the MQD, ring and pointer page were written through BAR0.
-fn flush_hdp(bus: &mut dyn GpuBus, regs: &dyn RegMap, card: Card) -> Result<()> {
+/// The register a write to which flushes HDP, so the GPU sees what the host wrote through BAR0 (tinygrad
+/// `AM_GMC.flush_hdp`: the register whose byte address `BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL` holds).
+fn hdp_flush_reg(bus: &mut dyn GpuBus, regs: &dyn RegMap, card: Card) -> Result<u32> {
     let cntl = nbio!(card, m => reg!(HwIp::Nbio, m::BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL));
-    let at = rreg(bus, regs, cntl)? / 4;
-    bus.write_reg(at, 0)
+    Ok(rreg(bus, regs, cntl)? / 4)
 }
 
 /// A piece of VRAM: its physical address (the BAR0 offset), its GPU address and its size.
@@ -115,6 +118,8 @@ struct Ring {
     mem: Mem,
     gart: Mem,
     doorbell: u32,
+    /// The HDP flush register ([`hdp_flush_reg`]).
+    hdp_flush: u32,
     /// Bytes written since creation.
     put: u64,
 }
@@ -133,7 +138,7 @@ impl Ring {
     }
 
     /// Writes `bytes` at the ring's current position (which must fit before the end), then the write pointer
-    /// shadow (in `unit`s), then the doorbell with the same value.
+    /// shadow (in `unit`s), flushes HDP, then rings the doorbell with the same value.
     fn push(&mut self, bus: &mut dyn GpuBus, bytes: &[u8], unit: u64) -> Result<()> {
         let at = self.put % self.mem.size;
         debug_assert!(at + bytes.len() as u64 <= self.mem.size);
@@ -141,6 +146,7 @@ impl Ring {
         self.put += bytes.len() as u64;
         let wptr = self.put / unit;
         bus.write_vram(self.gart.paddr + WPTR_OFFSET, &wptr.to_le_bytes())?;
+        bus.write_reg(self.hdp_flush, 0)?;
         bus.ring_doorbell(self.doorbell, wptr)
     }
 
@@ -227,9 +233,13 @@ impl ComputeQueue {
             bus.write_reg(base + i as u32, v)?;
         }
         wreg(bus, regs, active, 1)?;
-        flush_hdp(bus, regs, card)?;
+        // tinygrad's `AM_GFX.setup_ring` flushes right after `CP_HQD_ACTIVE`, before releasing the GRBM selection: the
+        // MQD and the pointer page were written through BAR0.
+        let hdp_flush = hdp_flush_reg(bus, regs, card)?;
+        bus.write_reg(hdp_flush, 0)?;
         wreg(bus, regs, grbm, 0)?;
-        Ok(ComputeQueue { ring: Ring { mem: mem.ring, gart: mem.gart, doorbell: DOORBELL_MEC_RING0, put: 0 } })
+        let ring = Ring { mem: mem.ring, gart: mem.gart, doorbell: DOORBELL_MEC_RING0, hdp_flush, put: 0 };
+        Ok(ComputeQueue { ring })
     }
 
     /// Submits `packets` (whole PM4 packets, at most half the ring): pads the ring's tail with a NOP when they
@@ -326,7 +336,8 @@ impl SdmaQueue {
         ));
         let old = rreg(bus, regs, ib_cntl)?;
         wreg(bus, regs, ib_cntl, old | enable)?;
-        Ok(SdmaQueue { ring: Ring { mem: ring, gart, doorbell: DOORBELL_SDMA_ENGINE0, put: 0 } })
+        let hdp_flush = hdp_flush_reg(bus, regs, card)?;
+        Ok(SdmaQueue { ring: Ring { mem: ring, gart, doorbell: DOORBELL_SDMA_ENGINE0, hdp_flush, put: 0 } })
     }
 
     /// Submits `packets` (whole SDMA packets, at most half the ring): the tail is zero-filled (SDMA NOPs) when they

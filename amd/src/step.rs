@@ -6,8 +6,9 @@
 //! USER_DATA_0.. (the kernarg address, a relocation to the dispatch's block, then zeros up to the kernel's user
 //! SGPR count), RESOURCE_LIMITS, START_X..Z with NUM_THREAD_X..Z; DISPATCH_DIRECT; and, before a dispatch that
 //! touches a buffer an earlier one since the last barrier touched, the barrier: EVENT_WRITE CS_PARTIAL_FLUSH and
-//! ACQUIRE_MEM. The buffer starts with the HDP flush and a full ACQUIRE_MEM (the kernargs and the buffer were written
-//! through BAR0, the inputs by SDMA).
+//! ACQUIRE_MEM. The buffer starts with the CP's HDP flush and a full ACQUIRE_MEM, as tinygrad's
+//! `AMDComputeQueue.memory_barrier` (the inputs were written by SDMA; what the host wrote through BAR0, the buffer and
+//! the kernargs included, the host's flush before the doorbell already made visible: [`super::queue`]).
 //!
 //! The timeline signal is not in the buffer: the ring submission is INDIRECT_BUFFER, then RELEASE_MEM of the
 //! timeline value ([`ring_packets`]), so no dword of the prebuilt buffer changes between steps and a step costs

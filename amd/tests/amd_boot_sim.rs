@@ -111,6 +111,8 @@ fn cold_boot_then_fini(board: Board) {
     assert!(sim.gpu_faults().is_empty(), "{:?}", sim.gpu_faults());
 }
 
+/// Also guards issue 25 item A (HDP): the PSP reads its command and ring frame from VRAM, so the driver flushes HDP
+/// before moving the KM ring's write pointer; without it the simulated PSP refuses the frame (`pilot_usb_sim::gpu::hdp`).
 #[test]
 fn cold_boot_gfx1100() {
     cold_boot_then_fini(Board::Navi31);

@@ -62,6 +62,7 @@ fn item4_and_ring_size_copies_wrap_the_sdma_ring_many_times_without_reading_whil
     assert!(s.gpu_faults().is_empty(), "{:?}", s.gpu_faults());
 }
 
+/// Also guards issue 25 item A (HDP): every ring write, the wrap padding included, is flushed before its doorbell.
 #[test]
 fn ring_size_steps_wrap_the_compute_ring_many_times() {
     let Some(dir) = firmware_dir() else { return };

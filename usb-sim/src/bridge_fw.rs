@@ -2,10 +2,19 @@
 //!
 //! Where the sources leave the firmware's behaviour open, the model is strict and says so: it stalls the
 //! request (as the firmware does for requests it does not handle) rather than guessing a lenient outcome.
+//!
+//! The 0xF0 modes drive one TLP engine (tinygrad/asm2464pd-firmware `handmade/src/main.c` `handle_usb_control`):
+//! every mode loads format, byte enables and address from the request; mode 0 fires one TLP with the request's data
+//! and any byte enables, a stream fires one per dword with byte enables 0x0F (`handmade/src/pcie_pio.h`
+//! `pcie_write_chunk`, `pcie_read_chunk`). So a memory access here is served by the same code whichever mode asked
+//! for it ([`BridgeFirmware::mem_read32`], [`BridgeFirmware::mem_write32`]). What differs is modelled: a stream
+//! takes only whole dwords, and only mode 0 reports a failed completion (UR); a streamed read that nothing decodes
+//! is refused, because `pcie_read_chunk` reports nothing and what its data registers then hold is not documented.
 
 use super::consts::*;
 use super::dma::DmaEngine;
 use super::gpu::board::Board;
+use super::gpu::hdp;
 use super::gpu::mem::Fabric;
 use super::gpu::Gpu;
 use super::pcie::{Pcie, Region};
@@ -59,6 +68,8 @@ pub struct BridgeFirmware {
     link_noise: LinkNoise,
     /// Seeds the GPU model's random choices at each power-on.
     seed: u64,
+    /// The host's BAR0 writes the GPU's engines do not see yet.
+    pub hdp: hdp::WriteBuffer,
 }
 
 /// While the GPU endpoint leaves ASPM L1 enabled, one memory read in [`ASPM_FLAKY_ONE_IN`] through the link
@@ -117,6 +128,7 @@ impl BridgeFirmware {
             gpu: None,
             link_noise: LinkNoise::new(seed),
             seed,
+            hdp: hdp::WriteBuffer::default(),
         };
         fw.power_on_gpu();
         fw
@@ -147,8 +159,7 @@ impl BridgeFirmware {
         Some(match region {
             Region::Vram => {
                 self.wait_gpu();
-                let o = off as usize;
-                u32::from_le_bytes(self.pcie.vram[o..o + 4].try_into().expect("4 bytes"))
+                self.hdp.host_read32(&self.pcie.vram, off as usize)
             }
             Region::Mmio => {
                 self.wait_gpu();
@@ -171,17 +182,20 @@ impl BridgeFirmware {
             })
         };
         match region {
-            Region::Vram => {
-                let o = off as usize;
-                let old = u32::from_le_bytes(self.pcie.vram[o..o + 4].try_into().expect("4 bytes"));
-                self.pcie.vram[o..o + 4].copy_from_slice(&merge(old).to_le_bytes());
+            Region::Vram => self.hdp.host_write32(&self.pcie.vram, off as usize, be, value),
+            Region::Mmio => {
+                let flushes = self.hdp.flushes();
+                self.with_gpu(|g, fw| {
+                    let index = (off / 4) as u32;
+                    let now = fw.now;
+                    let v = if be == 0x0F { value } else { merge(g.host_read_reg(index, now, fw)) };
+                    g.host_write_reg(index, v, now, fw);
+                });
+                // Host writes the flush made visible may be what a stalled queue waits for.
+                if self.hdp.flushes() != flushes {
+                    self.poll_gpu();
+                }
             }
-            Region::Mmio => self.with_gpu(|g, fw| {
-                let index = (off / 4) as u32;
-                let now = fw.now;
-                let v = if be == 0x0F { value } else { merge(g.host_read_reg(index, now, fw)) };
-                g.host_write_reg(index, v, now, fw);
-            }),
             Region::Doorbell => self.with_gpu(|g, fw| {
                 let v = merge(g.read_doorbell(off as u32));
                 g.host_write_doorbell(off as u32, v, fw.now, fw);
@@ -375,6 +389,7 @@ impl BridgeFirmware {
             // Power off loses everything downstream.
             self.link_up = false;
             self.pcie = Pcie::new(self.vram_bytes);
+            self.hdp = hdp::WriteBuffer::default();
             self.power_on_gpu();
         }
     }
@@ -533,5 +548,13 @@ impl Fabric for BridgeFirmware {
 
     fn bridge_write(&mut self, addr: u64, data: &[u8], at: Duration) -> bool {
         self.device_write(addr, data, at)
+    }
+
+    fn hdp_flush(&mut self) {
+        self.hdp.flush(&mut self.pcie.vram);
+    }
+
+    fn hdp_held(&self, off: usize, len: usize) -> Option<usize> {
+        self.hdp.held(off, len)
     }
 }

@@ -258,8 +258,17 @@ impl Simulator {
         self.state().transactions
     }
 
-    /// A copy of VRAM `off..off+len` (for checking results from outside).
+    /// A copy of VRAM `off..off+len` as the host reads it through BAR0 (for checking results from outside): with
+    /// the writes HDP still holds ([`gpu::hdp`]).
     pub fn vram(&self, off: usize, len: usize) -> Vec<u8> {
+        let s = self.state();
+        let mut out = s.fw.pcie.vram[off..off + len].to_vec();
+        s.fw.hdp.overlay(off, &mut out);
+        out
+    }
+
+    /// A copy of VRAM `off..off+len` as the GPU's engines read it: without the host writes HDP still holds.
+    pub fn vram_gpu_view(&self, off: usize, len: usize) -> Vec<u8> {
         self.state().fw.pcie.vram[off..off + len].to_vec()
     }
 

@@ -92,3 +92,54 @@ fn item4_a_streamed_read_while_an_sram_read_is_armed_is_refused() {
     b.write32(bar0, 5).unwrap();
     assert_eq!(b.read32(bar0).unwrap(), 5);
 }
+
+/// Item 3 (register access mode): a BAR5 register written or read by one single TLP (mode 0) and by a one-dword stream
+/// (modes 1/2, as tinygrad does) is the same TLP to the GPU, so either path sees the other's value; mode 0 costs one
+/// USB transaction per write where the stream costs two, both cost two per read, and only mode 0 reports a failed
+/// completion.
+#[test]
+fn item3_a_register_is_the_same_tlp_by_single_tlp_or_stream_and_mode_0_writes_cost_one_transaction() {
+    let s = sim(1);
+    let (mut b, topo) = up(&s);
+    let bar5 = topo.bar(5).unwrap().addr;
+    // A register without behaviour in the model (plain storage), at dword 0x100.
+    let reg = bar5 + 0x400;
+    let count = |b: &Bridge| b.stats().transactions();
+
+    let t = count(&b);
+    b.mem_write(reg, 4, 0xA5A5_0001).unwrap();
+    assert_eq!(count(&b) - t, 1, "a mode-0 write is one control OUT (posted: no completion read)");
+    let t = count(&b);
+    assert_eq!(b.read32(reg).unwrap(), 0xA5A5_0001, "the stream reads what mode 0 wrote");
+    assert_eq!(count(&b) - t, 2, "a streamed read: control OUT + bulk IN");
+
+    let t = count(&b);
+    b.write32(reg, 0x5A5A_0002).unwrap();
+    assert_eq!(count(&b) - t, 2, "a streamed write: control OUT + bulk OUT");
+    let t = count(&b);
+    assert_eq!(b.mem_read(reg, 4).unwrap(), 0x5A5A_0002, "mode 0 reads what the stream wrote");
+    assert_eq!(count(&b) - t, 2, "a mode-0 read: control OUT + the completion's control IN");
+
+    // The GPU acts on a register the same way from either path: the HDP flush register lands held BAR0 writes.
+    let bar0 = topo.bar(0).unwrap().addr;
+    let flush = bar5 + u64::from(pilot_usb_sim::gpu::HDP_FLUSH_REMAP_BYTES);
+    for (v, streamed) in [(0x1000u32, false), (0x1001, true)] {
+        let before = s.vram_gpu_view(0x80, 4);
+        b.write32(bar0 + 0x80, v).unwrap();
+        assert_eq!(s.vram_gpu_view(0x80, 4), before, "held in HDP's write buffer");
+        if streamed {
+            b.write32(flush, 0).unwrap();
+        } else {
+            b.mem_write(flush, 4, 0).unwrap();
+        }
+        assert_eq!(s.vram_gpu_view(0x80, 4), v.to_le_bytes());
+    }
+
+    // What differs: a read nothing decodes. Mode 0's completion says Unsupported Request; the firmware's streamed read
+    // (`pcie_read_chunk`) reports nothing, so the model refuses it rather than invent the data.
+    let nowhere = bar5 + topo.bar(5).unwrap().size;
+    let e = b.mem_read(nowhere, 4).unwrap_err().to_string();
+    assert!(e.contains("unsupported request (UR)"), "{e}");
+    let e = b.read32(nowhere).unwrap_err();
+    assert_eq!(e.transfer_kind(), Some(&TransferError::Stall), "{e}");
+}

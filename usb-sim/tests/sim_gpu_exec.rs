@@ -466,3 +466,32 @@ fn blind_spot_acquire_mem_a_dispatch_reading_an_earlier_ones_output_needs_flush_
         );
     }
 }
+
+/// Issue 25, item A (HDP): the host's writes through BAR0 reach the GPU's engines only through an HDP flush. Ring bytes
+/// the host wrote with no flush before the doorbell stop the queue with a fault naming the HDP; a poll waits until the
+/// flush lands the value it waits for.
+#[test]
+fn blind_spot_hdp_host_writes_reach_the_engines_only_after_an_hdp_flush() {
+    let Some((mut rig, r, mut p)) = booted() else { return };
+    let flush = rig.hdp_flush.take().expect("the rig knows the flush register");
+    let signal = rig.mc(&r, SIGNAL);
+    rig.submit_compute(&mut p, &pm4::release_mem(signal, 7));
+    let host = rig.vram(COMPUTE_RING, 4);
+    assert_eq!(u32_at(&host, 0), pm4::release_mem(0, 0)[0], "the host reads its own write back");
+    assert_eq!(rig.sim.vram_gpu_view(COMPUTE_RING as usize, 4), [0; 4], "the GPU does not see it");
+    let f = rig.sim.gpu_faults();
+    assert!(f.len() == 1 && f[0].reason.contains("still in HDP's write buffer"), "{f:?}");
+    assert_eq!(rig.u32_at(SIGNAL), 0);
+
+    let Some((mut rig, r, mut p)) = booted() else { return };
+    let (a, c, sig, flag) = (rig.mc(&r, A), rig.mc(&r, C), rig.mc(&r, SIGNAL), rig.mc(&r, SIGNAL + 64));
+    let stream = [sdma::poll_eq(flag, 0xABCD), sdma::copy_linear(a, c, 64), sdma::fence(sig, 42)].concat();
+    rig.submit_sdma(&mut p, &stream);
+    let data: Vec<u8> = (0..64).collect();
+    rig.put_vram_unflushed(A, &data);
+    rig.put_vram_unflushed(SIGNAL + 64, &0xABCDu32.to_le_bytes());
+    assert_eq!(rig.u32_at(SIGNAL), 0, "the poll still sees the old flag");
+    rig.wreg(flush, 0);
+    assert_eq!(rig.u32_at(SIGNAL), 42, "{:?}", rig.sim.gpu_faults());
+    assert_eq!(rig.vram(C, 64), data);
+}

@@ -5,6 +5,7 @@ use pilot_usb_bridge::copy::Copier;
 use pilot_usb_bridge::pcie::{bring_up, Layout};
 use pilot_usb_bridge::proto::copy::CHUNK;
 use pilot_usb_bridge::Bridge;
+use pilot_usb_sim::gpu::HDP_FLUSH_REMAP_BYTES;
 use pilot_usb_sim::{SimConfig, Simulator};
 use proptest::prelude::*;
 
@@ -77,6 +78,9 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     let mut b = Bridge::open(sim.transport(), None).unwrap();
     let topo = bring_up(&mut b, &Layout::default()).unwrap();
     let bar0 = topo.bar(0).unwrap().addr;
+    // The copies are GPU-side: the host's BAR0 writes reach them through an HDP flush, as a driver issues before
+    // GPU work.
+    let hdp_flush = topo.bar(5).unwrap().addr + u64::from(HDP_FLUSH_REMAP_BYTES);
     let mut dma = sim.dma();
     let mut copier = Copier::new();
     // VRAM at power-on: zeros, and the GPU's IP discovery table at its end.
@@ -103,10 +107,12 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 prop_assert_eq!(got, u32::from_le_bytes(want));
             }
             Op::CopyIn { at, data } => {
+                b.mem_write(hdp_flush, 4, 0).unwrap();
                 copier.copy_in(&mut b, &mut dma, *at as u64, data).unwrap();
                 model[*at..*at + data.len()].copy_from_slice(data);
             }
             Op::CopyOut { at, len } => {
+                b.mem_write(hdp_flush, 4, 0).unwrap();
                 let mut got = vec![0u8; *len];
                 copier.copy_out(&mut b, &mut dma, *at as u64, &mut got).unwrap();
                 prop_assert!(got == model[*at..*at + len], "copy-out at {:#x}+{} differs", at, len);

@@ -263,6 +263,9 @@ impl Psp {
         }
         hw.write_vram(self.cmd, &cmd_buf)?;
         hw.write_vram(self.ring + frame_at, &frame)?;
+        // The PSP reads the command and the frame from VRAM: flushed as Linux `amdgpu_psp.c` `psp_ring_cmd_submit`
+        // does before it moves the write pointer (tinygrad's `_ring_submit` does not).
+        gmc::flush_hdp(hw)?;
         hw.write(wptr_reg, wptr + (FRAME_BYTES / 4) as u32)?;
 
         let mut waited = Duration::ZERO;

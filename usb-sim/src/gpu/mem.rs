@@ -11,6 +11,9 @@
 //!   gfx12); a leaf's address is bits 12..47 plus the offset in its page, system memory when SYSTEM (bit 1)
 //!   is set, VRAM otherwise. Walked on every access (no TLB: a changed entry takes effect at once).
 //!
+//! A read of VRAM that HDP's write buffer still holds a host write for is refused, a poll's read sees VRAM as it is
+//! ([`super::hdp`]).
+//!
 //! System memory is the bridge's windows (SRAM at bus 0x200000, XDATA windows at 0x800000/0x820000/0x822000).
 //! Anything else faults naming the address. A hub the driver has not programmed translates nothing.
 
@@ -23,6 +26,10 @@ pub trait Fabric {
     fn bridge_read(&mut self, addr: u64, len: usize) -> Option<Vec<u8>>;
     /// A device-side write landing at time `at`; false when nothing decodes it.
     fn bridge_write(&mut self, addr: u64, data: &[u8], at: Duration) -> bool;
+    /// An HDP flush: the host's BAR0 writes held in HDP's write buffer land in VRAM ([`super::hdp`]).
+    fn hdp_flush(&mut self);
+    /// The first VRAM offset in `off..off+len` that HDP's write buffer still holds a host write for.
+    fn hdp_held(&self, off: usize, len: usize) -> Option<usize>;
 }
 
 /// Where the frame buffer sits in the GPU's address space (the value `MC_VM_FB_LOCATION_BASE` reports, << 24).
@@ -261,11 +268,31 @@ impl Mem<'_> {
         Ok(p[0].0)
     }
 
+    /// Reads `addr..addr+len`; refuses VRAM that HDP's write buffer holds a host write for.
     pub fn read(&mut self, addr: u64, len: usize) -> Result<Vec<u8>, String> {
+        self.read_checked(addr, len, true)
+    }
+
+    /// A poll's read (WAIT_REG_MEM, POLL_REGMEM on memory): VRAM as it is, so the poll waits until an HDP flush lands
+    /// the host's write.
+    pub fn poll32(&mut self, addr: u64) -> Result<u32, String> {
+        let b = self.read_checked(addr, 4, false)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn read_checked(&mut self, addr: u64, len: usize, hdp: bool) -> Result<Vec<u8>, String> {
         let mut out = Vec::with_capacity(len);
         for (t, n) in self.pieces(addr, len)? {
             match t {
-                Target::Vram(off) => out.extend_from_slice(&self.fabric.vram()[off..off + n]),
+                Target::Vram(off) => {
+                    if let Some(at) = self.fabric.hdp_held(off, n).filter(|_| hdp) {
+                        return Err(format!(
+                            "VRAM {at:#x} (access {addr:#x}+{len}) was written by the host through BAR0 and is still \
+                             in HDP's write buffer: no HDP flush between that write and this read"
+                        ));
+                    }
+                    out.extend_from_slice(&self.fabric.vram()[off..off + n])
+                }
                 Target::Bridge(bus) => out.extend(
                     self.fabric.bridge_read(bus, n).ok_or_else(|| format!("bridge read at {bus:#x}+{n} failed"))?,
                 ),

@@ -7,7 +7,8 @@
 //! - BAR2 doorbells ([`Gpu::host_write_doorbell`]) run the queue they belong to (`queue`, with the [`pm4`] and
 //!   [`sdma`] executors; DISPATCH_DIRECT on the RDNA3 emulator in `dispatch`).
 //! - At power-on the IP discovery table ([`discovery`]) is written at VRAM end - 64 KB.
-//! - GPU-side memory goes through [`mem`] (address translation with `GMMU=0`).
+//! - GPU-side memory goes through [`mem`] (address translation with `GMMU=0`); the host's BAR0 writes reach it only
+//!   through an HDP flush ([`hdp`]).
 //!
 //! Engine faults are recorded ([`Gpu::faults`]) with the engine, the place and the reason. Kernels are confined
 //! to the step's memory: the GPU's own (page tables, rings, firmware) is refused to them ([`confine`]). A
@@ -20,6 +21,7 @@ pub mod discovery;
 mod dispatch;
 mod fwfiles;
 mod gfx;
+pub mod hdp;
 mod kernel_mem;
 pub mod mem;
 pub mod pm4;
@@ -62,9 +64,10 @@ impl std::fmt::Display for GpuFault {
 
 /// The register value `*MC_VM_FB_LOCATION_BASE` reports.
 const FB_LOCATION_BASE: u32 = (FB_BASE >> 24) as u32;
-/// What `BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL` reads: the byte offset of the register a write to which flushes
-/// HDP (the sim's choice; writes there are accepted and do nothing else).
-const HDP_FLUSH_REMAP_BYTES: u32 = 0x7_F000;
+/// What `BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL` reads: the byte offset in BAR5 of the register a write to which flushes
+/// HDP ([`hdp`]): Linux `soc21.c` `soc21_common_early_init` sets `rmmio_remap.reg_offset` to
+/// `MMIO_REG_HOLE_OFFSET`, 0x80000 - PAGE_SIZE.
+pub const HDP_FLUSH_REMAP_BYTES: u32 = 0x7_F000;
 
 /// What the emulator ran, over every dispatch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -135,6 +138,7 @@ impl Gpu {
     /// autoload, MEC and SDMA halted, no queues, registers cleared). VRAM keeps its contents; the discovery
     /// table is written again. Faults recorded so far are kept.
     fn mode1_reset(&mut self, fabric: &mut dyn Fabric) {
+        fabric.hdp_flush();
         let faults = std::mem::take(&mut self.faults);
         let (dispatched, draws) = (self.dispatched, self.scratch_draws);
         *self = Gpu::new(self.board, self.vram_bytes, self.timing, self.firmware_dir.clone(), 0);
@@ -303,6 +307,10 @@ impl Gpu {
     }
 
     fn write_reg(&mut self, index: u32, value: u32, fabric: &mut dyn Fabric) {
+        if index == HDP_FLUSH_REMAP_BYTES / 4 {
+            fabric.hdp_flush();
+            return;
+        }
         let Some(reg) = self.map.reg(index) else {
             self.regs.insert(index, value);
             return;
@@ -328,6 +336,7 @@ impl Gpu {
             }
             // A flush request completes at once: DONE shows the requested bits.
             Reg::HdpFlushReq => {
+                fabric.hdp_flush();
                 self.set(Reg::HdpFlushReq, value);
                 self.set(Reg::HdpFlushDone, value);
             }

@@ -135,7 +135,7 @@ impl Gpu {
                     if !addr.is_multiple_of(4) {
                         return Err(format!("WAIT_REG_MEM on misaligned {addr:#x}"));
                     }
-                    self.mem(Hub::Gc, fabric, at_time).read32(addr)?
+                    self.mem(Hub::Gc, fabric, at_time).poll32(addr)?
                 } else {
                     match operation {
                         0 => self.read_reg(b[1], fabric),

@@ -70,7 +70,7 @@ impl Gpu {
                 if !addr.is_multiple_of(4) {
                     return Err(format!("POLL_REGMEM on misaligned {addr:#x}"));
                 }
-                let v = self.mem(Hub::Gc, fabric, q.busy_until).read32(addr)?;
+                let v = self.mem(Hub::Gc, fabric, q.busy_until).poll32(addr)?;
                 if !compare((h >> 28) & 7, v & b[3], b[2])? {
                     return Ok(Step::Stall);
                 }

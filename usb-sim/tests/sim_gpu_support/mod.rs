@@ -20,6 +20,9 @@ pub struct Rig {
     pub bar0: u64,
     pub bar2: u64,
     pub bar5: u64,
+    /// The register whose write flushes HDP (what `BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL` reads, / 4): [`Rig::put_vram`]
+    /// flushes after each write, as a driver must before the GPU reads. `None`: the rig never flushes.
+    pub hdp_flush: Option<u32>,
 }
 
 impl Rig {
@@ -34,7 +37,13 @@ impl Rig {
         let topo = bring_up(&mut b, &Layout::default()).unwrap();
         let bar = |i| topo.bar(i).unwrap().addr;
         let (bar0, bar2, bar5) = (bar(0), bar(2), bar(5));
-        Rig { staging: 0x20_0000, sim, b, bar0, bar2, bar5 }
+        let mut rig = Rig { staging: 0x20_0000, sim, b, bar0, bar2, bar5, hdp_flush: None };
+        // RCC_CONFIG_MEMSIZE (MB) locates the discovery table; NBIO (hardware id 108) segment 2 + 0x12D is
+        // BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL.
+        let vram = u64::from(rig.rreg(0xDE3)) << 20;
+        let remap = discovery_bases(&mut rig, vram)[&108].1[2] + 0x12D;
+        rig.hdp_flush = Some(rig.rreg(remap) / 4);
+        rig
     }
 
     pub fn rreg(&mut self, index: u32) -> u32 {
@@ -52,7 +61,16 @@ impl Rig {
         v
     }
 
+    /// Streams `data` to VRAM at physical `addr` through BAR0, then flushes HDP.
     pub fn put_vram(&mut self, addr: u64, data: &[u8]) {
+        self.put_vram_unflushed(addr, data);
+        if let Some(r) = self.hdp_flush {
+            self.wreg(r, 0);
+        }
+    }
+
+    /// Streams `data` to VRAM through BAR0 and leaves it in HDP's write buffer.
+    pub fn put_vram_unflushed(&mut self, addr: u64, data: &[u8]) {
         self.b.mmio_write(self.bar0 + addr, data).unwrap()
     }
 
