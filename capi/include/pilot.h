@@ -244,6 +244,23 @@ enum PilotStatus pilot_model_bind_input(struct PilotModel *m,
 enum PilotStatus pilot_model_step(struct PilotModel *m);
 
 /*
+ Asks (`stop` true) every step now running on a device that can stop early ([`pilot_model_stoppable`]) to
+ stop: it fails with `PILOT_STATUS_STEP` and "interrupted" soon after, and the model stays usable. The request
+ is process-wide and stays until cleared (`stop` false); clear it before the next step. Safe to call from any
+ thread and from a signal handler (one atomic store).
+ */
+void pilot_request_stop(bool stop);
+
+/*
+ Whether a step of `m` stops early on [`pilot_request_stop`] (the emulator-backed devices: `amd-emu`, `sim`);
+ elsewhere a step runs to its end. False for a null or closed model.
+
+ # Safety
+ `m` is null or an open model.
+ */
+bool pilot_model_stoppable(const struct PilotModel *m);
+
+/*
  The first half of a step: copies the inputs that need it and submits. Allocation-free.
 
  # Safety

@@ -438,6 +438,26 @@ pub unsafe extern "C" fn pilot_model_step(m: *mut PilotModel) -> PilotStatus {
     guard(|| unsafe { model(m) }?.model.step())
 }
 
+/// Asks (`stop` true) every step now running on a device that can stop early ([`pilot_model_stoppable`]) to
+/// stop: it fails with `PILOT_STATUS_STEP` and "interrupted" soon after, and the model stays usable. The request
+/// is process-wide and stays until cleared (`stop` false); clear it before the next step. Safe to call from any
+/// thread and from a signal handler (one atomic store).
+#[no_mangle]
+pub extern "C" fn pilot_request_stop(stop: bool) {
+    pilot_runtime::cancel::request(stop);
+}
+
+/// Whether a step of `m` stops early on [`pilot_request_stop`] (the emulator-backed devices: `amd-emu`, `sim`);
+/// elsewhere a step runs to its end. False for a null or closed model.
+///
+/// # Safety
+/// `m` is null or an open model.
+#[no_mangle]
+pub unsafe extern "C" fn pilot_model_stoppable(m: *const PilotModel) -> bool {
+    // SAFETY: per this function's contract.
+    unsafe { model(m.cast_mut()) }.is_ok_and(|m| m.model.stoppable())
+}
+
 /// The first half of a step: copies the inputs that need it and submits. Allocation-free.
 ///
 /// # Safety
