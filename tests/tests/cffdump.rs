@@ -112,10 +112,12 @@ fn decode_with(rd: &[u8], old: u32, new: u32) -> Decoded {
     decode(&path)
 }
 
-fn assert_reports(d: &Decoded, what: &str, kind: &str) {
-    assert!(d.problems.iter().any(|p| p.contains(kind)), "{what}: expected `{kind}`, cffdump's check found {:?}", {
+fn assert_reports(d: &Decoded, what: &str, kinds: &[&str]) {
+    assert!(
+        d.problems.iter().any(|p| kinds.iter().any(|k| p.contains(k))),
+        "{what}: expected one of {kinds:?}, cffdump's check found {:?}",
         &d.problems
-    });
+    );
 }
 
 #[test]
@@ -132,13 +134,15 @@ fn planted_stream_bugs_are_reported() {
 
     // SP_CS_TEX_COUNT (0xa9ba) written at 0xa9d0, where the a6xx has no register.
     let d = decode_with(&rd, pkt4(0xa9ba, 1), pkt4(0xa9d0, 1));
-    assert_reports(&d, "register offset", "unknown register");
-    // CP_RUN_OPENCL (0x31) two dwords longer: it swallows the next packet's header.
+    assert_reports(&d, "register offset", &["unknown register"]);
+    // CP_RUN_OPENCL (0x31) two dwords longer: it swallows the next packet's header, and cffdump reads that
+    // packet's payload as headers. What it reports depends on the payload (an address of the fake's, which varies
+    // from run to run): a word with no packet type, or one that reads as a write to a register the a6xx lacks.
     let d = decode_with(&rd, pkt7(0x31, 1), pkt7(0x31, 3));
-    assert_reports(&d, "packet length", "bad packet");
+    assert_reports(&d, "packet length", &["bad packet", "unknown register", "unknown opcode"]);
     // An opcode the CP does not have.
     let d = decode_with(&rd, pkt7(0x31, 1), pkt7(0x7e, 1));
-    assert_reports(&d, "opcode", "unknown opcode");
+    assert_reports(&d, "opcode", &["unknown opcode"]);
 
     // And the check sees CP_EXEC_CS (0x33), ir3's launch: the first CP_RUN_OPENCL and the CP_EVENT_WRITE after it
     // (7 dwords) become CP_EXEC_CS of 8x1x1 groups and two CP_WAIT_FOR_IDLE (0x26).
