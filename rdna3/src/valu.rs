@@ -31,17 +31,16 @@ semantics!(V {
     MinF32 = "v_min_f32",
     Max3F32 = "v_max3_f32",
     Min3F32 = "v_min3_f32",
-    Med3F32 = "v_med3_f32" | "v_med3_num_f32",
+    Med3F32 = "v_med3_f32",
     MaxminF32 = "v_maxmin_f32",
     MinmaxF32 = "v_minmax_f32",
-    // gfx12's maximumNumber/minimumNumber order -0 below +0 (tinygrad autogen/amd/rdna4/str_pcode.py
-    // V_MAX_NUM_F32: "+0>-0 is TRUE in this comparison").
     MaxNumF32 = "v_max_num_f32",
     MinNumF32 = "v_min_num_f32",
     Max3NumF32 = "v_max3_num_f32",
     Min3NumF32 = "v_min3_num_f32",
     MaxminNumF32 = "v_maxmin_num_f32",
     MinmaxNumF32 = "v_minmax_num_f32",
+    Med3NumF32 = "v_med3_num_f32",
     LdexpF32 = "v_ldexp_f32",
     FractF32 = "v_fract_f32",
     FloorF32 = "v_floor_f32",
@@ -89,8 +88,11 @@ semantics!(V {
     FmacF16 = "v_fmac_f16",
     FmamkF16 = "v_fmamk_f16",
     FmaakF16 = "v_fmaak_f16",
-    MaxF16 = "v_max_f16" | "v_max_num_f16",
-    MinF16 = "v_min_f16" | "v_min_num_f16",
+    MaxF16 = "v_max_f16",
+    MinF16 = "v_min_f16",
+    MaxNumF16 = "v_max_num_f16",
+    MinNumF16 = "v_min_num_f16",
+    Med3NumF16 = "v_med3_num_f16",
     AddNcU32 = "v_add_nc_u32",
     SubNcU32 = "v_sub_nc_u32",
     SubrevNcU32 = "v_subrev_nc_u32",
@@ -172,8 +174,10 @@ semantics!(V {
     PkAddF16 = "v_pk_add_f16",
     PkMulF16 = "v_pk_mul_f16",
     PkFmaF16 = "v_pk_fma_f16",
-    PkMaxF16 = "v_pk_max_f16" | "v_pk_max_num_f16",
-    PkMinF16 = "v_pk_min_f16" | "v_pk_min_num_f16",
+    PkMaxF16 = "v_pk_max_f16",
+    PkMinF16 = "v_pk_min_f16",
+    PkMaxNumF16 = "v_pk_max_num_f16",
+    PkMinNumF16 = "v_pk_min_num_f16",
     PkAddU16 = "v_pk_add_u16",
     FmaMixF32 = "v_fma_mix_f32",
     FmaMixloF16 = "v_fma_mixlo_f16",
@@ -195,8 +199,10 @@ semantics!(V {
     CeilF64 = "v_ceil_f64",
     RndneF64 = "v_rndne_f64",
     FractF64 = "v_fract_f64",
-    MaxF64 = "v_max_f64" | "v_max_num_f64",
-    MinF64 = "v_min_f64" | "v_min_num_f64",
+    MaxF64 = "v_max_f64",
+    MinF64 = "v_min_f64",
+    MaxNumF64 = "v_max_num_f64",
+    MinNumF64 = "v_min_num_f64",
     LdexpF64 = "v_ldexp_f64",
     FrexpMantF64 = "v_frexp_mant_f64",
     FrexpExpF64 = "v_frexp_exp_i32_f64",
@@ -245,6 +251,10 @@ impl F32Mode {
 
 fn h(x: u64) -> f32 {
     f16::from_bits(x as u16).to_f32()
+}
+
+fn hb(x: u64) -> f16 {
+    f16::from_bits(x as u16)
 }
 
 fn hput(f: f32) -> u64 {
@@ -499,6 +509,7 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
         Min3NumF32 => lanes(w, inst, false, |a, b, c, _| m.put(min_num(min_num(m.get(a), m.get(b)), m.get(c)))),
         MaxminNumF32 => lanes(w, inst, false, |a, b, c, _| m.put(min_num(max_num(m.get(a), m.get(b)), m.get(c)))),
         MinmaxNumF32 => lanes(w, inst, false, |a, b, c, _| m.put(max_num(min_num(m.get(a), m.get(b)), m.get(c)))),
+        Med3NumF32 => lanes(w, inst, false, |a, b, c, _| m.put(med3_num(m.get(a), m.get(b), m.get(c)))),
         MaxF32 => lanes(w, inst, false, |a, b, _, _| m.put(m.get(a).max(m.get(b)))),
         MinF32 => lanes(w, inst, false, |a, b, _, _| m.put(m.get(a).min(m.get(b)))),
         Max3F32 => lanes(w, inst, false, |a, b, c, _| m.put(m.get(a).max(m.get(b)).max(m.get(c)))),
@@ -581,6 +592,9 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst) -> Result<(), String> {
         FmaF16 | FmamkF16 | FmaakF16 | FmacF16 => lanes(w, inst, false, |a, b, c, _| hfma(a, b, c)),
         MaxF16 => lanes(w, inst, false, |a, b, _, _| hput(h(a).max(h(b)))),
         MinF16 => lanes(w, inst, false, |a, b, _, _| hput(h(a).min(h(b)))),
+        MaxNumF16 => lanes(w, inst, false, |a, b, _, _| max_num(hb(a), hb(b)).to_bits() as u64),
+        MinNumF16 => lanes(w, inst, false, |a, b, _, _| min_num(hb(a), hb(b)).to_bits() as u64),
+        Med3NumF16 => lanes(w, inst, false, |a, b, c, _| med3_num(hb(a), hb(b), hb(c)).to_bits() as u64),
         _ => super::valu_int::exec(w, inst, s),
     }
 }
@@ -640,28 +654,74 @@ fn rtz_f16(x: f32) -> u16 {
     }
 }
 
-/// gfx12's maximumNumber: a NaN operand yields the other, and +0 is above -0.
-fn max_num(a: f32, b: f32) -> f32 {
-    if a == 0.0 && b == 0.0 {
-        if a.is_sign_positive() {
-            a
-        } else {
-            b
+/// A float format's predicates for gfx12's `*_num_*` min/max.
+pub(super) trait NumFloat: Copy + PartialOrd {
+    fn nan(self) -> bool;
+    fn negative(self) -> bool;
+    fn zero(self) -> bool;
+    /// The value with its quiet bit set.
+    fn quiet(self) -> Self;
+}
+
+macro_rules! num_float {
+    ($t:ty, $quiet:expr) => {
+        impl NumFloat for $t {
+            fn nan(self) -> bool {
+                self.is_nan()
+            }
+            fn negative(self) -> bool {
+                self.is_sign_negative()
+            }
+            fn zero(self) -> bool {
+                self == <$t>::from_bits(0)
+            }
+            fn quiet(self) -> Self {
+                <$t>::from_bits(self.to_bits() | $quiet)
+            }
         }
-    } else {
-        a.max(b)
+    };
+}
+num_float!(f16, 0x200);
+num_float!(f32, 0x40_0000);
+num_float!(f64, 0x8_0000_0000_0000);
+
+/// gfx12's minimumNumber (`V_MIN_NUM_*` in the RDNA4 ISA pseudocode, tinygrad 0.14.0
+/// `runtime/autogen/amd/rdna4/str_pcode.py`): a NaN operand yields the other, two NaNs the first quieted, and -0 is
+/// below +0. A signaling NaN is no different (the pseudocode only sets TRAPSTS.INVALID, which is not emulated).
+pub(super) fn min_num<T: NumFloat>(a: T, b: T) -> T {
+    match (a.nan(), b.nan()) {
+        (true, true) => a.quiet(),
+        (true, false) => b,
+        (false, true) => a,
+        _ if a < b || (a.zero() && b.zero() && a.negative() && !b.negative()) => a,
+        _ => b,
     }
 }
 
-/// gfx12's minimumNumber: a NaN operand yields the other, and -0 is below +0.
-fn min_num(a: f32, b: f32) -> f32 {
-    if a == 0.0 && b == 0.0 {
-        if a.is_sign_negative() {
-            a
-        } else {
-            b
-        }
+/// gfx12's maximumNumber (`V_MAX_NUM_*`, as [`min_num`]): +0 is above -0.
+pub(super) fn max_num<T: NumFloat>(a: T, b: T) -> T {
+    match (a.nan(), b.nan()) {
+        (true, true) => a.quiet(),
+        (true, false) => b,
+        (false, true) => a,
+        _ if a > b || (a.zero() && b.zero() && !a.negative() && b.negative()) => a,
+        _ => b,
+    }
+}
+
+/// `V_MED3_NUM_F32`/`V_MED3_NUM_F16` as the RDNA4 pseudocode writes it: a NaN operand gives the minimumNumber of all three; else the
+/// maximumNumber of the two operands other than the first (in source order) that compares equal to the maximum, so
+/// with both zeros present the sign of the result follows the operand order.
+fn med3_num<T: NumFloat>(a: T, b: T, c: T) -> T {
+    if a.nan() || b.nan() || c.nan() {
+        return min_num(min_num(a, b), c);
+    }
+    let hi = max_num(max_num(a, b), c);
+    if hi == a {
+        max_num(b, c)
+    } else if hi == b {
+        max_num(a, c)
     } else {
-        a.min(b)
+        max_num(a, b)
     }
 }

@@ -1,6 +1,8 @@
 //! Vector compares (VOPC and their VOP3 forms, `v_cmpx` writing EXEC) and VOPD dual-issue pairs.
 
 use super::decode::{operand as op, Enc, Inst};
+use super::isa::Isa;
+use super::valu::{max_num, min_num};
 use super::wave::{Kind, Src, Wave, LANES};
 
 const COMPARE: u16 = 0x8000;
@@ -223,6 +225,9 @@ fn vopd_half(w: &Wave, i: &Inst, exec: u32, out: &mut [u32; LANES]) -> Result<()
         7 => half(w, srcs, exec, out, |a, b, _, _| if f(a) == 0.0 || f(b) == 0.0 { 0 } else { put(f(a) * f(b)) }),
         8 => half(w, srcs, exec, out, |a, _, _, _| a),
         9 => half(w, srcs, exec, out, |a, b, c, l| if c >> l & 1 != 0 { b } else { a }),
+        // gfx12's VOPD 10 and 11 are v_dual_max_num_f32/v_dual_min_num_f32.
+        10 if i.isa == Isa::Gfx12 => half(w, srcs, exec, out, |a, b, _, _| put(max_num(f(a), f(b)))),
+        11 if i.isa == Isa::Gfx12 => half(w, srcs, exec, out, |a, b, _, _| put(min_num(f(a), f(b)))),
         10 => half(w, srcs, exec, out, |a, b, _, _| put(f(a).max(f(b)))),
         11 => half(w, srcs, exec, out, |a, b, _, _| put(f(a).min(f(b)))),
         16 => half(w, srcs, exec, out, |a, b, _, _| a.wrapping_add(b)),

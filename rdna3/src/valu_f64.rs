@@ -9,7 +9,7 @@
 use std::cell::Cell;
 
 use super::decode::Inst;
-use super::valu::{lanes, V};
+use super::valu::{lanes, max_num, min_num, V};
 use super::wave::Wave;
 
 fn f(x: u64) -> f64 {
@@ -128,6 +128,8 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
         }),
         MaxF64 => lanes(w, inst, false, |a, b, _, _| put(f(a).max(f(b)))),
         MinF64 => lanes(w, inst, false, |a, b, _, _| put(f(a).min(f(b)))),
+        MaxNumF64 => lanes(w, inst, false, |a, b, _, _| put(max_num(f(a), f(b)))),
+        MinNumF64 => lanes(w, inst, false, |a, b, _, _| put(min_num(f(a), f(b)))),
         LdexpF64 => lanes(w, inst, false, |a, b, _, _| put(ldexp(f(a), b as u32 as i32 as i64))),
         FrexpMantF64 => lanes(w, inst, false, |a, _, _, _| {
             let x = f(a);

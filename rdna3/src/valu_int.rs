@@ -4,7 +4,7 @@
 use half::f16;
 
 use super::decode::{operand as op, Enc, Inst};
-use super::valu::{lanes, V};
+use super::valu::{lanes, max_num, min_num, V};
 use super::wave::{Kind, Src, Wave, LANES};
 
 fn carry_in(w: &Wave, inst: &Inst) -> Result<u32, String> {
@@ -155,7 +155,9 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
         MulLoU16 => lanes(w, inst, false, |a, b, _, _| (a as u16).wrapping_mul(b as u16) as u64),
         LshlrevB16 => lanes(w, inst, false, |a, b, _, _| ((b as u16) << (a & 15)) as u64),
         LshrrevB16 => lanes(w, inst, false, |a, b, _, _| ((b as u16) >> (a & 15)) as u64),
-        PkAddF16 | PkMulF16 | PkFmaF16 | PkMaxF16 | PkMinF16 | PkAddU16 | PkMulLoU16 => packed(w, inst, s),
+        PkAddF16 | PkMulF16 | PkFmaF16 | PkMaxF16 | PkMinF16 | PkMaxNumF16 | PkMinNumF16 | PkAddU16 | PkMulLoU16 => {
+            packed(w, inst, s)
+        }
         FmaMixF32 | FmaMixloF16 | FmaMixhiF16 => mix(w, inst, s),
         MulHiI32I24 => lanes(w, inst, false, |a, b, _, _| ((i24(a) * i24(b)) >> 32) as u32 as u64),
         // The count of leading bits equal to the sign bit, the sign bit included; -1 for 0 and -1.
@@ -257,7 +259,7 @@ fn packed(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
             s => s,
         };
     }
-    let float = matches!(s, PkAddF16 | PkMulF16 | PkFmaF16 | PkMaxF16 | PkMinF16);
+    let float = matches!(s, PkAddF16 | PkMulF16 | PkFmaF16 | PkMaxF16 | PkMinF16 | PkMaxNumF16 | PkMinNumF16);
     let exec = w.exec();
     let r = (inst.dst - op::VGPR0) as usize;
     w.check_vgpr(r, 1)?;
@@ -285,6 +287,8 @@ fn packed(w: &mut Wave, inst: &Inst, s: V) -> Result<(), String> {
                 PkFmaF16 => f16::from_f64(f(a) as f64 * f(b) as f64 + f(c) as f64).to_bits(),
                 PkMaxF16 => f16::from_f32(f(a).max(f(b))).to_bits(),
                 PkMinF16 => f16::from_f32(f(a).min(f(b))).to_bits(),
+                PkMaxNumF16 => max_num(f16::from_bits(a), f16::from_bits(b)).to_bits(),
+                PkMinNumF16 => min_num(f16::from_bits(a), f16::from_bits(b)).to_bits(),
                 PkAddU16 => a.wrapping_add(b),
                 _ => a.wrapping_mul(b),
             };
