@@ -13,9 +13,14 @@
 //! - Scratch: a kernel that needs private memory gets it at load, when the device's one scratch region
 //!   ([`super::scratch`]) grows to serve it; a step is linked with the region as it is then, so a region outgrown
 //!   later stays allocated for the steps already linked.
+//! - A small copy-in (whole dwords, up to [`super::stage::STAGE_BYTES`] staged in all) is staged in host memory
+//!   ([`super::stage`]) and lands with the next submission: one 0xF2 write of every staged input, and CP DMA copies
+//!   at the head of the ring submission. A copy-out or a copy-in of a staged range, and a free, submit the staged
+//!   copies first (a ring submission without a step) and wait for them.
 //! - [`Device::link_step`] encodes the step once ([`super::step`]) and writes the indirect buffer and the kernarg
-//!   blocks to VRAM; [`Device::submit`] is one ring write and one doorbell; [`Device::wait`] polls the timeline
-//!   signal in VRAM (no interrupts over USB).
+//!   blocks to VRAM; [`Device::submit`] is one ring write and one doorbell (after the staged inputs' SRAM write);
+//!   [`Device::wait`] polls the timeline signal in VRAM (no interrupts over USB). A step allocates nothing on the
+//!   host once the first has run (`amd/tests/amd_no_alloc_sim.rs`).
 //! - `counters()` reports the bridge's USB transactions and bytes, and the transport's clock (modelled time on
 //!   the simulator).
 
@@ -28,7 +33,8 @@ use super::bus::GpuBus;
 use super::dma::SdmaDma;
 use super::queue::{gpu_err, ComputeMem, ComputeQueue, Mem, SdmaQueue, VaMap, BRIDGE_WINDOWS};
 use super::scratch;
-use super::step::{self, Kernel, Launch, Scratch, ShRegs};
+use super::stage::{self, Staged};
+use super::step::{self, Kernel, Launch, RingSubmit, Scratch, ShRegs, StagedCopy, MAX_STAGED_COPIES};
 use crate::firmware::Card;
 use pilot_amd_codeobj::CodeObject;
 use pilot_core::artifact::AmdDispatch;
@@ -71,6 +77,10 @@ pub struct AmdDevice {
     compute: ComputeQueue,
     sdma: SdmaQueue,
     copier: Copier,
+    /// The SDMA packets of the copy in progress, built in place.
+    dma_packets: Vec<u32>,
+    /// Small copy-ins waiting for the next ring submission.
+    staged: Staged,
     signal: Mem,
     buffers: Vec<Option<Mem>>,
     programs: Vec<Kernel>,
@@ -187,6 +197,8 @@ impl AmdDevice {
             compute,
             sdma,
             copier: Copier::new(),
+            dma_packets: Vec::new(),
+            staged: Staged::default(),
             signal,
             buffers: Vec::new(),
             programs: Vec::new(),
@@ -269,16 +281,47 @@ impl AmdDevice {
 
     /// Host bytes into VRAM at physical `paddr` through the pipelined copy.
     fn upload(&mut self, paddr: u64, data: &[u8]) -> pilot_usb_bridge::Result<()> {
-        let mut dma = SdmaDma { queue: &mut self.sdma, bars: self.bars, va: self.va };
+        let mut dma = SdmaDma { queue: &mut self.sdma, bars: self.bars, va: self.va, packets: &mut self.dma_packets };
         self.copier.copy_in(&mut self.bridge, &mut dma, paddr, data)
     }
 
     fn download(&mut self, paddr: u64, buf: &mut [u8]) -> pilot_usb_bridge::Result<()> {
-        let mut dma = SdmaDma { queue: &mut self.sdma, bars: self.bars, va: self.va };
+        let mut dma = SdmaDma { queue: &mut self.sdma, bars: self.bars, va: self.va, packets: &mut self.dma_packets };
         self.copier.copy_out(&mut self.bridge, &mut dma, paddr, buf)
     }
 
-    /// The timeline signal's value as the GPU last wrote it.
+    /// One ring submission: the staged copy-ins (their image sent to the SRAM first), then the indirect buffer
+    /// `ib` when given, then the next timeline value. Returns that value.
+    fn submit_ring(&mut self, ib: Option<(u64, usize)>) -> DeviceResult<u64> {
+        let mut copies = [StagedCopy { src: 0, dst: 0, bytes: 0 }; MAX_STAGED_COPIES];
+        let mut n = 0;
+        if !self.staged.is_empty() {
+            // A submission in flight may still be copying out of the SRAM image.
+            self.synchronize()?;
+            let wire = self.staged.wire();
+            self.copier.write_staged(&mut self.bridge, stage::SRAM_OFFSET, wire).map_err(failed("submit"))?;
+            let image = self.va.sys(pilot_usb_bridge::proto::bus::SRAM + stage::SRAM_OFFSET as u64);
+            n = self.staged.copies(image, &mut copies);
+            self.staged.clear();
+        }
+        let value = self.submitted + 1;
+        let ring = RingSubmit::new(&copies[..n], ib, self.signal.va + signal::SIGNAL_VALUE, value);
+        self.compute
+            .submit(&mut BridgeBus::new(&mut self.bridge, self.bars), ring.words())
+            .map_err(failed("submit"))?;
+        self.submitted = value;
+        Ok(value)
+    }
+
+    /// Lands the staged copy-ins when one writes any of `len` bytes at GPU address `va`.
+    fn land_staged(&mut self, va: u64, len: u64) -> DeviceResult<()> {
+        if self.staged.overlaps(va, len) {
+            let v = self.submit_ring(None)?;
+            self.wait(v)?;
+        }
+        Ok(())
+    }
+
     /// The VM protection fault GC latched, as text for the hang error ("" when none): the status and the page.
     fn vm_fault(&mut self) -> Result<String, BootError> {
         let mut bus = BridgeBus::new(&mut self.bridge, self.bars);
@@ -400,18 +443,24 @@ impl Device for AmdDevice {
 
     fn free(&mut self, buffer: BufferId) -> DeviceResult<()> {
         let m = self.buffer(buffer)?;
+        self.land_staged(m.va, m.size.max(1))?;
         self.buffers[buffer.0 as usize] = None;
         self.booted.vram.free(m.paddr).map_err(|e| DeviceError::Failed { op: "free", reason: e.to_string() })
     }
 
     fn copy_in(&mut self, dst: BufferId, offset: u64, src: &[u8]) -> DeviceResult<()> {
         let m = self.range("copy_in", dst, offset, src.len() as u64)?;
+        if self.staged.push(m.va, src) {
+            return Ok(());
+        }
+        self.land_staged(m.va, m.size)?;
         self.synchronize()?;
         self.upload(m.paddr, src).map_err(failed("copy_in"))
     }
 
     fn copy_out(&mut self, src: BufferId, offset: u64, dst: &mut [u8]) -> DeviceResult<()> {
         let m = self.range("copy_out", src, offset, dst.len() as u64)?;
+        self.land_staged(m.va, m.size)?;
         self.synchronize()?;
         self.download(m.paddr, dst).map_err(failed("copy_out"))
     }
@@ -466,12 +515,7 @@ impl Device for AmdDevice {
     fn submit(&mut self, step: StepId) -> DeviceResult<u64> {
         let (ib, dwords) =
             *self.steps.get(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
-        let value = self.submitted + 1;
-        let mut packets = [0u32; step::RING_SUBMIT_DWORDS];
-        step::write_ring_packets(&mut packets, ib.va, dwords, self.signal.va + signal::SIGNAL_VALUE, value);
-        self.compute.submit(&mut BridgeBus::new(&mut self.bridge, self.bars), &packets).map_err(failed("submit"))?;
-        self.submitted = value;
-        Ok(value)
+        self.submit_ring(Some((ib.va, dwords)))
     }
 
     fn wait(&mut self, value: u64) -> DeviceResult<()> {

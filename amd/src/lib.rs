@@ -7,7 +7,7 @@
 //! - [`firmware`]: the firmware files each card needs, their headers checked, and the PSP load order.
 //! - [`pm4`], [`sdma`]: the packets of the compute and copy queues.
 //! - [`mqd`], [`queue`]: the compute HQD and the SDMA queue; [`dma`]: the big copies on SDMA.
-//! - [`step`]: the prebuilt step; [`scratch`]: the scratch region's size; [`device`]: the `usb+amd` device.
+//! - [`step`]: the prebuilt step; [`stage`]: small copy-ins carried by the next submission; [`scratch`]: the scratch region's size; [`device`]: the `usb+amd` device.
 
 pub mod boot;
 pub mod bridge_bus;
@@ -22,4 +22,5 @@ pub mod queue;
 pub mod regs;
 pub mod scratch;
 pub mod sdma;
+pub mod stage;
 pub mod step;

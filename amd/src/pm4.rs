@@ -49,6 +49,7 @@ pub mod op {
     pub const EVENT_WRITE: u8 = 0x46;
     pub const RELEASE_MEM: u8 = 0x49;
     pub const ACQUIRE_MEM: u8 = 0x58;
+    pub const DMA_DATA: u8 = 0x50;
     pub const SET_SH_REG: u8 = 0x76;
     pub const SET_UCONFIG_REG: u8 = 0x79;
 }
@@ -64,6 +65,9 @@ pub const UCONFIG_REG_END: u32 = 0xC400;
 pub const fn header(opcode: u8, body: usize) -> u32 {
     3 << 30 | ((body as u32 - 1) & 0x3FFF) << 16 | (opcode as u32) << 8
 }
+
+/// The one-dword NOP: a type-3 NOP header whose count field is all ones has no body.
+pub const NOP_ONE_DWORD: u32 = 3 << 30 | 0x3FFF << 16 | (op::NOP as u32) << 8;
 
 /// The opcode of a type-3 header, or `None` for another packet type.
 pub const fn opcode(header: u32) -> Option<u8> {
@@ -152,6 +156,35 @@ pub mod initiator {
 }
 
 /// INDIRECT_BUFFER's size dword: the valid bit.
+/// DMA_DATA (CP DMA) fields (Linux `nvd.h` `PACKET3_DMA_DATA_*`; the selector values are Mesa `sid.h` `V_411_*`).
+pub mod dma_data {
+    /// SRC_SEL (bits 30:29) and DST_SEL (bits 21:20): the address, through L2 (gfx9+, as Mesa's CP DMA uses).
+    pub const SRC_ADDR_TC_L2: u32 = 3 << 29;
+    pub const DST_ADDR_TC_L2: u32 = 3 << 20;
+    /// The ME waits for this copy and those before it to finish before the next packet.
+    pub const CP_SYNC: u32 = 1 << 31;
+    /// BYTE_COUNT is bits 25:0 of the command dword.
+    pub const MAX_BYTES: usize = (1 << 26) - 1;
+    /// Dwords of one packet.
+    pub const DWORDS: usize = 7;
+}
+
+/// DMA_DATA: `bytes` from `src` to `dst` by the CP's DMA engine, memory to memory through L2; with `sync` the
+/// ME waits for it (Mesa `radv_cs_emit_cp_dma`).
+pub fn dma_data(src: u64, dst: u64, bytes: usize, sync: bool) -> [u32; dma_data::DWORDS] {
+    debug_assert!(bytes <= dma_data::MAX_BYTES);
+    let sync = if sync { dma_data::CP_SYNC } else { 0 };
+    [
+        header(op::DMA_DATA, 6),
+        dma_data::SRC_ADDR_TC_L2 | dma_data::DST_ADDR_TC_L2 | sync,
+        src as u32,
+        (src >> 32) as u32,
+        dst as u32,
+        (dst >> 32) as u32,
+        bytes as u32,
+    ]
+}
+
 pub const INDIRECT_BUFFER_VALID: u32 = 1 << 23;
 /// Largest indirect buffer in dwords (the size field is 20 bits).
 pub const INDIRECT_BUFFER_MAX_DWORDS: usize = (1 << 20) - 1;

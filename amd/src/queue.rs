@@ -112,6 +112,10 @@ pub const GART_BYTES: u64 = 0x100;
 pub const RPTR_OFFSET: u64 = 128;
 pub const WPTR_OFFSET: u64 = 56;
 
+/// The most dwords a ring submission may have for [`Ring::push_words`] not to allocate: a step's ring submission
+/// ([`super::step::RING_SUBMIT_MAX_DWORDS`]) and the compute ring's tail padding before it.
+const SMALL_PUSH_DWORDS: usize = 128;
+
 /// A ring, its pointers' page and where the host writes next.
 #[derive(Debug)]
 struct Ring {
@@ -125,10 +129,10 @@ struct Ring {
 }
 
 impl Ring {
-    /// [`Ring::push`] of dwords; up to 64 of them without allocating.
+    /// [`Ring::push`] of dwords; up to [`SMALL_PUSH_DWORDS`] of them without allocating.
     fn push_words(&mut self, bus: &mut dyn GpuBus, words: &[u32], unit: u64) -> Result<()> {
-        let mut small = [0u8; 256];
-        if words.len() <= 64 {
+        let mut small = [0u8; 4 * SMALL_PUSH_DWORDS];
+        if words.len() <= SMALL_PUSH_DWORDS {
             for (chunk, w) in small.chunks_exact_mut(4).zip(words) {
                 chunk.copy_from_slice(&w.to_le_bytes());
             }
@@ -250,10 +254,19 @@ impl ComputeQueue {
             return Err(gpu_err("compute submit", format!("{} dwords do not fit half the ring", packets.len())));
         }
         if bytes > self.ring.tail() {
+            // A tail shorter than a submission of at most SMALL_PUSH_DWORDS needs no allocation either.
+            let n = (self.ring.tail() / 4) as usize;
             let mut pad = RelocBuf::new();
-            pm4::nop(&mut pad, (self.ring.tail() / 4) as usize);
+            let mut small = [0u32; SMALL_PUSH_DWORDS];
+            let words = if n <= SMALL_PUSH_DWORDS {
+                small[0] = if n == 1 { pm4::NOP_ONE_DWORD } else { pm4::header(pm4::op::NOP, n - 1) };
+                &small[..n]
+            } else {
+                pm4::nop(&mut pad, n);
+                pad.words()
+            };
             self.ring.drain(bus, 4, "compute submit")?;
-            self.ring.push_words(bus, pad.words(), 4)?;
+            self.ring.push_words(bus, words, 4)?;
         }
         self.ring.push_words(bus, packets, 4)
     }

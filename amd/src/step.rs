@@ -253,35 +253,77 @@ fn dispatch(
     Ok(())
 }
 
-/// Dwords of one ring submission ([`ring_packets`]): a power of two, so submissions tile the ring exactly.
+/// Dwords of a ring submission without staged copies ([`RingSubmit`]): a power of two, so such submissions tile
+/// the ring exactly.
 pub const RING_SUBMIT_DWORDS: usize = 16;
+/// Most dwords one ring submission takes: the staged copies, the indirect buffer and the signal.
+pub const RING_SUBMIT_MAX_DWORDS: usize = 128;
+/// Most staged copies ([`pm4::dma_data`]) one ring submission carries.
+pub const MAX_STAGED_COPIES: usize = (RING_SUBMIT_MAX_DWORDS - RING_SUBMIT_DWORDS) / pm4::dma_data::DWORDS;
 
-/// Writes the ring submission of one step into `out` without allocating: run the `ib_dwords`-dword buffer at
-/// `ib`, then signal `value` at `signal` (a RELEASE_MEM with the cache flush, as [`pm4::signal`]), then a NOP to
-/// [`RING_SUBMIT_DWORDS`].
-pub fn write_ring_packets(out: &mut [u32; RING_SUBMIT_DWORDS], ib: u64, ib_dwords: usize, signal: u64, value: u64) {
-    let event = pm4::release::EVENT_CACHE_FLUSH_AND_INV_TS
-        | pm4::release::EVENT_INDEX_END_OF_PIPE << 8
-        | pm4::release::CACHE_FLUSH;
-    let sel = pm4::release::DATA_SEL_32 << pm4::release::DATA_SEL_SHIFT;
-    *out = [
-        pm4::header(pm4::op::INDIRECT_BUFFER, 3),
-        ib as u32,
-        (ib >> 32) as u32,
-        ib_dwords as u32 | pm4::INDIRECT_BUFFER_VALID,
-        pm4::header(pm4::op::RELEASE_MEM, 7),
-        event,
-        sel,
-        signal as u32,
-        (signal >> 32) as u32,
-        value as u32,
-        0,
-        0,
-        pm4::header(pm4::op::NOP, 3),
-        0,
-        0,
-        0,
-    ];
+/// One copy the CP makes before the step: `bytes` from GPU address `src` to `dst`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StagedCopy {
+    pub src: u64,
+    pub dst: u64,
+    pub bytes: usize,
+}
+
+/// One ring submission, built without allocating: the staged copies (DMA_DATA, the last with CP_SYNC so the ME
+/// waits for all of them), the step's indirect buffer, the RELEASE_MEM of the timeline value, NOPs up to a power
+/// of two of at least [`RING_SUBMIT_DWORDS`].
+#[derive(Clone, Debug)]
+pub struct RingSubmit {
+    words: [u32; RING_SUBMIT_MAX_DWORDS],
+    len: usize,
+}
+
+impl RingSubmit {
+    /// The submission: `copies` (at most [`MAX_STAGED_COPIES`]), then the `ib_dwords`-dword buffer at `ib` when
+    /// given, then `value` signalled at `signal` (a RELEASE_MEM with the cache flush, as [`pm4::signal`]).
+    pub fn new(copies: &[StagedCopy], ib: Option<(u64, usize)>, signal: u64, value: u64) -> RingSubmit {
+        assert!(copies.len() <= MAX_STAGED_COPIES, "{} staged copies in one submission", copies.len());
+        let mut r = RingSubmit { words: [0; RING_SUBMIT_MAX_DWORDS], len: 0 };
+        for (i, c) in copies.iter().enumerate() {
+            r.put(&pm4::dma_data(c.src, c.dst, c.bytes, i + 1 == copies.len()));
+        }
+        if let Some((ib, dwords)) = ib {
+            r.put(&[
+                pm4::header(pm4::op::INDIRECT_BUFFER, 3),
+                ib as u32,
+                (ib >> 32) as u32,
+                dwords as u32 | pm4::INDIRECT_BUFFER_VALID,
+            ]);
+        }
+        let event = pm4::release::EVENT_CACHE_FLUSH_AND_INV_TS
+            | pm4::release::EVENT_INDEX_END_OF_PIPE << 8
+            | pm4::release::CACHE_FLUSH;
+        let sel = pm4::release::DATA_SEL_32 << pm4::release::DATA_SEL_SHIFT;
+        r.put(&[
+            pm4::header(pm4::op::RELEASE_MEM, 7),
+            event,
+            sel,
+            signal as u32,
+            (signal >> 32) as u32,
+            value as u32,
+            0,
+            0,
+        ]);
+        let total = (r.len + 2).next_power_of_two().max(RING_SUBMIT_DWORDS);
+        let pad = total - r.len;
+        r.put(&[pm4::header(pm4::op::NOP, pad - 1)]);
+        r.len = total;
+        r
+    }
+
+    fn put(&mut self, w: &[u32]) {
+        self.words[self.len..self.len + w.len()].copy_from_slice(w);
+        self.len += w.len();
+    }
+
+    pub fn words(&self) -> &[u32] {
+        &self.words[..self.len]
+    }
 }
 
 #[cfg(test)]
@@ -400,12 +442,33 @@ mod tests {
     #[test]
     fn a_ring_submission_is_sixteen_dwords_of_the_encoders_packets() {
         let p = ring_packets(0x8000_0000_1000, 300, 0x8000_0000_2000, 7);
-        let mut fast = [0u32; RING_SUBMIT_DWORDS];
-        write_ring_packets(&mut fast, 0x8000_0000_1000, 300, 0x8000_0000_2000, 7);
-        assert_eq!(fast.to_vec(), p);
+        let fast = RingSubmit::new(&[], Some((0x8000_0000_1000, 300)), 0x8000_0000_2000, 7);
+        assert_eq!(fast.words(), p);
         assert_eq!(p.len(), RING_SUBMIT_DWORDS);
         assert_eq!(&p[..4], &[pm4::header(pm4::op::INDIRECT_BUFFER, 3), 0x1000, 0x8000, 300 | 1 << 23]);
         assert_eq!((pm4::opcode(p[4]), p[7], p[9]), (Some(pm4::op::RELEASE_MEM), 0x2000, 7));
         assert_eq!(pm4::opcode(p[12]), Some(pm4::op::NOP));
+    }
+
+    #[test]
+    fn staged_copies_precede_the_indirect_buffer_and_only_the_last_syncs() {
+        let c = |i: u64| StagedCopy { src: 0x1_0024_0000 + 0x100 * i, dst: 0x80_0000_1000 + 0x1000 * i, bytes: 0x100 };
+        let r = RingSubmit::new(&[c(0), c(1), c(2)], Some((0x8000_0000_1000, 300)), 0x8000_0000_2000, 7);
+        let w = r.words();
+        assert_eq!(w.len(), 64, "3 copies, the buffer and the signal: 41 dwords, padded to a power of two");
+        for i in 0..3 {
+            let p = &w[7 * i..7 * i + 7];
+            assert_eq!(pm4::opcode(p[0]), Some(pm4::op::DMA_DATA));
+            assert_eq!(p[1] & pm4::dma_data::CP_SYNC != 0, i == 2, "CP_SYNC on the last copy only");
+            assert_eq!(
+                (p[2], p[3], p[4], p[5], p[6]),
+                (0x0024_0000 + 0x100 * i as u32, 1, 0x1000 * (i as u32 + 1), 0x80, 0x100)
+            );
+        }
+        assert_eq!(&w[21..25], &ring_packets(0x8000_0000_1000, 300, 0x8000_0000_2000, 7)[..4]);
+        assert_eq!(pm4::opcode(w[33]), Some(pm4::op::NOP));
+        assert_eq!(pm4::body_len(w[33]), 64 - 34);
+        let most = RingSubmit::new(&[c(0); MAX_STAGED_COPIES], None, 0x8000_0000_2000, 7);
+        assert_eq!(most.words().len(), RING_SUBMIT_MAX_DWORDS);
     }
 }

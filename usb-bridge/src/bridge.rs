@@ -42,6 +42,8 @@ pub struct Bridge {
     t: Box<dyn Transport>,
     stats: Stats,
     in_flight: Vec<Ticket>,
+    /// The bulk IN of an SRAM read that is not whole sectors lands here first; kept to reuse.
+    read_wire: Vec<u8>,
     _lock: Option<BridgeLock>,
 }
 
@@ -51,7 +53,7 @@ impl Bridge {
         if !proto::PRODUCT_PREFIXES.iter().any(|p| t.product().starts_with(p)) {
             return Err(Error::WrongFirmware { device: t.name().to_string(), product: t.product().to_string() });
         }
-        let mut b = Bridge { t, stats: Stats::default(), in_flight: Vec::new(), _lock: lock };
+        let mut b = Bridge { t, stats: Stats::default(), in_flight: Vec::new(), read_wire: Vec::new(), _lock: lock };
         b.t.claim().map_err(|kind| b.transfer_err("open (claim interface 0)", kind))?;
         b.ensure_link()?;
         Ok(b)
@@ -195,11 +197,19 @@ impl Bridge {
 
     /// Host to SRAM: arms F2 for `data` at `start_slot`, then one bulk OUT padded to 512 bytes.
     pub fn sram_write(&mut self, start_slot: usize, data: &[u8]) -> Result<()> {
-        let setup = self.sram_setup(start_slot, data.len(), false)?;
-        self.control_out(setup, &[], timeout::CONTROL, "SRAM write (F2)")?;
         let mut wire = data.to_vec();
         wire.resize(proto::sectors(data.len()) * proto::sram::SECTOR, 0);
-        self.bulk_out_all(&wire, "SRAM write (bulk OUT)")
+        self.sram_write_sectors(start_slot, &wire)
+    }
+
+    /// [`Bridge::sram_write`] of `wire`, already whole sectors, sent as it is (no copy).
+    pub fn sram_write_sectors(&mut self, start_slot: usize, wire: &[u8]) -> Result<()> {
+        if wire.is_empty() || !wire.len().is_multiple_of(proto::sram::SECTOR) {
+            return Err(self.invalid("SRAM write", format!("{} bytes is not a whole number of sectors", wire.len())));
+        }
+        let setup = self.sram_setup(start_slot, wire.len(), false)?;
+        self.control_out(setup, &[], timeout::CONTROL, "SRAM write (F2)")?;
+        self.bulk_out_all(wire, "SRAM write (bulk OUT)")
     }
 
     /// Like [`Bridge::sram_write`] with the bulk OUT left in flight; `wire` must be padded to 512 bytes.
@@ -243,10 +253,12 @@ impl Bridge {
         if wire_len == buf.len() {
             return self.bulk_in_exact(buf, timeout::SRAM_BULK_IN, "SRAM read (bulk IN)");
         }
-        let mut wire = vec![0u8; wire_len];
-        self.bulk_in_exact(&mut wire, timeout::SRAM_BULK_IN, "SRAM read (bulk IN)")?;
+        let mut wire = std::mem::take(&mut self.read_wire);
+        wire.resize(wire_len, 0);
+        let r = self.bulk_in_exact(&mut wire, timeout::SRAM_BULK_IN, "SRAM read (bulk IN)");
         buf.copy_from_slice(&wire[..buf.len()]);
-        Ok(())
+        self.read_wire = wire;
+        r
     }
 
     /// Reaps every asynchronous transfer still in flight; the first error wins.
@@ -277,12 +289,14 @@ impl Bridge {
             if attempt > 0 {
                 self.t.sleep(TLP_RETRY_SLEEP);
             }
-            self.control_out(setup, &payload, timeout::TLP, &op())?;
+            // The op's name is formatted only on an error: a register write allocates nothing.
+            self.control_out(setup, &payload, timeout::TLP, "").map_err(|e| e.with_op(op()))?;
             if proto::is_posted(fmt) {
                 return Ok(0);
             }
             let mut reply = [0u8; COMPLETION_LEN];
-            self.control_in_exact(proto::completion_setup(), &mut reply, timeout::TLP, &op())?;
+            self.control_in_exact(proto::completion_setup(), &mut reply, timeout::TLP, "")
+                .map_err(|e| e.with_op(op()))?;
             let cpl = Completion::decode(&reply);
             last = cpl.fw_status();
             if last != FwStatus::Ok {

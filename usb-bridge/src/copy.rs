@@ -257,6 +257,33 @@ impl Copier {
         Ok(())
     }
 
+    /// Writes `wire` (whole sectors) into the SRAM at byte `offset` (a slot boundary) with one 0xF2 write and one
+    /// bulk OUT, and records what it leaves in the copy-in windows. The write must not reach a window's last dword
+    /// (the sentinel slot, see [`Copier::last_needs_padding`]).
+    pub fn write_staged(&mut self, b: &mut Bridge, offset: usize, wire: &[u8]) -> Result<()> {
+        let reaches_a_slot = (0..2).any(|w| (offset..offset + wire.len()).contains(&((w + 1) * copy::WINDOW - 4)));
+        if !offset.is_multiple_of(proto::sram::SLOT) || reaches_a_slot {
+            return Err(b.invalid(
+                "SRAM stage",
+                format!("{} bytes at {offset:#x} reach a window's sentinel slot or miss a slot boundary", wire.len()),
+            ));
+        }
+        // Unknown until the write is done: a failed transfer leaves the bytes undetermined.
+        let old = [self.windows[0].take(), self.windows[1].take()];
+        b.sram_write_sectors(offset / proto::sram::SLOT, wire)?;
+        self.windows = old;
+        for w in 0..2 {
+            let start = w * copy::WINDOW;
+            let Some(img) = self.windows[w].as_mut() else { continue };
+            // Only bytes inside the window's known prefix are tracked; those past it stay unknown.
+            let (lo, hi) = (offset.max(start), (offset + wire.len()).min(start + img.len()));
+            if lo < hi {
+                img[lo - start..hi - start].copy_from_slice(&wire[lo - offset..hi - offset]);
+            }
+        }
+        Ok(())
+    }
+
     /// Records that the SRAM now starts with `data` (a copy-out's piece): each window it reaches holds it over its
     /// previous image. A window whose last dword it overwrites with a value that could pass for a chunk's sentinel
     /// (tag 0x51) becomes unknown, so it is zeroed before the next copy-in: that dword must only ever hold another

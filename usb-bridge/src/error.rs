@@ -57,4 +57,14 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The error with `op` naming its operation (a transfer or short-transfer error only).
+    pub fn with_op(mut self, name: String) -> Error {
+        if let Error::Transfer { op, .. } | Error::Short { op, .. } = &mut self {
+            *op = name;
+        }
+        self
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;

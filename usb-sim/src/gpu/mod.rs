@@ -102,6 +102,8 @@ pub struct Gpu {
     coherence: coherence::Coherence,
     /// Which scratch slots waves get and what they leave there ([`scratch`]), seeded.
     scratch_draws: scratch::Draws,
+    /// CP DMA copies (DMA_DATA without CP_SYNC) still in flight: destination and bytes ([`pm4`]).
+    cp_dma: Vec<(u64, Vec<u8>)>,
 }
 
 impl Gpu {
@@ -127,6 +129,7 @@ impl Gpu {
             firmware_dir,
             coherence: coherence::Coherence::default(),
             scratch_draws: scratch::Draws::new(seed),
+            cp_dma: Vec::new(),
         };
         // The AGP apertures are closed (BOT > TOP) until the driver opens them.
         gpu.set(Reg::MmAgpBot, 0xFF_FFFF);

@@ -14,6 +14,12 @@ pub const COPY_DATA: u32 = 0x40;
 pub const EVENT_WRITE: u32 = 0x46;
 pub const RELEASE_MEM: u32 = 0x49;
 pub const ACQUIRE_MEM: u32 = 0x58;
+pub const DMA_DATA: u32 = 0x50;
+/// DMA_DATA control (body dword 0; Linux `nvd.h` `PACKET3_DMA_DATA_*`): DST_SEL bits 21:20, SRC_SEL bits 30:29
+/// (0: the address, 3: the address through L2; Mesa `sid.h` `V_411_*`), CP_SYNC bit 31.
+pub const DMA_DATA_CP_SYNC: u32 = 1 << 31;
+/// DMA_DATA command (body dword 5): BYTE_COUNT bits 25:0, then SAS, DAS, SAIC, DAIC (bits 26-29).
+pub const DMA_DATA_BYTE_COUNT: u32 = (1 << 26) - 1;
 /// `EVENT_WRITE` event type of CS_PARTIAL_FLUSH (body bits 5:0; tinygrad `runtime/autogen/am/soc_11.py`
 /// `enum_VGT_EVENT_TYPE`).
 pub const EVENT_CS_PARTIAL_FLUSH: u32 = 7;
@@ -101,12 +107,14 @@ impl Gpu {
                     return Err(format!("EVENT_WRITE with a {n}-dword body (it has 1 or 3)"));
                 }
                 if b[0] & 0x3F == EVENT_CS_PARTIAL_FLUSH {
+                    self.cp_dma_land(at_time, fabric)?;
                     self.coherence.wait_idle();
                 }
             }
             RELEASE_MEM => {
                 want_body("RELEASE_MEM", n, 7)?;
                 self.coherence.wait_idle();
+                self.cp_dma_land(at_time, fabric)?;
                 let (dst_sel, data_sel) = ((b[1] >> 16) & 3, b[1] >> 29);
                 if dst_sel > 1 {
                     return Err(format!("RELEASE_MEM dst_sel {dst_sel} (memory is 0 or 1)"));
@@ -189,9 +197,47 @@ impl Gpu {
                     d => return Err(format!("COPY_DATA dst_sel {d} is not modelled")),
                 }
             }
+            DMA_DATA => {
+                want_body("DMA_DATA", n, 6)?;
+                self.cp_dma(&b, at_time, fabric)?;
+            }
             op => return Err(format!("unknown PM4 opcode {op:#x} (header {header:#010x})")),
         }
         Ok(Step::Done(bytes))
+    }
+}
+
+impl Gpu {
+    /// DMA_DATA memory to memory (CP DMA). The CP reads the source when it takes the packet; the copy is done
+    /// by the DMA engine beside the ME, which goes on to the next packet at once unless CP_SYNC is set: "set
+    /// this if you want the 3D engine to wait until CP DMA is done; it should be set on the last CP DMA packet"
+    /// (Mesa `radv_cp_dma.c` `CP_DMA_SYNC`, `si_cp_dma.c`). So a copy without CP_SYNC lands only at the next
+    /// DMA_DATA with CP_SYNC, CS_PARTIAL_FLUSH or RELEASE_MEM: a dispatch between reads the old bytes.
+    fn cp_dma(&mut self, b: &[u32], at: std::time::Duration, fabric: &mut dyn Fabric) -> Result<(), String> {
+        let (dst_sel, src_sel) = ((b[0] >> 20) & 3, (b[0] >> 29) & 3);
+        let command = b[5];
+        if !matches!(src_sel, 0 | 3) || !matches!(dst_sel, 0 | 3) || command & !DMA_DATA_BYTE_COUNT & !(1 << 30) != 0 {
+            return Err(format!(
+                "DMA_DATA src_sel {src_sel}, dst_sel {dst_sel}, command {command:#x}: only memory to memory with \
+                 incrementing addresses is modelled"
+            ));
+        }
+        let src = u64::from(b[1]) | u64::from(b[2]) << 32;
+        let dst = u64::from(b[3]) | u64::from(b[4]) << 32;
+        let bytes = self.mem(Hub::Gc, fabric, at).read(src, (command & DMA_DATA_BYTE_COUNT) as usize)?;
+        self.cp_dma.push((dst, bytes));
+        if b[0] & DMA_DATA_CP_SYNC != 0 {
+            self.cp_dma_land(at, fabric)?;
+        }
+        Ok(())
+    }
+
+    /// Every CP DMA copy in flight lands.
+    fn cp_dma_land(&mut self, at: std::time::Duration, fabric: &mut dyn Fabric) -> Result<(), String> {
+        for (dst, bytes) in std::mem::take(&mut self.cp_dma) {
+            self.mem(Hub::Gc, fabric, at).write(dst, &bytes)?;
+        }
+        Ok(())
     }
 }
 
