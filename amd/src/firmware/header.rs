@@ -279,6 +279,16 @@ pub fn parse(file: &str, data: &[u8], ip: Ip) -> Result<Parsed, FirmwareError> {
             };
             // v2.1: the save/restore lists; v2.2: IRAM and DRAM boot; v2.3: RLC_P and RLC_V (byte offsets
             // of struct rlc_firmware_header_v2_{1,2,3}); RLC_G (the common ucode array) last.
+            // The restore lists follow Linux (`amdgpu_rlc.c` `amdgpu_gfx_rlc_init_microcode_v2_1`: every header from
+            // v2.1 on, each list whose size is nonzero), not tinygrad (`amdev.py` loads them for v2.1 only). The
+            // pinned gc_11_0_0 and gc_12_0_1 files have an empty CNTL list, which pilot does not load: a file with
+            // one is refused rather than booted differently from Linux.
+            if b.u32(116, "save_restore_list_cntl_size_bytes")? != 0 {
+                return Err(b.err(
+                    "save_restore_list_cntl_size_bytes",
+                    "a nonzero RLC_RESTORE_LIST_CNTL, which pilot does not load (Linux does)".to_string(),
+                ));
+            }
             region(
                 FwType::RLC_RESTORE_LIST_GPM_MEM,
                 132,
@@ -488,6 +498,14 @@ mod tests {
         put(&mut f, 0x180 + 12 + 8, 0x41);
         let m = message(parse("smu.bin", &f, Ip::Smu));
         assert_eq!(m, "smu.bin: pptable[1].ppt_offset_bytes: bytes 0x1c0..0x201 fall outside 0x0..0x200");
+    }
+
+    #[test]
+    fn an_rlc_cntl_restore_list_is_refused() {
+        let mut f = file(0x400, (2, 3), 204, 0x40);
+        put(&mut f, 116, 0x20);
+        let m = parse("rlc.bin", &f, Ip::Rlc).unwrap_err().to_string();
+        assert!(m.contains("RLC_RESTORE_LIST_CNTL"), "{m}");
     }
 
     #[test]
