@@ -5,7 +5,7 @@
 //! Firmware: `PILOT_AMD_FIRMWARE`, else `target/amd-firmware/...` (`scripts/setup.sh`); skipped when absent, a
 //! failure under `PILOT_REQUIRE=1`.
 
-use pilot_amd::boot::{boot, fini, BootError, BootKind, BootOptions, Booted, VERSION};
+use pilot_amd::boot::{boot, fini, BootError, BootKind, BootOptions, Booted, TINYGRAD_VERSION, VERSION};
 use pilot_amd::bridge_bus::{BridgeBus, BusMap, Indirect};
 use pilot_amd::bus::GpuBus;
 use pilot_amd::regs::HwIp;
@@ -139,6 +139,24 @@ fn partial_boot_after_a_clean_fini() {
     assert_eq!(again.boot_memory.mqd, first.boot_memory.mqd);
     assert_eq!(again.boot_memory.psp.ring, first.boot_memory.psp.ring);
     assert_eq!(again.boot_memory.ih, first.boot_memory.ih);
+    assert!(sim.gpu_faults().is_empty(), "{:?}", sim.gpu_faults());
+}
+
+/// Item 5 of #25: a chip another driver left cleanly (tinygrad's marker in SCRATCH_REG7, SCRATCH_REG6 = 0) is not
+/// partial-booted: its boot memory is laid out by that driver, not this one.
+#[test]
+fn a_chip_tinygrad_left_gets_a_full_boot() {
+    let Some(dir) = firmware_dir() else { return };
+    let sim = sim(Board::Navi31, &dir);
+    let mut bus = SimBus::open(&sim);
+    let first = boot_ok(&mut bus, &sim, &dir);
+    fini(&mut bus, &first, false).unwrap();
+    let (_, r7) = scratch(&first);
+    bus.write_reg(r7, TINYGRAD_VERSION).unwrap();
+    drop(bus);
+    let mut bus = SimBus::open(&sim);
+    let again = boot_ok(&mut bus, &sim, &dir);
+    assert_eq!(again.kind, BootKind::AfterReset, "a chip left by tinygrad was trusted");
     assert!(sim.gpu_faults().is_empty(), "{:?}", sim.gpu_faults());
 }
 

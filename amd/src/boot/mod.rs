@@ -32,9 +32,15 @@ use memory::{BootAllocator, VramAllocator, VramLayout, BOOT_SIZE, PAGE};
 use std::path::Path;
 use vm::{Target, Vm};
 
-/// `SCRATCH_REG7` after a boot by this driver (tinygrad `AMDev.Version`, so either driver may partial-boot the
-/// other's chip).
-pub const VERSION: u32 = 0xA000_0008;
+/// `SCRATCH_REG7` after a boot by this driver: pilot's own marker ("PI", boot-memory layout 1), not tinygrad's
+/// [`TINYGRAD_VERSION`]. A partial boot trusts the previous session's boot memory (rings, MQDs, the PSP's ring and
+/// TMR) to be where this driver puts them; tinygrad lays its boot memory out its own way, so a chip tinygrad left
+/// running gets a full boot here (after a mode-1 reset), and tinygrad likewise fully boots a chip pilot left.
+/// Change the layout number whenever [`memory`]'s boot layout changes.
+pub const VERSION: u32 = 0x5049_0001;
+
+/// What tinygrad's AM driver leaves in `SCRATCH_REG7` (`amdev.py` `AMDev.Version`).
+pub const TINYGRAD_VERSION: u32 = 0xA000_0008;
 
 /// A failed bring-up: one line naming the step and the register or value.
 #[derive(Debug, thiserror::Error)]
