@@ -152,8 +152,9 @@ def scratch_copy():
         with open(out, "wb") as o:
             o.write(data)
         shutil.copymode(src, out)
-    # The model tests find onnxruntime in the repository's .venv, the cffdump tests Mesa's tools in target/mesa.
-    for link in (".venv", os.path.join("target", "mesa")):
+    # The model tests find onnxruntime in the repository's .venv, the cffdump tests Mesa's tools in target/mesa, the
+    # a6xx emulator's tests behind the fake (qcom's fake_emu) Mesa's assembler in target/ir3-asm.
+    for link in (".venv", os.path.join("target", "mesa"), os.path.join("target", "ir3-asm")):
         src = os.path.join(ROOT, link)
         if os.path.exists(src) and not os.path.lexists(os.path.join(dst, link)):
             os.makedirs(os.path.dirname(os.path.join(dst, link)), exist_ok=True)
