@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pilot
-from conftest import run_pilot
+from conftest import ROOT, run_pilot
 
 # A step of this matmul takes the emulator far longer than the bound below (about 10^8 wave instructions).
 N = 1024
@@ -70,3 +70,21 @@ def test_ctrl_c_stops_a_long_step_on_the_emulator(long_amd, models, tmp_path):
     policy = pilot.load(policy_amd, device="amd-emu")
     policy.step()
     assert policy.stats["steps"] == 1
+
+
+def test_ctrl_c_stops_a_long_step_on_the_simulated_gpu(long_amd):
+    """On `sim` the dispatch runs on the same emulator inside the simulated GPU: Ctrl-C stops it within the bound and
+    the simulated queue stays hung (as a card whose kernel was killed would), so the next step fails in one line
+    instead of hanging."""
+    firmware = os.environ.get("PILOT_AMD_FIRMWARE", str(ROOT / "target/amd-firmware/root/usr/lib/firmware/amdgpu"))
+    if not os.path.isdir(firmware):
+        pytest.fail(f"the AMD firmware is missing ({firmware}): run scripts/setup.sh")
+    os.environ["PILOT_AMD_FIRMWARE"] = firmware
+    model = pilot.load(long_amd, device="sim", threads=1)
+    model.inputs["x"][:] = 1.0
+    waited = interrupted_step(model)
+    assert waited < BOUND_S, f"KeyboardInterrupt {waited:.1f} s after the signal"
+    assert model.stats["steps"] == 0
+    with pytest.raises(pilot.PilotError) as e:
+        model.step()
+    assert "\n" not in str(e.value), str(e.value)
