@@ -9,13 +9,14 @@
 // The clang-19 kernel builder of the emulator's tests (it uses `pilot_rdna3`, a dev-dependency).
 #[path = "../../rdna3/tests/rdna3_support/mod.rs"]
 mod rdna3_support;
+mod sim_device;
 
-use pilot_amd::boot::{BootKind, BootOptions};
+use pilot_amd::boot::BootKind;
 use pilot_amd::device::AmdDevice;
 use pilot_amd_codeobj::CodeObject;
 use pilot_core::device::{Arg, BufferId, BufferUse, Device, ProgramFormat, ProgramId, ProgramSpec, StepOp};
-use pilot_usb_bridge::Bridge;
-use pilot_usb_sim::{SimConfig, Simulator};
+use pilot_usb_sim::{Board, Simulator};
+use sim_device::open;
 use std::path::Path;
 
 const SOURCE: &str = r#"
@@ -31,13 +32,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void inc(global float *
 use pilot_test_support::amd_firmware_dir as firmware_dir;
 
 fn sim(dir: &Path) -> Simulator {
-    Simulator::new(SimConfig { vram_bytes: 256 << 20, firmware_dir: Some(dir.to_path_buf()), ..SimConfig::default() })
-}
-
-fn open(sim: &Simulator, dir: &Path) -> AmdDevice {
-    let bridge = Bridge::open(sim.transport(), None).unwrap();
-    AmdDevice::open(bridge, dir, BootOptions::default())
-        .unwrap_or_else(|e| panic!("open: {e}; GPU faults: {:?}", sim.gpu_faults()))
+    sim_device::sim(dir, Board::Navi31)
 }
 
 fn floats(b: &[u8]) -> Vec<f32> {
@@ -92,12 +87,7 @@ fn copies_round_trip_through_sdma_and_the_bridge_sram() {
 #[test]
 fn a_gfx1201_board_boots_and_copies() {
     let Some(dir) = firmware_dir() else { return };
-    let s = Simulator::new(SimConfig {
-        vram_bytes: 256 << 20,
-        board: pilot_usb_sim::Board::Navi48,
-        firmware_dir: Some(dir.to_path_buf()),
-        ..SimConfig::default()
-    });
+    let s = sim_device::sim(&dir, Board::Navi48);
     let mut dev = open(&s, &dir);
     assert_eq!(dev.info().arch, "gfx1201");
     let b = dev.alloc(0x5_0000, BufferUse::Weight).unwrap();

@@ -9,8 +9,8 @@
 
 #[path = "../../rdna3/tests/rdna3_support/mod.rs"]
 mod rdna3_support;
+mod sim_device;
 
-use pilot_amd::boot::BootOptions;
 use pilot_amd::device::AmdDevice;
 use pilot_amd_codeobj::CodeObject;
 use pilot_core::device::{
@@ -18,8 +18,8 @@ use pilot_core::device::{
 };
 use pilot_rdna3::Isa;
 use pilot_test_support::amd_firmware_dir as firmware_dir;
-use pilot_usb_bridge::Bridge;
-use pilot_usb_sim::{Board, SimConfig, Simulator};
+use pilot_usb_sim::{Board, Simulator};
+use sim_device::{open, sim};
 use std::path::Path;
 
 /// `p` is `volatile`, so it stays in memory: 1 KB of scratch per work-item, read back at indices the kernel
@@ -54,21 +54,6 @@ void big(global const int *idx, global int *y) {
   y[g] = p[idx[g] + 1];
 }
 "#;
-
-fn sim(dir: &Path, board: Board) -> Simulator {
-    Simulator::new(SimConfig {
-        vram_bytes: 256 << 20,
-        board,
-        firmware_dir: Some(dir.to_path_buf()),
-        ..SimConfig::default()
-    })
-}
-
-fn open(sim: &Simulator, dir: &Path) -> AmdDevice {
-    let bridge = Bridge::open(sim.transport(), None).unwrap();
-    AmdDevice::open(bridge, dir, BootOptions::default())
-        .unwrap_or_else(|e| panic!("open: {e}; GPU faults: {:?}", sim.gpu_faults()))
-}
 
 fn ints(b: &[u8]) -> Vec<i32> {
     b.chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()
