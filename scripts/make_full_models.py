@@ -151,6 +151,136 @@ def dmonitoring_full():
     )
 
 
+def bn_const(g, x, ch, eps=1e-3):
+    """An unfolded BatchNormalization with seeded statistics, as exporters leave it in eval graphs."""
+    rng = make_models.rng
+    return g.op("BatchNormalization", [
+        x, g.const(1.0 + 0.1 * rng.standard_normal(ch)), g.const(0.1 * rng.standard_normal(ch)),
+        g.const(0.1 * rng.standard_normal(ch)), g.const(0.5 + rng.random(ch))], epsilon=eps)
+
+
+def dmon_gray():
+    """A driver-monitoring-like net on a small gray frame: plain 3x3 stride-2 convolutions with small channel
+    counts on large maps, each followed by an unfolded BatchNormalization and Relu, global pooling, a Gemm."""
+    g = G()
+    x = "input_img"
+    for cin, cout, stride in [(1, 16, 2), (16, 16, 1), (16, 24, 2), (24, 24, 1), (24, 48, 2), (48, 48, 1),
+                              (48, 96, 2), (96, 96, 1), (96, 192, 2)]:
+        x = g.op("Relu", [bn_const(g, g.conv(x, cin, cout, 3, stride, bias=False), cout)])
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])])
+    g.nodes.append(helper.make_node("Gemm", [x, g.init(w("fc", 84, 192)), g.init(w("fcb", 84, scale=0.1))],
+                                    ["outputs"], transB=1, name="out"))
+    return g.model(
+        [helper.make_tensor_value_info("input_img", TensorProto.FLOAT, [1, 1, 320, 640])],
+        [helper.make_tensor_value_info("outputs", TensorProto.FLOAT, [1, 84])],
+        name="dmon_gray",
+    )
+
+
+def policy_gemv():
+    """A policy-like net whose step is batch-1 matrix-vector products over 23.5 MB of float32 weights: the
+    flattened (1,24,512) history into 128 features (6.3 MB), a GRU-ish cell (512 hidden, gates from two
+    products), a two-layer 1024-wide MLP and a 1000-wide head."""
+    g = G()
+    hist, feat, hidden = 24, 512, 512
+    feats = "features_buffer"
+    flat = g.op("Reshape", [feats, g.const([1, hist * feat], np.int64)])
+    summary = g.op("Relu", [g.op("Gemm", [flat, g.init(w("hist_w", 128, hist * feat)),
+                                          g.init(w("hist_b", 128, scale=0.1))], transB=1)])
+    x = g.op("Concat", [summary, "desire", g.op("Gather", [feats, g.const(hist - 1, np.int64)], axis=1)], axis=1)
+    gates = g.op("Add", [g.op("MatMul", [x, g.init(w("gx", 128 + 8 + feat, 3 * hidden))]),
+                         g.op("MatMul", ["hidden_state", g.init(w("gh", hidden, 3 * hidden))])])
+    z, r, n = g.op("Split", [gates, g.const([hidden] * 3, np.int64)], n_out=3, axis=1)
+    z = g.op("Sigmoid", [z])
+    n = g.op("Tanh", [g.op("Mul", [g.op("Sigmoid", [r]), n])])
+    h = g.op("Add", [g.op("Mul", [g.op("Sub", [g.const(1.0), z]), n]), g.op("Mul", [z, "hidden_state"])])
+    y = g.op("Relu", [g.op("Gemm", [h, g.init(w("mlp1", 1024, hidden)), g.init(w("mlp1b", 1024, scale=0.1))],
+                           transB=1)])
+    y = g.op("Relu", [g.op("Gemm", [y, g.init(w("mlp2", 1024, 1024)), g.init(w("mlp2b", 1024, scale=0.1))],
+                           transB=1)])
+    plan = g.op("MatMul", [y, g.init(w("plan", 1024, 1000))])
+    g.nodes.append(helper.make_node("Concat", [plan, h], ["outputs"], axis=1, name="out"))
+    return g.model(
+        [helper.make_tensor_value_info(feats, TensorProto.FLOAT, [1, hist, feat]),
+         helper.make_tensor_value_info("desire", TensorProto.FLOAT, [1, 8]),
+         helper.make_tensor_value_info("hidden_state", TensorProto.FLOAT, [1, hidden])],
+        [helper.make_tensor_value_info("outputs", TensorProto.FLOAT, [1, 1000 + hidden])],
+        name="policy_gemv",
+    )
+
+
+def yolo_n():
+    """A YOLOv8n-style detector at 320x320 as Ultralytics exports it: Conv+SiLU (Sigmoid, Mul), C2f blocks
+    (Split, bottlenecks, Concat), SPPF (three 5x5 max poolings), nearest Resize, the decoupled head with DFL
+    (Reshape, Transpose, Softmax, a 1x1 convolution with fixed weights) and the box decode."""
+    g = G()
+
+    def cbs(x, cin, cout, k=1, s=1):
+        y = g.conv(x, cin, cout, k, s)
+        return g.op("Mul", [y, g.op("Sigmoid", [y])])
+
+    def c2f(x, cin, cout, n, shortcut):
+        c = cout // 2
+        a, b = g.op("Split", [cbs(x, cin, cout), g.const([c, c], np.int64)], n_out=2, axis=1)
+        parts = [a, b]
+        for _ in range(n):
+            y = cbs(cbs(parts[-1], c, c, 3), c, c, 3)
+            parts.append(g.op("Add", [parts[-1], y]) if shortcut else y)
+        return cbs(g.op("Concat", parts, axis=1), (2 + n) * c, cout)
+
+    def up(x):
+        return g.op("Resize", [x, "", g.const([1, 1, 2, 2])], mode="nearest")
+
+    x = cbs("images", 3, 16, 3, 2)
+    x = cbs(x, 16, 32, 3, 2)
+    x = c2f(x, 32, 32, 1, True)
+    x = cbs(x, 32, 64, 3, 2)
+    p3 = c2f(x, 64, 64, 2, True)
+    x = cbs(p3, 64, 128, 3, 2)
+    p4 = c2f(x, 128, 128, 2, True)
+    x = cbs(p4, 128, 256, 3, 2)
+    x = c2f(x, 256, 256, 1, True)
+    y = cbs(x, 256, 128)
+    m1 = g.op("MaxPool", [y], kernel_shape=[5, 5], pads=[2] * 4)
+    m2 = g.op("MaxPool", [m1], kernel_shape=[5, 5], pads=[2] * 4)
+    m3 = g.op("MaxPool", [m2], kernel_shape=[5, 5], pads=[2] * 4)
+    p5 = cbs(g.op("Concat", [y, m1, m2, m3], axis=1), 512, 256)
+    h4 = c2f(g.op("Concat", [up(p5), p4], axis=1), 384, 128, 1, False)
+    h3 = c2f(g.op("Concat", [up(h4), p3], axis=1), 192, 64, 1, False)
+    n4 = c2f(g.op("Concat", [cbs(h3, 64, 64, 3, 2), h4], axis=1), 192, 128, 1, False)
+    n5 = c2f(g.op("Concat", [cbs(n4, 128, 128, 3, 2), p5], axis=1), 384, 256, 1, False)
+    ncls, reg = 80, 16
+    outs = []
+    for f, ch in [(h3, 64), (n4, 128), (n5, 256)]:
+        box = g.conv(cbs(cbs(f, ch, 64, 3), 64, 64, 3), 64, 4 * reg, 1)
+        cls = g.conv(cbs(cbs(f, ch, 80, 3), 80, 80, 3), 80, ncls, 1)
+        outs.append(g.op("Reshape", [g.op("Concat", [box, cls], axis=1), g.const([1, 4 * reg + ncls, -1], np.int64)]))
+    x = g.op("Concat", outs, axis=2)  # (1, 144, 2100)
+    box, cls = g.op("Split", [x, g.const([4 * reg, ncls], np.int64)], n_out=2, axis=1)
+    d = g.op("Transpose", [g.op("Reshape", [box, g.const([1, 4, reg, -1], np.int64)])], perm=[0, 2, 1, 3])
+    d = g.op("Softmax", [d], axis=1)
+    dfl = g.const(np.arange(reg, dtype=np.float32).reshape(1, reg, 1, 1))
+    d = g.op("Reshape", [g.op("Conv", [d, dfl]), g.const([1, 4, -1], np.int64)])
+    lt, rb = g.op("Split", [d, g.const([2, 2], np.int64)], n_out=2, axis=1)
+    anchors, strides = [], []
+    for s in (8, 16, 32):
+        n = 320 // s
+        yy, xx = np.meshgrid(np.arange(n) + 0.5, np.arange(n) + 0.5, indexing="ij")
+        anchors.append(np.stack([xx.ravel(), yy.ravel()]))
+        strides.append(np.full(n * n, s))
+    anc = g.const(np.concatenate(anchors, axis=1)[None])
+    stride = g.const(np.concatenate(strides)[None, None])
+    x1y1, x2y2 = g.op("Sub", [anc, lt]), g.op("Add", [anc, rb])
+    cxy = g.op("Div", [g.op("Add", [x1y1, x2y2]), g.const(2.0)])
+    boxes = g.op("Mul", [g.op("Concat", [cxy, g.op("Sub", [x2y2, x1y1])], axis=1), stride])
+    g.nodes.append(helper.make_node("Concat", [boxes, g.op("Sigmoid", [cls])], ["output0"], axis=1, name="out"))
+    return g.model(
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 320, 320])],
+        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, [1, 4 + ncls, 2100])],
+        name="yolo_n",
+    )
+
+
 def fetch_real(out):
     """Unpacks the real models from the rapidocr wheel (downloaded once into DIR/wheels)."""
     wheels = os.path.join(out, "wheels")
@@ -173,7 +303,8 @@ def main():
         sys.exit(__doc__)
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for name, f in [("vision_full", vision_full), ("policy_full", policy_full), ("dmonitoring_full", dmonitoring_full)]:
+    for name, f in [("vision_full", vision_full), ("policy_full", policy_full), ("dmonitoring_full", dmonitoring_full),
+                    ("dmon_gray", dmon_gray), ("policy_gemv", policy_gemv), ("yolo_n", yolo_n)]:
         onnx.save(f(), os.path.join(out, f"{name}.onnx"))
         print(name, os.path.join(out, f"{name}.onnx"))
     if "--no-fetch" not in sys.argv:

@@ -36,7 +36,7 @@ pub fn find_cc(explicit: Option<&Path>, arch: &str) -> Result<PathBuf> {
 /// Flags for `cpu`. Host builds use `-march=native` unless `--cpu` names a baseline: the artifact is
 /// for the machine that compiled it (as tinygrad's CPU backend does); aarch64 cross builds target
 /// the comma device's Kryo 385 ([`CpuTarget::flags`]).
-fn flags(cc: &Path, cpu: &CpuTarget) -> Vec<String> {
+pub(super) fn flags(cc: &Path, cpu: &CpuTarget) -> Vec<String> {
     let arch = cpu.arch.as_str();
     let mut f: Vec<String> = [
         "-c",

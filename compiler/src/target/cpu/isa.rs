@@ -63,7 +63,7 @@ impl CpuTarget {
         Ok(CpuTarget { arch: arch.to_string(), cpu: cpu.map(str::to_string) })
     }
 
-    fn native(&self) -> bool {
+    pub fn native(&self) -> bool {
         self.cpu.is_none() && self.arch == std::env::consts::ARCH
     }
 

@@ -11,6 +11,7 @@ mod peel;
 pub mod render;
 pub mod split;
 mod tile;
+pub mod tune;
 pub mod upcast;
 
 use std::path::PathBuf;
@@ -70,7 +71,7 @@ pub fn render_all(p: &Program, unit: isa::VecUnit) -> Vec<render::CKernel> {
     p.kernels
         .iter()
         .map(|k| {
-            let mut ck = render::render(p, k, unit);
+            let mut ck = render::render(p, k, unit, None);
             if !runs_parallel(p, k) {
                 // The kernel splits its range by `part / nparts`: one part is the whole range.
                 ck.parts = 1;
@@ -106,8 +107,13 @@ impl Codegen for Cpu {
         for k in &mut p.kernels {
             merge::merge_dims(&mut p.ctx, k);
         }
-        let rendered = render_all(p, cpu.vec_unit());
+        let unit = cpu.vec_unit();
+        let mut rendered = render_all(p, unit);
         let cc = cc::find_cc(self.cc.as_deref(), arch)?;
+        if self.target.backend == pilot_core::target::Backend::Cpu && tune::enabled(&cpu) {
+            let parallel = |i: usize| runs_parallel(p, &p.kernels[i]);
+            tune::tune(p, &mut rendered, unit, &cc, &cpu, &parallel)?;
+        }
         let units = units(&rendered);
         if let Some(dir) = std::env::var_os("PILOT_DUMP_C") {
             // Debugging aid: every translation unit's C, as compiled.

@@ -28,6 +28,9 @@ pub struct CKernel {
     pub args: Vec<u32>,
     /// Number of independent parts.
     pub parts: u32,
+    /// The register-tile shapes this kernel may be rendered with (empty: it has no register tile),
+    /// for [`super::tune`] to time.
+    pub tilings: Vec<super::upcast::Tiling>,
 }
 
 pub fn ctype(d: DType) -> &'static str {
@@ -95,8 +98,10 @@ pub(super) fn header(p: &Program, name: &str, args: &[u32], out: &mut String) {
 
 /// Renders `k` (as [`super::upcast`] when it applies, else with the generic loop nest), with
 /// register tiles sized for `unit`.
-pub fn render(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel {
-    if let Some(ck) = super::upcast::render(p, k, unit) {
+/// Renders `k` for `unit`; `tiling` picks one of the register-tile shapes the kernel offers
+/// (`None`: the default shape).
+pub fn render(p: &Program, k: &Kernel, unit: super::isa::VecUnit, tiling: Option<super::upcast::Tiling>) -> CKernel {
+    if let Some(ck) = super::upcast::render(p, k, unit, tiling) {
         return ck;
     }
     render_generic(p, k, unit)
@@ -156,7 +161,7 @@ fn render_generic(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel
         }
     }
     r.out.push_str("}\n");
-    CKernel { name: name.clone(), source: r.out, args, parts }
+    CKernel { name: name.clone(), source: r.out, args, parts, tilings: Vec::new() }
 }
 
 /// Opens the loop over `v` (one `{`): a constant where `extent` is 1, the parts' `header` where the

@@ -33,7 +33,7 @@ fn matmul(m: usize, kk: usize, n: usize) -> Program {
 #[test]
 fn matmul_accumulates_in_arrays_around_a_vectorized_inner_loop() {
     let p = matmul(8, 32, 16);
-    let ck = render(&p, &p.kernels[0], SCALAR4);
+    let ck = render(&p, &p.kernels[0], SCALAR4, None);
     let src = &ck.source;
     assert_eq!(ck.args, vec![2, 0, 1], "output first, then the inputs");
     assert!(src.starts_with("void k0_mm(void *const *args, unsigned part, unsigned nparts) {"), "{src}");
@@ -59,7 +59,7 @@ fn elementwise_hoists_what_the_inner_loop_does_not_change() {
     let x = p.input(0, DType::F16, &[4, 5]);
     let y = p.unary(UnOp::Exp, &x);
     p.realize(&y, BufKind::Output(0), "e");
-    let ck = render(&p, &p.kernels[0], SCALAR4);
+    let ck = render(&p, &p.kernels[0], SCALAR4, None);
     let src = &ck.source;
     assert!(src.contains("const f16 *restrict b0") && src.contains("f16 *restrict b1"), "{src}");
     // The row offset depends only on the outer variable: computed before the inner loop opens.
@@ -79,7 +79,7 @@ fn a_row_reduction_reads_its_rows_with_lanes_side_by_side() {
     let e = p.unary(UnOp::Exp, &x);
     let m = p.reduce(RedOp::Max, &e, &[1]);
     p.realize(&m, BufKind::Output(0), "rowmax");
-    let src = render(&p, &p.kernels[0], SCALAR4).source;
+    let src = render(&p, &p.kernels[0], SCALAR4, None).source;
     // One row per output, read contiguously: 8 partial maxima (2 vectors of 4) side by side from
     // -inf, folded with the NaN-propagating pl_fmaxf, then the last 5 elements, then the lanes.
     let (row, lanes) = (line_of(&src, "< (i64)4LL * (part + 1) / nparts"), line_of(&src, "_l[8]"));
@@ -97,7 +97,7 @@ fn a_row_reduction_reads_its_rows_with_lanes_side_by_side() {
 fn matmul_keeps_a_register_tile_of_accumulators() {
     let p = matmul(16, 32, 56);
     let unit = VecUnit { lanes: 16, regs: 32 };
-    let ck = render(&p, &p.kernels[0], unit);
+    let ck = render(&p, &p.kernels[0], unit, None);
     let src = &ck.source;
     // 32 registers: rows blocked by 8, two vectors of 16 columns each = 16 accumulator vectors.
     assert_eq!(ck.parts, 2, "16 rows in blocks of 8");
@@ -122,7 +122,7 @@ fn matmul_keeps_a_register_tile_of_accumulators() {
 #[test]
 fn a_matrix_vector_product_adds_four_rows_per_pass_in_order() {
     let p = matmul(1, 256, 3000);
-    let src = render(&p, &p.kernels[0], SCALAR4).source;
+    let src = render(&p, &p.kernels[0], SCALAR4, None).source;
     // No blocked variable, no tile (the reduction is long): whole-row accumulator arrays (at most
     // MAX_INNER wide), the reduction stepping by 4, the four rows added one after another.
     assert!(src.contains("float acc0[2048]"), "{src}");
@@ -193,7 +193,7 @@ fn a_padded_copy_peels_its_inner_loop_into_fill_copy_fill() {
     let x = p.input(0, DType::F32, &[3, 10]);
     let y = p.pad(&x, &[0, 2], &[0, 3], -1.0);
     p.realize(&y, BufKind::Output(0), "pad");
-    let src = render(&p, &p.kernels[0], SCALAR4).source;
+    let src = render(&p, &p.kernels[0], SCALAR4, None).source;
     // The split points: columns below 2 fill, 2..12 copy, from 12 fill again.
     assert!(src.contains("2LL - r") && src.contains("12LL - r"), "{src}");
     let loops: Vec<&str> = src.lines().filter(|l| l.contains("for (i64") && l.contains("= s")).collect();
@@ -212,7 +212,7 @@ fn a_strided_index_peels_at_rounded_up_split_points() {
     let y = p.pad(&x, &[2], &[1], 0.0);
     let s = p.slice(&y, &[1], &[2], &[5]);
     p.realize(&s, BufKind::Output(0), "strided");
-    let src = render(&p, &p.kernels[0], SCALAR4).source;
+    let src = render(&p, &p.kernels[0], SCALAR4, None).source;
     assert!(src.contains(" / 2 : -(("), "a stride of 2 divides rounding up: {src}");
 }
 
@@ -226,7 +226,7 @@ fn contiguous_dims_merge_and_windowed_ones_do_not() {
     let mut k = p.kernels[0].clone();
     super::merge::merge_dims(&mut p.ctx, &mut k);
     assert_eq!(k.shape, vec![240]);
-    let src = render(&p, &k, SCALAR4).source;
+    let src = render(&p, &k, SCALAR4, None).source;
     assert!(src.contains("< (i64)240LL * (part + 1) / nparts"), "{src}");
 
     // A transposed read steps along W by 6 but along H by 1: nothing merges.
@@ -297,7 +297,7 @@ fn a_tile_overhangs_a_row_only_where_its_reads_stay_in_the_buffer() {
         let r = p.ctx.reduce(RedOp::Sum, ci, 8, r);
         let y = crate::lazy::Lazy { dtype: DType::F32, shape: vec![16, 2, 18], vars, expr: r };
         p.realize(&y, BufKind::Output(0), "conv");
-        render(&p, &p.kernels[0], VecUnit { lanes: 16, regs: 32 }).source
+        render(&p, &p.kernels[0], VecUnit { lanes: 16, regs: 32 }, None).source
     };
     // No slack: the last channel's last row would be read past the buffer's end.
     assert!(!conv(0).contains("x0 = xs, xt = xs + 32;"), "{}", conv(0));
@@ -315,7 +315,7 @@ fn a_concatenation_peels_its_outer_loop_by_source() {
     let pb = p.pad(&b, &[2, 0], &[0, 0], 0.0);
     let cat = p.binary(BinOp::Add, &pa, &pb);
     p.realize(&cat, BufKind::Output(0), "cat");
-    let src = render(&p, &p.kernels[0], SCALAR4).source;
+    let src = render(&p, &p.kernels[0], SCALAR4, None).source;
     let channel_loops = src.lines().filter(|l| l.contains("for (i64") && l.contains("= s")).count();
     assert_eq!(channel_loops, 2, "channels below 2, then the rest: {src}");
     assert!(!src.contains("< 2LL;"), "the channel comparison is known in every segment: {src}");
@@ -335,7 +335,7 @@ fn the_innermost_loop_is_peeled_first() {
     let pb = p.pad(&b, &[40, 1, 1], &[0, 1, 1], 0.0);
     let cat = p.binary(BinOp::Add, &pa, &pb);
     p.realize(&cat, BufKind::Output(0), "cat");
-    let src = render(&p, &p.kernels[0], SCALAR4).source;
+    let src = render(&p, &p.kernels[0], SCALAR4, None).source;
     let peeled = |var: &str| src.lines().filter(|l| l.contains(&format!("for (i64 {var} = s{}", &var[1..]))).count();
     let vars: Vec<String> = (0..3).map(|i| format!("v{}", p.kernels[0].vars[i])).collect();
     assert_eq!(peeled(&vars[0]), 0, "{src}");

@@ -160,6 +160,41 @@ impl Geometry {
     }
 }
 
+/// The most accumulator vectors per replica of any register tile.
+pub(super) const MAX_TILE_VECTORS: usize = 8;
+
+/// The register-tile shapes worth timing for a kernel: `block` replicas (4, 8 or 16 dividing
+/// `blocked`) × `vectors` keeping between half the unit's registers and all but four of them as
+/// accumulators (fewer leave multiply-adds waiting on each other; more spill the operands), or,
+/// without a blocked variable, 2 to [`MAX_TILE_VECTORS`] vectors; each of a width that fits the row
+/// of `extent` or may overhang it (`overhang(vectors)`) and computes at most 1/8 more points than
+/// the tightest such width.
+pub(super) fn candidates(
+    unit: super::isa::VecUnit,
+    lanes: usize,
+    blocked: Option<usize>,
+    extent: usize,
+    overhang: &dyn Fn(usize) -> bool,
+) -> Vec<super::upcast::Tiling> {
+    let (blocks, lo, hi): (Vec<usize>, usize, usize) = match blocked {
+        Some(e) => {
+            ([4, 8, 16].into_iter().filter(|b| e % b == 0).collect(), unit.regs / 2, unit.regs.saturating_sub(4))
+        }
+        None => (vec![1], 2, MAX_TILE_VECTORS),
+    };
+    let mut out = Vec::new();
+    for &block in &blocks {
+        for vectors in 1..=(hi / block).min(MAX_TILE_VECTORS) {
+            let width = lanes * vectors;
+            if block * vectors >= lo && (width <= extent || overhang(vectors)) {
+                out.push((super::upcast::Tiling { block, vectors }, extent.div_ceil(width) * width));
+            }
+        }
+    }
+    let fewest = out.iter().map(|&(_, points)| points).min().unwrap_or(0);
+    out.into_iter().filter(|&(_, points)| 8 * points <= 9 * fewest).map(|(t, _)| t).collect()
+}
+
 /// The largest value of `index` over the kernel's loops when `var` reaches `reach - 1`, where the
 /// index is affine with non-negative coefficients in every variable; `None` when that is not known.
 pub(super) fn max_index(ctx: &Ctx, free: &HashMap<N, Vec<u32>>, index: N, var: u32, reach: usize) -> Option<i64> {

@@ -56,9 +56,18 @@ const MAX_VECTORS: usize = 4;
 /// The longest reduction that takes a register tile without a blocked variable.
 const MAX_UNBLOCKED_REDUCTION: u64 = 64;
 
+/// A register tile's shape: `block` replicas of the blocked variable (1 without one) × `vectors`
+/// accumulator vectors per replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tiling {
+    pub block: usize,
+    pub vectors: usize,
+}
+
 /// Renders `k` in this loop order, with register tiles sized for `unit`, or `None` when the kernel
-/// is not a chain of reductions this order applies to.
-pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
+/// is not a chain of reductions this order applies to. `tiling` replaces the default tile shape;
+/// it must be one of the kernel's [`CKernel::tilings`] (any other is ignored).
+pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) -> Option<CKernel> {
     let ctx = &p.ctx;
     let order = ctx.toposort(&[k.expr]);
     // Every reduction reachable from the root outside of reduction bodies, each a perfect chain.
@@ -170,20 +179,34 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
     }
     let blocked_extent =
         blocked_var.map_or(0, |vb| k.shape[k.vars.iter().position(|&v| v == vb).expect("a kernel var")]);
-    let block = if tiles.is_some() && blocked_extent % 8 == 0 && unit.acc_budget() >= 16 { 8 } else { BLOCK };
-    let replicas = if blocked_var.is_some() { block } else { 1 };
     // Tiles may overhang the row's end (lanes computed and not stored) where every load they make
     // stays inside its buffer; the width then need not fit the row.
-    let max_vectors = (unit.acc_budget() / replicas).clamp(1, MAX_VECTORS);
-    let overhang = tiles.is_some()
-        && bodies.iter().all(|&n| match *ctx.op(n) {
-            Op::Load { buf, index, valid: None } if uses(n, vl) => {
-                let reach = inner_extent + lanes * max_vectors;
-                tile::max_index(ctx, &free, index, vl, reach).is_some_and(|m| m < p.bufs[buf as usize].numel as i64)
-            }
-            _ => true,
-        });
-    let geometry = tiles.as_ref().and_then(|_| tile::Geometry::fit(lanes, max_vectors, inner_extent, overhang));
+    let overhang_for = |vectors: usize| {
+        tiles.is_some()
+            && bodies.iter().all(|&n| match *ctx.op(n) {
+                Op::Load { buf, index, valid: None } if uses(n, vl) => {
+                    let reach = inner_extent + lanes * vectors;
+                    tile::max_index(ctx, &free, index, vl, reach).is_some_and(|m| m < p.bufs[buf as usize].numel as i64)
+                }
+                _ => true,
+            })
+    };
+    let tilings = if tiles.is_some() {
+        tile::candidates(unit, lanes, blocked_var.map(|_| blocked_extent), inner_extent, &overhang_for)
+    } else {
+        Vec::new()
+    };
+    let (block, geometry, overhang) = match tiling.filter(|t| tilings.contains(t)) {
+        Some(t) => (t.block.max(BLOCK), Some(tile::Geometry { lanes, vectors: t.vectors }), overhang_for(t.vectors)),
+        None => {
+            let block = if tiles.is_some() && blocked_extent % 8 == 0 && unit.acc_budget() >= 16 { 8 } else { BLOCK };
+            let replicas = if blocked_var.is_some() { block } else { 1 };
+            let max_vectors = (unit.acc_budget() / replicas).clamp(1, MAX_VECTORS);
+            let overhang = overhang_for(max_vectors);
+            let geometry = tiles.as_ref().and_then(|_| tile::Geometry::fit(lanes, max_vectors, inner_extent, overhang));
+            (block, geometry, overhang)
+        }
+    };
     // Past MAX_INNER outputs the accumulator arrays cover the row in chunks: worth it where the
     // inner loop reads memory contiguously (a wide matrix-vector product), not where it would gather
     // (a row reduction along another axis, which the generic loop nest reads contiguously).
@@ -488,5 +511,5 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit) -> Option<CKernel> {
     }
     r.out.push_str("}\n");
     let parts = outer_split.map_or(inner_parts, |s| s.parts());
-    Some(CKernel { name: k.name.clone(), source: r.out, args, parts })
+    Some(CKernel { name: k.name.clone(), source: r.out, args, parts, tilings })
 }
