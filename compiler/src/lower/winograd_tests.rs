@@ -90,7 +90,7 @@ fn conv_model(x: [usize; 4], cout: usize, pads: [i64; 4], seed: u64) -> crate::o
 
 /// Lowers `model` with `policy`.
 fn lower(model: &crate::onnx::Model, policy: Policy) -> Program {
-    super::super::lower_pinned(model, &HashMap::new(), &Default::default(), None, Default::default(), policy)
+    super::super::lower_pinned(model, &HashMap::new(), &Default::default(), None, Default::default(), policy, 0)
         .expect("lowers")
         .program
 }
