@@ -41,6 +41,7 @@ fn run_case(dir: &Path) -> Result<(), String> {
             None,
             Default::default(),
             Default::default(),
+            0,
         )
         .map_err(|e| e.to_string())?;
         let inputs: Vec<Tensor> = runtime.iter().map(|j| read_pb(&set.join(format!("input_{j}.pb")))).collect();

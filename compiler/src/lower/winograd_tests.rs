@@ -246,3 +246,52 @@ fn winograd_goes_where_the_policy_says() {
     assert!(!uses_winograd(&narrow, Policy::Measured));
     assert!(uses_winograd(&narrow, Policy::All));
 }
+
+#[test]
+fn a_convolution_on_a_small_map_computes_along_its_channels_and_equals_the_direct_one() {
+    // Rows of 4–7 outputs keep at most 7 of 16 lanes busy; 32 output channels keep all 16.
+    for (i, (x, cout, pads)) in
+        [([1, 5, 3, 6], 32, [1, 1, 1, 1]), ([2, 3, 5, 4], 48, [0, 1, 2, 1])].into_iter().enumerate()
+    {
+        let model = conv_model(x, cout, pads, 30 + i as u64);
+        let (oh, ow) = (x[2] + (pads[0] + pads[2]) as usize - 2, x[3] + (pads[1] + pads[3]) as usize - 2);
+        let xs = Tensor::from_f32(x.to_vec(), &values(300 + i as u64, x.iter().product()));
+        let r = Tensor::from_f32(vec![x[0], cout, oh, ow], &values(400 + i as u64, x[0] * cout * oh * ow));
+        let lowered = |lanes| {
+            super::super::lower_pinned(
+                &model,
+                &HashMap::new(),
+                &Default::default(),
+                None,
+                Default::default(),
+                Policy::Off,
+                lanes,
+            )
+            .expect("lowers")
+            .program
+        };
+        let (direct, inner) = (lowered(0), lowered(16));
+        assert!(!direct.kernels.iter().any(|k| k.name.ends_with("_ci")));
+        assert!(inner.kernels.iter().any(|k| k.name.ends_with("_ci")), "lanes 16 picks the channels-inner form");
+        let a = crate::exec::run(&direct, &[xs.clone(), r.clone()]).expect("runs")[0].to_f32();
+        let b = crate::exec::run(&inner, &[xs, r]).expect("runs")[0].to_f32();
+        assert_eq!(a.len(), b.len());
+        for (u, v) in a.iter().zip(&b) {
+            assert!((u - v).abs() <= 1e-5 * (1.0 + u.abs()), "{u} vs {v}");
+        }
+    }
+    // Rows of 32 outputs fill their lanes: the direct form stays.
+    let wide = conv_model([1, 3, 4, 34], 32, [0, 0, 0, 0], 50);
+    let p = super::super::lower_pinned(
+        &wide,
+        &HashMap::new(),
+        &Default::default(),
+        None,
+        Default::default(),
+        Policy::Off,
+        16,
+    )
+    .expect("lowers")
+    .program;
+    assert!(!p.kernels.iter().any(|k| k.name.ends_with("_ci")));
+}
