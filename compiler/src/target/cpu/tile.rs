@@ -187,7 +187,8 @@ pub(super) fn candidates(
         for vectors in 1..=(hi / block).min(MAX_TILE_VECTORS) {
             let width = lanes * vectors;
             if block * vectors >= lo && (width <= extent || overhang(vectors)) {
-                out.push((super::upcast::Tiling { block, vectors }, extent.div_ceil(width) * width));
+                let t = super::upcast::Tiling { block, vectors, tiles_outside: false };
+                out.push((t, extent.div_ceil(width) * width));
             }
         }
     }

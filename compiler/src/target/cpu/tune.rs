@@ -55,7 +55,8 @@ pub fn cache_path() -> Option<PathBuf> {
     Some(base.join("pilot").join("cpu-tilings"))
 }
 
-/// Lines `KEY BLOCK VECTORS`; anything else is skipped (a damaged cache costs a re-timing only).
+/// Lines `KEY BLOCK VECTORS TILES_OUTSIDE`; anything else is skipped (a damaged cache costs a
+/// re-timing only).
 fn read_cache(path: &Path) -> HashMap<u64, Tiling> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     text.lines()
@@ -64,7 +65,8 @@ fn read_cache(path: &Path) -> HashMap<u64, Tiling> {
             let key = u64::from_str_radix(f.next()?, 16).ok()?;
             let block = f.next()?.parse().ok()?;
             let vectors = f.next()?.parse().ok()?;
-            Some((key, Tiling { block, vectors }))
+            let tiles_outside = f.next()? == "1";
+            Some((key, Tiling { block, vectors, tiles_outside }))
         })
         .collect()
 }
@@ -77,7 +79,7 @@ fn append_cache(path: &Path, new: &[(u64, Tiling)]) {
     }
     let mut text = String::new();
     for (key, t) in new {
-        text.push_str(&format!("{key:016x} {} {}\n", t.block, t.vectors));
+        text.push_str(&format!("{key:016x} {} {} {}\n", t.block, t.vectors, u8::from(t.tiles_outside)));
     }
     let _ = path.parent().map(std::fs::create_dir_all);
     if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
@@ -263,6 +265,7 @@ mod tests {
         let k = &p.kernels[0];
         let tilings = render::render(&p, k, unit, None).tilings;
         assert!(tilings.len() >= 2, "a 48x200 product offers several tile shapes: {tilings:?}");
+        assert!(tilings.iter().any(|t| t.tiles_outside) && tilings.iter().any(|t| !t.tiles_outside), "{tilings:?}");
         let variants: Vec<CKernel> = tilings.iter().enumerate().map(|(n, &t)| variant(&p, 0, unit, t, n)).collect();
         let mut src = super::super::cmath::PRELUDE.to_string() + &variants[0].source;
         for v in &variants[1..] {
@@ -334,7 +337,7 @@ mod tests {
             assert!((16..=28).contains(&(t.block * t.vectors)), "{t:?}");
             assert!(t.block * t.vectors * 16 >= 16 && 48 % t.block == 0, "{t:?}");
         }
-        let has = |block, vectors| shapes.contains(&Tiling { block, vectors });
+        let has = |block, vectors| shapes.contains(&Tiling { block, vectors, tiles_outside: false });
         assert!(has(8, 2) && has(8, 3) && has(16, 1) && has(4, 4), "{shapes:?}");
         // 4 × 6 vectors (96 wide) computes 384 points for 320: more than 1/8 over the tightest.
         assert!(!has(4, 6), "{shapes:?}");

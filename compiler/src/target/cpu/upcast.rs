@@ -57,11 +57,14 @@ const MAX_VECTORS: usize = 4;
 const MAX_UNBLOCKED_REDUCTION: u64 = 64;
 
 /// A register tile's shape: `block` replicas of the blocked variable (1 without one) × `vectors`
-/// accumulator vectors per replica.
+/// accumulator vectors per replica; with `tiles_outside`, the loop over the inner dimension's tiles
+/// runs outside the blocked variable's loop, so the operands one tile reads along the reduction (a
+/// panel of a matrix product's weights) are read again from cache by every block of rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Tiling {
     pub block: usize,
     pub vectors: usize,
+    pub tiles_outside: bool,
 }
 
 /// Renders `k` in this loop order, with register tiles sized for `unit`, or `None` when the kernel
@@ -193,10 +196,15 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
     };
     let tilings = if tiles.is_some() {
         tile::candidates(unit, lanes, blocked_var.map(|_| blocked_extent), inner_extent, &overhang_for)
+            .into_iter()
+            .flat_map(|t| [t, Tiling { tiles_outside: true, ..t }].into_iter().take(if t.block > 1 { 2 } else { 1 }))
+            .collect()
     } else {
         Vec::new()
     };
-    let (block, geometry, overhang) = match tiling.filter(|t| tilings.contains(t)) {
+    let chosen = tiling.filter(|t| tilings.contains(t));
+    let tiles_outside = chosen.is_some_and(|t| t.tiles_outside);
+    let (block, geometry, overhang) = match chosen {
         Some(t) => (t.block.max(BLOCK), Some(tile::Geometry { lanes, vectors: t.vectors }), overhang_for(t.vectors)),
         None => {
             let block = if tiles.is_some() && blocked_extent % 8 == 0 && unit.acc_budget() >= 16 { 8 } else { BLOCK };
@@ -282,6 +290,29 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
         Split::new(loops.map(|(&v, &e)| Loop { var: v, extent: e as u64, step: step(v) }).collect(), false)
             .expect("an outer loop has extent > 1")
     });
+    let (lo, hi, inner_parts) = if inner_pos == split {
+        split::inner_range(inner_extent as u64, lanes as u64)
+    } else {
+        ("0".to_string(), format!("{inner_extent}"), 1)
+    };
+    let width = geometry.map_or(inner_extent.min(MAX_INNER), tile::Geometry::width);
+    // Outputs [xs, xe) per tile; the tile computed is [x0, xt): a last partial tile is shifted back
+    // to end at `hi` (recomputing some outputs, which are not stored twice) so it stays full.
+    let open_tiles = |out: &mut String, indent: usize| {
+        let pad = "  ".repeat(indent);
+        let _ = writeln!(out, "{pad}const i64 x_lo = {lo}, x_hi = {hi};");
+        let _ = writeln!(out, "{pad}for (i64 xs = x_lo; xs < x_hi; xs += {width}) {{");
+        let _ = writeln!(out, "{pad}  const i64 xe = xs + {width} < x_hi ? xs + {width} : x_hi;");
+        if overhang && geometry.is_some() {
+            let _ = writeln!(out, "{pad}  const i64 x0 = xs, xt = xs + {width};");
+        } else {
+            let _ = writeln!(
+                out,
+                "{pad}  const i64 x0 = xe - xs == {width} || x_hi - x_lo < {width} ? xs : x_hi - {width};"
+            );
+            let _ = writeln!(out, "{pad}  const i64 xt = x0 + {width} < x_hi ? x0 + {width} : x_hi;");
+        }
+    };
     // Outer loops (all output vars but the inner one), values hoisted to the loop they depend on.
     emit_where(&mut r, &|n| outer_only(n) && free[&n].is_empty(), 1);
     let mut indent = 1;
@@ -290,6 +321,10 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
             continue;
         }
         let step = if Some(v) == blocked_var { block } else { 1 };
+        if tiles_outside && Some(v) == blocked_var {
+            open_tiles(&mut r.out, indent);
+            indent += 1;
+        }
         open_loop(&mut r.out, indent, v, extent, step, outer_split.as_ref().and_then(|s| s.header(v)));
         indent += 1;
         let here = depth_outer(v);
@@ -299,26 +334,10 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
             indent,
         );
     }
-    let (lo, hi, inner_parts) = if inner_pos == split {
-        split::inner_range(inner_extent as u64, lanes as u64)
-    } else {
-        ("0".to_string(), format!("{inner_extent}"), 1)
-    };
-    let width = geometry.map_or(inner_extent.min(MAX_INNER), tile::Geometry::width);
-    let pad = "  ".repeat(indent);
-    // Outputs [xs, xe) per tile; the tile computed is [x0, xt): a last partial tile is shifted back
-    // to end at `hi` (recomputing some outputs, which are not stored twice) so it stays full.
-    let _ = writeln!(r.out, "{pad}const i64 x_lo = {lo}, x_hi = {hi};");
-    let _ = writeln!(r.out, "{pad}for (i64 xs = x_lo; xs < x_hi; xs += {width}) {{");
-    let _ = writeln!(r.out, "{pad}  const i64 xe = xs + {width} < x_hi ? xs + {width} : x_hi;");
-    if overhang && geometry.is_some() {
-        let _ = writeln!(r.out, "{pad}  const i64 x0 = xs, xt = xs + {width};");
-    } else {
-        let _ =
-            writeln!(r.out, "{pad}  const i64 x0 = xe - xs == {width} || x_hi - x_lo < {width} ? xs : x_hi - {width};");
-        let _ = writeln!(r.out, "{pad}  const i64 xt = x0 + {width} < x_hi ? x0 + {width} : x_hi;");
+    if !tiles_outside {
+        open_tiles(&mut r.out, indent);
+        indent += 1;
     }
-    indent += 1;
     for (ci, chain) in chains.iter().enumerate() {
         let dtype = ctx.dtype(chain.top);
         let t = ctype(dtype);
