@@ -113,12 +113,17 @@ fn window(c: &NodeCtx<'_>, spatial: &[usize], kernel: Vec<usize>, ceil_mode: boo
 /// The padded input read at window positions: maps `x`'s vars (batch, channel, spatial...) to
 /// `(n, ch, out*stride + k*dilation)`.
 pub(super) fn window_read(p: &mut Program, xp: &Lazy, n: N, ch: N, out_vars: &[u32], kvars: &[u32], w: &Window) -> N {
+    let out: Vec<N> = out_vars.iter().map(|&v| p.ctx.var(v)).collect();
+    window_read_at(p, xp, n, ch, &out, kvars, w)
+}
+
+/// [`window_read`] at output positions given as expressions.
+fn window_read_at(p: &mut Program, xp: &Lazy, n: N, ch: N, out: &[N], kvars: &[u32], w: &Window) -> N {
     let mut map = HashMap::new();
     map.insert(xp.vars[0], n);
     map.insert(xp.vars[1], ch);
     for i in 0..w.kernel.len() {
-        let o = p.ctx.var(out_vars[i]);
-        let o = p.ctx.mul_i(o, w.strides[i] as i64);
+        let o = p.ctx.mul_i(out[i], w.strides[i] as i64);
         let kk = p.ctx.var(kvars[i]);
         let kk = p.ctx.mul_i(kk, w.dilations[i] as i64);
         map.insert(xp.vars[2 + i], p.ctx.add(o, kk));
@@ -207,9 +212,10 @@ fn channels_inner(c: &mut NodeCtx<'_>, x: &Lazy, wt: &Lazy, groups: usize, w: &W
         && c.p().is_constant(wt)
 }
 
-/// The convolution realized as `[n, out..., cout]` (output channels innermost) from weights stored
-/// as `[cin, kernel..., cout]`, so the CPU's register tiles load a vector of output channels' weights
-/// and broadcast one input value per output position; returned as an `[n, cout, out...]` view.
+/// The convolution realized as `[n, positions, cout]` (output channels innermost, the output
+/// positions one dimension, so the register tiles can block any number of them) from weights stored
+/// as `[cin, kernel..., cout]`: the CPU's register tiles load a vector of output channels' weights
+/// and broadcast one input value per output position. Returned as an `[n, cout, out...]` view.
 fn channels_inner_conv(c: &mut NodeCtx<'_>, x: &Lazy, bias: Option<&Lazy>, w: &Window, reuse: f64) -> Result<Lazy> {
     let g = c.const_input(1)?;
     let (cout, cin) = (g.shape[0], g.shape[1]);
@@ -223,15 +229,21 @@ fn channels_inner_conv(c: &mut NodeCtx<'_>, x: &Lazy, bias: Option<&Lazy>, w: &W
     let name = format!("{}_ci", c.node.name);
     let p = c.p();
     let wt = p.constant(Tensor::from_f64(DType::F32, moved_shape, &moved));
-    let mut shape = vec![x.shape[0]];
-    shape.extend_from_slice(&w.out);
-    shape.push(cout);
+    let positions: usize = w.out.iter().product();
+    let shape = vec![x.shape[0], positions, cout];
     let vars = p.ctx.fresh_vars(&shape);
     let ci = p.ctx.fresh_var(cin as u64);
     let kvars: Vec<u32> = w.kernel.iter().map(|&k| p.ctx.fresh_var(k as u64)).collect();
-    let (vn, vco) = (p.ctx.var(vars[0]), p.ctx.var(vars[shape.len() - 1]));
+    let (vn, vpos, vco) = (p.ctx.var(vars[0]), p.ctx.var(vars[1]), p.ctx.var(vars[2]));
+    let mut at = Vec::new();
+    let mut inner: usize = positions;
+    for &e in &w.out {
+        inner /= e;
+        let q = p.ctx.div_i(vpos, inner as i64);
+        at.push(p.ctx.rem_i(q, e as i64));
+    }
     let civ = p.ctx.var(ci);
-    let xv = window_read(p, &xp, vn, civ, &vars[1..shape.len() - 1], &kvars, w);
+    let xv = window_read_at(p, &xp, vn, civ, &at, &kvars, w);
     let mut wmap = HashMap::from([(wt.vars[0], civ), (wt.vars[wt.vars.len() - 1], vco)]);
     for (i, &kv) in kvars.iter().enumerate() {
         wmap.insert(wt.vars[1 + i], p.ctx.var(kv));
@@ -248,6 +260,10 @@ fn channels_inner_conv(c: &mut NodeCtx<'_>, x: &Lazy, bias: Option<&Lazy>, w: &W
     }
     let y = Lazy { dtype: DType::F32, shape, vars, expr: acc };
     let y = p.realize(&y, BufKind::Scratch, &name);
+    let mut spatial = vec![x.shape[0]];
+    spatial.extend_from_slice(&w.out);
+    spatial.push(cout);
+    let y = p.reshape(&y, &spatial);
     let r = y.rank();
     let perm: Vec<usize> = [0, r - 1].into_iter().chain(1..r - 1).collect();
     Ok(p.permute(&y, &perm))
