@@ -19,6 +19,7 @@ mod control;
 mod crop;
 mod einsum;
 mod elementwise;
+mod fold_affine;
 mod gated;
 mod grid;
 mod hyperbolic;
@@ -439,7 +440,8 @@ pub fn lower_pinned(
     lanes: usize,
 ) -> Result<Lowered> {
     crate::onnx::check::check(model)?;
-    let g = &model.graph;
+    let folded = fold_affine::fold(&model.graph);
+    let g = &folded;
     let opset = model.opsets.iter().find(|(d, _)| d.is_empty() || d == "ai.onnx").map(|(_, v)| *v).unwrap_or(1);
     let mut l = Lowerer {
         p: Program::new(),
