@@ -5,6 +5,8 @@
 # Targets: cpu (x86_64), cl (a630), qcom (--qcom-compiler fake), usb+amd (gfx1100 and gfx1201). Exit 1 when a
 # compile fails (its error is in OUT_DIR/NAME.pkl.err).
 set -euo pipefail
+# CPU artifacts carry the register-tile shapes timed on this machine; the default shapes make them comparable.
+export PILOT_CPU_TUNE=0
 [ $# -eq 2 ] || { echo "usage: $0 PILOT OUT_DIR" >&2; exit 2; }
 pilot=$(realpath "$1")
 out=$2

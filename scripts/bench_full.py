@@ -85,6 +85,27 @@ def tinygrad_median(onnx_path, pins, steps):
     return json.loads(r.stdout.strip().splitlines()[-1])["step_ms_median"]
 
 
+def stream_read_gbs(nbytes=512 << 20, runs=5):
+    """Single-thread read bandwidth over a working set of `nbytes`: the best of `runs` sums of a float32
+    array of that size (numpy's vectorized reduction streams it once). 512 MiB measures memory; a model's
+    weight size measures whatever level of the cache hierarchy holds them between steps."""
+    a = np.ones(max(nbytes // 4, 1024), dtype=np.float32)
+    a.sum()
+    best = float("inf")
+    for _ in range(runs):
+        t = time.perf_counter()
+        a.sum()
+        best = min(best, time.perf_counter() - t)
+    return a.nbytes / best / 1e9
+
+
+def weight_bytes(onnx_path):
+    import onnx
+
+    m = onnx.load(onnx_path)
+    return sum(np.prod(t.dims, dtype=np.int64) * 4 for t in m.graph.initializer if t.data_type == onnx.TensorProto.FLOAT)
+
+
 def geomean(xs):
     xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
@@ -107,7 +128,10 @@ def main():
         pins = [rest[i + 1] for i in range(len(rest)) if rest[i] == "--shape"]
         if not a.only or name in a.only.split(","):
             models.append((name, path, pins))
-    print(f"load average before: {os.getloadavg()[0]:.2f}", file=sys.stderr)
+    load_before = os.getloadavg()[0]
+    print(f"load average before: {load_before:.2f}", file=sys.stderr)
+    bandwidth = stream_read_gbs()
+    print(f"stream read bandwidth (1 thread): {bandwidth:.1f} GB/s", file=sys.stderr)
     rows, failed = [], False
     for name, path, pins in models:
         pkl = os.path.join(a.dir, f"{name}.pkl")
@@ -131,7 +155,11 @@ def main():
         top = heaviest(a.pilot, pkl, max(3, a.steps // 4))
         rows.append((name, gflop, dict(med, tg=tg, err=err, top=top), verdict))
         print(f"{name}: {json.dumps({k: round(v, 3) for k, v in med.items()})}", file=sys.stderr)
-    print(f"load average after: {os.getloadavg()[0]:.2f}", file=sys.stderr)
+    load_after = os.getloadavg()[0]
+    print(f"load average after: {load_after:.2f}", file=sys.stderr)
+    print(f"Load average {load_before:.2f} before, {load_after:.2f} after; single-thread stream read bandwidth "
+          f"{bandwidth:.1f} GB/s.")
+    print()
 
     print("| model | GFLOP | pilot 1T ms | ort 1T ms | pilot 2T ms | ort 2T ms | tinygrad ms | pilot/ort 1T | pilot/ort 2T | pilot 2T speedup | max scaled error |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -147,6 +175,18 @@ def main():
         print(f"| {name} | {gflop:.3f} | {m['p1']:.3f} | {m['o1']:.3f} | {m['p2']:.3f} | {m['o2']:.3f} | {tg} | "
               f"{x1:.2f} | {x2:.2f} | {m['p1'] / m['p2']:.2f} | {m['err']:.1e} {'' if verdict == 'ok' else verdict} |")
     print(f"| geometric mean | | | | | | | {geomean(r1):.2f} | {geomean(r2):.2f} | | |")
+    print()
+    # Batch-1 matrix-vector nets read every weight once per step: their step time against the stream
+    # bandwidth says how close to memory speed the products run.
+    for name, _, m, _ in rows:
+        if m and name.startswith("policy"):
+            path = next(p for n, p, _ in models if n == name)
+            nbytes = weight_bytes(path)
+            gb, same = nbytes / 1e9, stream_read_gbs(int(nbytes), runs=20)
+            print(f"{name}: {gb * 1e3:.1f} MB of float32 weights in {m['p1']:.3f} ms at 1 thread = "
+                  f"{gb / m['p1'] * 1e3:.1f} GB/s: {gb / m['p1'] * 1e3 / same:.0%} of the read bandwidth over a "
+                  f"working set of that size ({same:.1f} GB/s), {gb / m['p1'] * 1e3 / bandwidth:.0%} of memory's "
+                  f"(onnxruntime {gb / m['o1'] * 1e3:.1f} GB/s)")
     print()
     for name, _, m, _ in rows:
         if m:
