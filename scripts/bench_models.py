@@ -71,6 +71,14 @@ def pinned_model(model, pins):
 
 def bench_tinygrad(model, feeds, steps):
     os.environ.setdefault("DEV", "CPU:LLVM")
+    import shutil
+    import tempfile
+
+    if shutil.which("clang") is None and shutil.which("clang-19"):
+        # tinygrad runs `clang` by that name; scripts/setup.sh installs clang-19 only.
+        shim = tempfile.mkdtemp(prefix="pilot-clang-")
+        os.symlink(shutil.which("clang-19"), os.path.join(shim, "clang"))
+        os.environ["PATH"] = shim + os.pathsep + os.environ["PATH"]
     from tinygrad import Tensor, TinyJit
     from tinygrad.nn.onnx import OnnxRunner
 
