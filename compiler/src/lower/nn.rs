@@ -233,7 +233,8 @@ fn channels_inner_conv(c: &mut NodeCtx<'_>, x: &Lazy, bias: Option<&Lazy>, w: &W
     // Register tiles block a dimension by 4: from 16 positions (at most 3/16 recomputed) they are
     // computed in whole blocks unless the batch blocks, the ones past the end repeating the last and
     // sliced off the view.
-    let computed = if x.shape[0] % 4 == 0 || positions < 16 { positions } else { positions.next_multiple_of(4) };
+    let computed =
+        if x.shape[0].is_multiple_of(4) || positions < 16 { positions } else { positions.next_multiple_of(4) };
     let shape = vec![x.shape[0], computed, cout];
     let vars = p.ctx.fresh_vars(&shape);
     let ci = p.ctx.fresh_var(cin as u64);
