@@ -182,17 +182,26 @@ fn conv(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
         wmap.insert(wt.vars[2 + i], p.ctx.var(kv));
     }
     let wv = substitute(&mut p.ctx, wt.expr, &wmap, None);
-    let mut acc = p.ctx.mul(xv, wv);
+    let prod = p.ctx.mul(xv, wv);
+    let expr = window_sum(p, prod, ci, &kvars, &w, bias.as_ref(), vco);
+    Ok(vec![Lazy { dtype: x.dtype, shape, vars, expr }])
+}
+
+/// A convolution's output: `prod` (input × weight) summed over the window variables `kvars` and
+/// then the input-channel variable `ci`, plus the bias at output channel `co`.
+fn window_sum(p: &mut Program, prod: N, ci: u32, kvars: &[u32], w: &Window, bias: Option<&Lazy>, co: N) -> N {
+    let mut acc = prod;
     for (&kv, &k) in kvars.iter().zip(&w.kernel).rev() {
         acc = p.ctx.reduce(RedOp::Sum, kv, k as u64, acc);
     }
-    acc = p.ctx.reduce(RedOp::Sum, ci, cig as u64, acc);
-    let mut y = Lazy { dtype: x.dtype, shape, vars, expr: acc };
-    if let Some(b) = bias {
-        let bv = substitute(&mut p.ctx, b.expr, &HashMap::from([(b.vars[0], vco)]), None);
-        y.expr = p.ctx.add(y.expr, bv);
+    acc = p.ctx.reduce(RedOp::Sum, ci, p.ctx.var_extent(ci), acc);
+    match bias {
+        Some(b) => {
+            let bv = substitute(&mut p.ctx, b.expr, &HashMap::from([(b.vars[0], co)]), None);
+            p.ctx.add(acc, bv)
+        }
+        None => acc,
     }
-    Ok(vec![y])
 }
 
 /// Whether a convolution computes along its output channels on the CPU ([`channels_inner_conv`]):
@@ -262,15 +271,8 @@ fn channels_inner_conv(c: &mut NodeCtx<'_>, x: &Lazy, bias: Option<&Lazy>, w: &W
         wmap.insert(wt.vars[1 + i], p.ctx.var(kv));
     }
     let wv = substitute(&mut p.ctx, wt.expr, &wmap, None);
-    let mut acc = p.ctx.mul(xv, wv);
-    for (&kv, &k) in kvars.iter().zip(&w.kernel).rev() {
-        acc = p.ctx.reduce(RedOp::Sum, kv, k as u64, acc);
-    }
-    acc = p.ctx.reduce(RedOp::Sum, ci, cin as u64, acc);
-    if let Some(b) = bias {
-        let bv = substitute(&mut p.ctx, b.expr, &HashMap::from([(b.vars[0], vco)]), None);
-        acc = p.ctx.add(acc, bv);
-    }
+    let prod = p.ctx.mul(xv, wv);
+    let acc = window_sum(p, prod, ci, &kvars, w, bias, vco);
     let y = Lazy { dtype: DType::F32, shape, vars, expr: acc };
     let y = p.realize(&y, BufKind::Scratch, &name);
     let y = p.slice(&y, &[0, 0, 0], &[1, 1, 1], &[x.shape[0], positions, cout]);

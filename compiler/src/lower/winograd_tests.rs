@@ -90,7 +90,12 @@ fn conv_model(x: [usize; 4], cout: usize, pads: [i64; 4], seed: u64) -> crate::o
 
 /// Lowers `model` with `policy`.
 fn lower(model: &crate::onnx::Model, policy: Policy) -> Program {
-    super::super::lower_pinned(model, &HashMap::new(), &Default::default(), None, Default::default(), policy, 0)
+    lower_for_lanes(model, policy, 0)
+}
+
+/// Lowers `model` with `policy` for a CPU of `lanes` f32 lanes (0: not the CPU).
+fn lower_for_lanes(model: &crate::onnx::Model, policy: Policy, lanes: usize) -> Program {
+    super::super::lower_pinned(model, &HashMap::new(), &Default::default(), None, Default::default(), policy, lanes)
         .expect("lowers")
         .program
 }
@@ -257,20 +262,7 @@ fn a_convolution_on_a_small_map_computes_along_its_channels_and_equals_the_direc
         let (oh, ow) = (x[2] + (pads[0] + pads[2]) as usize - 2, x[3] + (pads[1] + pads[3]) as usize - 2);
         let xs = Tensor::from_f32(x.to_vec(), &values(300 + i as u64, x.iter().product()));
         let r = Tensor::from_f32(vec![x[0], cout, oh, ow], &values(400 + i as u64, x[0] * cout * oh * ow));
-        let lowered = |lanes| {
-            super::super::lower_pinned(
-                &model,
-                &HashMap::new(),
-                &Default::default(),
-                None,
-                Default::default(),
-                Policy::Off,
-                lanes,
-            )
-            .expect("lowers")
-            .program
-        };
-        let (direct, inner) = (lowered(0), lowered(16));
+        let (direct, inner) = (lower_for_lanes(&model, Policy::Off, 0), lower_for_lanes(&model, Policy::Off, 16));
         assert!(!direct.kernels.iter().any(|k| k.name.ends_with("_ci")));
         assert!(inner.kernels.iter().any(|k| k.name.ends_with("_ci")), "lanes 16 picks the channels-inner form");
         let a = crate::exec::run(&direct, &[xs.clone(), r.clone()]).expect("runs")[0].to_f32();
@@ -282,16 +274,6 @@ fn a_convolution_on_a_small_map_computes_along_its_channels_and_equals_the_direc
     }
     // Rows of 32 outputs fill their lanes: the direct form stays.
     let wide = conv_model([1, 3, 4, 34], 32, [0, 0, 0, 0], 50);
-    let p = super::super::lower_pinned(
-        &wide,
-        &HashMap::new(),
-        &Default::default(),
-        None,
-        Default::default(),
-        Policy::Off,
-        16,
-    )
-    .expect("lowers")
-    .program;
+    let p = lower_for_lanes(&wide, Policy::Off, 16);
     assert!(!p.kernels.iter().any(|k| k.name.ends_with("_ci")));
 }

@@ -16,7 +16,7 @@ fn line_of(source: &str, needle: &str) -> usize {
 }
 
 /// `out[i, j] = Σ_k a[i, k] · b[k, j]` for `a: [m, kk]`, `b: [kk, n]`.
-fn matmul(m: usize, kk: usize, n: usize) -> Program {
+pub(super) fn matmul(m: usize, kk: usize, n: usize) -> Program {
     let mut p = Program::new();
     let a = p.input(0, DType::F32, &[m, kk]);
     let b = p.input(1, DType::F32, &[kk, n]);

@@ -234,28 +234,8 @@ fn time_all(
 
 #[cfg(test)]
 mod tests {
-    use pilot_core::DType;
-
+    use super::super::tests::matmul;
     use super::*;
-    use crate::ir::{BinOp, RedOp};
-    use crate::program::BufKind;
-
-    /// `out[i, j] = Σ_k a[i, k] · b[k, j] + 1`: rows blocked, columns in register tiles.
-    fn matmul(m: usize, kk: usize, n: usize) -> Program {
-        let mut p = Program::new();
-        let a = p.input(0, DType::F32, &[m, kk]);
-        let b = p.input(1, DType::F32, &[kk, n]);
-        let a3 = p.reshape(&a, &[m, kk, 1]);
-        let b3 = p.reshape(&b, &[1, kk, n]);
-        let ab = p.broadcast(&[&a3, &b3]).unwrap();
-        let prod = p.binary(BinOp::Mul, &ab[0], &ab[1]);
-        let sum = p.reduce(RedOp::Sum, &prod, &[1]);
-        let sum = p.reshape(&sum, &[m, n]);
-        let one = p.full(DType::F32, &[m, n], 1.0);
-        let out = p.binary(BinOp::Add, &sum, &one);
-        p.realize(&out, BufKind::Output(0), "mm");
-        p
-    }
 
     #[test]
     fn every_tile_shape_gives_the_same_bits() {
