@@ -42,9 +42,11 @@ use pilot_core::device::{
     BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ProgramFormat, ProgramId, ProgramSpec, StepId,
     StepOp,
 };
-use pilot_core::hcq::reloc::{FnResolve, Sym, ValueSym};
+use pilot_core::hcq::link::StepMemory;
+use pilot_core::hcq::reloc::Sym;
 use pilot_core::hcq::signal;
 use pilot_core::target::{Arch, Backend, Target};
+use pilot_core::timeline::Timeline;
 use pilot_usb_bridge::bridge::Bridge;
 use pilot_usb_bridge::copy::Copier;
 use pilot_usb_bridge::pcie::{self, Layout};
@@ -89,8 +91,8 @@ pub struct AmdDevice {
     steps: Vec<(Mem, usize)>,
     /// The scratch region the next step is linked with, once a loaded kernel needed one.
     scratch: Option<ScratchRegion>,
-    submitted: u64,
-    completed: u64,
+    /// Values handed out; complete when the signal in VRAM shows them (polled: no interrupts over USB).
+    timeline: Timeline,
     /// Set when the session ended (cleanly or not): nothing more is sent to the GPU.
     closed: bool,
 }
@@ -205,8 +207,7 @@ impl AmdDevice {
             code: None,
             steps: Vec::new(),
             scratch: None,
-            submitted: 0,
-            completed: 0,
+            timeline: Timeline::new(),
             closed: false,
         })
     }
@@ -304,12 +305,12 @@ impl AmdDevice {
             n = self.staged.copies(image, &mut copies);
             self.staged.clear();
         }
-        let value = self.submitted + 1;
+        let value = self.timeline.next_value();
         let ring = RingSubmit::new(&copies[..n], ib, self.signal.va + signal::SIGNAL_VALUE, value);
         self.compute
             .submit(&mut BridgeBus::new(&mut self.bridge, self.bars), ring.words())
             .map_err(failed("submit"))?;
-        self.submitted = value;
+        self.timeline.record(());
         Ok(value)
     }
 
@@ -387,31 +388,39 @@ impl AmdDevice {
             per_item: s.layout.per_item,
         });
         let enc = step::encode(self.card, &self.sh, &launches, scratch).map_err(failed("link_step"))?;
-        let args_mem = self.alloc_mem(enc.arena.size().max(4), 256)?;
-        let ib_mem = self.alloc_mem(enc.ib.len() as u64 * 4, 256)?;
         let buffers = &self.buffers;
-        let arena = &enc.arena;
-        let resolve = FnResolve(
-            |s: Sym| match s {
-                Sym::Buffer(i) => buffers.get(i as usize).copied().flatten().map(|m| m.va),
-                Sym::Args(n) => arena.addr(args_mem.va, n),
-                _ => None,
-            },
-            |_: ValueSym| None,
-        );
-        let link_err =
-            |e: pilot_core::hcq::reloc::LinkError| DeviceError::Failed { op: "link_step", reason: e.to_string() };
-        let mut args_bytes = vec![0u8; args_mem.size as usize];
-        for (block, &off) in enc.blocks.iter().zip(arena.offsets()) {
-            let words = block.link(&resolve).map_err(link_err)?;
-            let at = off as usize;
-            args_bytes[at..at + words.len() * 4].copy_from_slice(&super::queue::le_bytes(&words));
-        }
-        let ib = super::queue::le_bytes(&enc.ib.link(&resolve).map_err(link_err)?);
-        let mut bus = BridgeBus::new(&mut self.bridge, self.bars);
-        bus.write_vram(args_mem.paddr, &args_bytes).map_err(failed("link_step"))?;
-        bus.write_vram(ib_mem.paddr, &ib).map_err(failed("link_step"))?;
-        Ok((ib_mem, enc.ib.len()))
+        let mut memory =
+            VramMemory { vram: &mut self.booted.vram, va: self.va, bus: BridgeBus::new(&mut self.bridge, self.bars) };
+        let placed = enc.step.place(&mut memory, |s| match s {
+            Sym::Buffer(i) => buffers.get(i as usize).copied().flatten().map(|m| m.va),
+            _ => None,
+        })?;
+        Ok((placed.stream, placed.stream_dwords))
+    }
+}
+
+/// Step memory in VRAM, written over the bridge.
+struct VramMemory<'a> {
+    vram: &'a mut boot::memory::VramAllocator,
+    va: VaMap,
+    bus: BridgeBus<'a>,
+}
+
+impl StepMemory for VramMemory<'_> {
+    type Mem = Mem;
+
+    fn alloc(&mut self, bytes: u64, align: u64) -> DeviceResult<Mem> {
+        let paddr =
+            self.vram.alloc(bytes.max(1), align).map_err(|_| DeviceError::OutOfMemory { size: bytes as usize })?;
+        Ok(Mem { paddr, va: self.va.vram(paddr), size: bytes })
+    }
+
+    fn va(&self, mem: &Mem) -> u64 {
+        mem.va
+    }
+
+    fn write(&mut self, mem: &mut Mem, words: &[u32]) -> DeviceResult<()> {
+        self.bus.write_vram(mem.paddr, &super::queue::le_bytes(words)).map_err(failed("link_step"))
     }
 }
 
@@ -519,15 +528,13 @@ impl Device for AmdDevice {
     }
 
     fn wait(&mut self, value: u64) -> DeviceResult<()> {
-        pilot_core::device::check_submitted(value, self.submitted)?;
-        if value <= self.completed {
+        if self.timeline.check(value)? {
             return Ok(());
         }
         let start = self.bridge.now();
         loop {
             let seen = self.read_signal().map_err(failed("wait"))?;
-            if signal::reached(seen, value) {
-                self.completed = value;
+            if self.timeline.observe(value, seen) {
                 return Ok(());
             }
             let waited = self.bridge.now().saturating_sub(start);
@@ -546,8 +553,8 @@ impl Device for AmdDevice {
     }
 
     fn synchronize(&mut self) -> DeviceResult<()> {
-        if self.submitted > self.completed {
-            self.wait(self.submitted)?;
+        if self.timeline.busy() {
+            self.wait(self.timeline.submitted())?;
         }
         Ok(())
     }

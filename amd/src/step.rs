@@ -19,7 +19,9 @@ use super::queue::{gpu_err, RegMap};
 use super::regs::{gc, nbio, reg, HwIp};
 use crate::firmware::Card;
 use pilot_core::hcq::args::{ArgsArena, BlockExtent};
-use pilot_core::hcq::reloc::{Addr, RelocBuf, Sym, Word};
+use pilot_core::hcq::hazard::Hazards;
+use pilot_core::hcq::link;
+use pilot_core::hcq::reloc::{Addr, NoSym, RelocBuf, Sym, Word};
 use pilot_usb_bridge::error::Result;
 
 /// The compute registers a dispatch sets, as absolute dword addresses on this GPU.
@@ -110,13 +112,11 @@ pub struct Scratch {
     pub per_item: u32,
 }
 
-/// The encoded step: the indirect buffer (relocations to [`Sym::Args`]) and the kernarg blocks (relocations to
-/// [`Sym::Buffer`]), laid out by `arena` in one allocation.
+/// The encoded step: the indirect buffer as the stream (relocations to [`Sym::Args`]) and the kernarg blocks
+/// (relocations to [`Sym::Buffer`]), for the shared linker ([`pilot_core::hcq::link`]).
 #[derive(Clone, Debug)]
 pub struct Encoded {
-    pub ib: RelocBuf,
-    pub arena: ArgsArena,
-    pub blocks: Vec<RelocBuf>,
+    pub step: link::Encoded<NoSym>,
     /// Barriers placed between dispatches.
     pub barriers: usize,
 }
@@ -146,18 +146,16 @@ pub fn encode(card: Card, r: &ShRegs, launches: &[Launch<'_>], scratch: Scratch)
     pm4::write_wait_reg(&mut ib, pm4::wait::FUNC_GEQ, req, done, !0, !0);
     pm4::acquire_mem(&mut ib, pm4::acquire::ALL);
     let mut blocks = Vec::with_capacity(launches.len());
-    let mut touched: Vec<u32> = Vec::new();
+    let mut hazards = Hazards::new();
     let mut barriers = 0;
     for (n, l) in launches.iter().enumerate() {
         let k = l.kernel;
         check(l, &scratch)?;
-        if l.args.iter().any(|(b, _)| touched.contains(b)) {
+        if hazards.before(l.args.iter().map(|(b, _)| *b)) {
             pm4::event_write(&mut ib, pm4::event::CS_PARTIAL_FLUSH, pm4::event::INDEX_PARTIAL_FLUSH);
             pm4::acquire_mem(&mut ib, pm4::acquire::BEFORE_DISPATCH);
-            touched.clear();
             barriers += 1;
         }
-        touched.extend(l.args.iter().map(|(b, _)| *b));
         blocks.push(kernarg_block(k, &l.args));
         dispatch(&mut ib, card, r, k, n as u32, l, &scratch)?;
     }
@@ -165,7 +163,7 @@ pub fn encode(card: Card, r: &ShRegs, launches: &[Launch<'_>], scratch: Scratch)
     if ib.len() > pm4::INDIRECT_BUFFER_MAX_DWORDS {
         return Err(gpu_err("link step", format!("{} dwords exceed one indirect buffer", ib.len())));
     }
-    Ok(Encoded { ib, arena, blocks, barriers })
+    Ok(Encoded { step: link::Encoded { stream: ib, blocks, arena }, barriers })
 }
 
 fn check(l: &Launch<'_>, scratch: &Scratch) -> Result<()> {
@@ -368,15 +366,15 @@ mod tests {
         let k = kernel();
         let l = Launch { kernel: &k, args: vec![(1, 0), (2, 64)], global: [128, 1, 1], local: [32, 1, 1] };
         let e = encode(Card::Gfx1100, &regs(), &[l], Scratch::default()).unwrap();
-        let w = e.ib.words();
+        let w = e.step.stream.words();
         // HDP barrier, ACQUIRE_MEM, then PGM_LO/HI = code >> 8.
         assert_eq!(pm4::opcode(w[0]), Some(pm4::op::WAIT_REG_MEM));
         assert_eq!(pm4::opcode(w[7]), Some(pm4::op::ACQUIRE_MEM));
         assert_eq!(&w[15..19], &[pm4::header(pm4::op::SET_SH_REG, 3), 0x2E0C - 0x2C00, 0x0000_1001, 0x80]);
         // RSRC1 gains PRIV on gfx11, RSRC2 the LDS size in 512-byte units.
         assert_eq!(&w[21..23], &[0x60BF_0000, 0x88 | 2 << 15]);
-        assert_eq!(e.blocks[0].relocs().len(), 2);
-        assert_eq!(e.ib.relocs().len(), 1, "the kernarg address is the only relocation");
+        assert_eq!(e.step.blocks[0].relocs().len(), 2);
+        assert_eq!(e.step.stream.relocs().len(), 1, "the kernarg address is the only relocation");
         let end = w.len();
         assert_eq!(&w[end - 7..end - 2], &[pm4::header(pm4::op::DISPATCH_DIRECT, 4), 4, 1, 1, pm4::initiator::WAVE32]);
         assert_eq!(e.barriers, 0);
@@ -388,7 +386,7 @@ mod tests {
         k.scratch = 1028;
         let l = Launch { kernel: &k, args: vec![(1, 0), (2, 0)], global: [32, 1, 1], local: [32, 1, 1] };
         let scratch = Scratch { tmpring_size: 85 | 257 << 12, va: 0x8000_0200_0000, per_item: 1028 };
-        let w = encode(Card::Gfx1100, &regs(), std::slice::from_ref(&l), scratch).unwrap().ib.words().to_vec();
+        let w = encode(Card::Gfx1100, &regs(), std::slice::from_ref(&l), scratch).unwrap().step.stream.words().to_vec();
         let tmpring = [pm4::header(pm4::op::SET_SH_REG, 2), 0x1BB8 + 0x1260 - 0x2C00, 85 | 257 << 12];
         let at = w.windows(3).position(|x| x == tmpring).expect("TMPRING_SIZE is set");
         let base = [pm4::header(pm4::op::SET_SH_REG, 3), 0x1BB0 + 0x1260 - 0x2C00, 0x0002_0000, 0x80];
@@ -407,7 +405,7 @@ mod tests {
             |a: u32, b: u32| Launch { kernel: &k, args: vec![(a, 0), (b, 0)], global: [32, 1, 1], local: [32, 1, 1] };
         let e = encode(Card::Gfx1100, &regs(), &[l(1, 2), l(3, 4), l(5, 1)], Scratch::default()).unwrap();
         assert_eq!(e.barriers, 1);
-        assert_eq!(e.arena.offsets(), &[0, 16, 32]);
+        assert_eq!(e.step.arena.offsets(), &[0, 16, 32]);
     }
 
     #[test]

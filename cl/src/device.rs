@@ -5,9 +5,10 @@ use std::ffi::{CStr, CString};
 
 use opencl_sys::{CL_FLOAT, CL_HALF_FLOAT, CL_INVALID_KERNEL_NAME, CL_QUEUE_PROFILING_ENABLE};
 use pilot_core::device::{
-    check_submitted, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ImageChannel, ImageDesc,
-    ProgramFormat, ProgramId, ProgramSpec, StepId, StepOp,
+    BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ImageChannel, ImageDesc, ProgramFormat,
+    ProgramId, ProgramSpec, StepId, StepOp,
 };
+use pilot_core::timeline::Timeline;
 
 use crate::error::{alloc_failed, code_text, failed, failed_at, unavailable};
 use crate::handles::{Context, DeviceId, Image, Kernel, Mem, Program, Queue};
@@ -84,10 +85,8 @@ pub struct ClDevice {
     platform: String,
     selector: String,
     pub(crate) limits: ClLimits,
-    /// Last timeline value handed out by `submit`.
-    submitted: u64,
-    /// Timeline value known complete (after a finish).
-    completed: u64,
+    /// Values handed out by `submit`; complete after a finish.
+    timeline: Timeline,
     pub(crate) profiling: bool,
 }
 
@@ -121,8 +120,7 @@ impl ClDevice {
             platform: platform::platform_name(selected.platform),
             selector: selected.selector,
             limits,
-            submitted: 0,
-            completed: 0,
+            timeline: Default::default(),
             profiling: false,
         })
     }
@@ -212,7 +210,7 @@ impl ClDevice {
     /// `synchronize` and, when profiling, collect the now complete events' times.
     fn finish(&mut self) -> DeviceResult<()> {
         self.queue.finish().map_err(|c| failed("wait", c))?;
-        self.completed = self.submitted;
+        self.timeline.complete_all();
         if self.profiling {
             for step in &mut self.steps {
                 step.harvest_all()?;
@@ -413,13 +411,11 @@ impl Device for ClDevice {
             self.steps.get_mut(step.0 as usize).ok_or(DeviceError::InvalidHandle { kind: "step", id: step.0 })?;
         linked.enqueue(&self.queue, self.profiling)?;
         self.queue.flush().map_err(|c| failed("submit (flush)", c))?;
-        self.submitted += 1;
-        Ok(self.submitted)
+        Ok(self.timeline.record(()))
     }
 
     fn wait(&mut self, value: u64) -> DeviceResult<()> {
-        check_submitted(value, self.submitted)?;
-        if value <= self.completed {
+        if self.timeline.check(value)? {
             return Ok(());
         }
         // One in-order queue: finishing it completes `value` (and everything before and after it).

@@ -215,17 +215,6 @@ pub enum DeviceError {
 
 pub type DeviceResult<T> = Result<T, DeviceError>;
 
-/// For devices that complete work at submission: waiting on `value` is valid once it was handed out.
-pub fn check_submitted(value: u64, last: u64) -> DeviceResult<()> {
-    if value > last {
-        return Err(DeviceError::Failed {
-            op: "wait",
-            reason: format!("timeline value {value} was never submitted (last is {last})"),
-        });
-    }
-    Ok(())
-}
-
 /// A compute device. See the module docs for the model.
 ///
 /// Contract: `submit` and `copy_in`/`copy_out` on the step path must not allocate on the heap.

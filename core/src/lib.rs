@@ -6,6 +6,7 @@
 //! - [`target`]: what an artifact is compiled for ([`target::Target`]: backend, arch, modes) and the
 //!   rules of which backend takes which architecture and modes.
 //! - [`session`]: load → verify → allocate → upload → link → ready, then allocation-free steps.
+//! - [`timeline`]: the values every device's submissions signal, and the host's account of them.
 //! - [`cpu`] and [`null`]: the desktop CPU backend (own ELF loader, thread pool) and the compile-only backend.
 //!
 //! This crate never depends on protobuf or ONNX code; the compiler depends on it, not the reverse.
@@ -22,6 +23,7 @@ pub mod npy;
 pub mod null;
 pub mod session;
 pub mod target;
+pub mod timeline;
 
 pub use artifact::{Artifact, ArtifactError};
 

@@ -17,7 +17,8 @@ pub struct NullDevice {
     buffers: Vec<Option<u64>>,
     programs: Vec<usize>,
     steps: usize,
-    timeline: u64,
+    /// Values handed out by `submit`, each complete at once.
+    timeline: crate::timeline::Timeline,
 }
 
 impl NullDevice {
@@ -102,12 +103,11 @@ impl Device for NullDevice {
         if step.0 as usize >= self.steps {
             return Err(DeviceError::InvalidHandle { kind: "step", id: step.0 });
         }
-        self.timeline += 1;
-        Ok(self.timeline)
+        Ok(self.timeline.record_complete())
     }
 
     fn wait(&mut self, value: u64) -> DeviceResult<()> {
-        crate::device::check_submitted(value, self.timeline)
+        self.timeline.check(value).map(drop)
     }
 
     fn synchronize(&mut self) -> DeviceResult<()> {

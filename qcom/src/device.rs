@@ -6,9 +6,11 @@
 //!   copies are CPU copies through the mapping, after waiting for in-flight work that uses the buffer.
 //! - Programs: Qualcomm "lib" blobs ([`crate::blob`]) or Mesa ir3 code with its record ([`crate::ir3`]), one per
 //!   kernel; the shader image is uploaded once.
-//! - Steps: [`Device::link_step`] encodes a whole step once into one PM4 command stream in GPU memory (memory
-//!   barrier + CP_RUN_OPENCL or CP_EXEC_CS launch per dispatch, then a timeline signal), with every address resolved at link time
-//!   and each dispatch's kernel-argument block (constant file, texture/IBO descriptors, samplers) written once.
+//! - Steps: [`Device::link_step`] encodes a whole step once into one PM4 command stream (a CP_RUN_OPENCL or
+//!   CP_EXEC_CS launch per dispatch, a memory barrier before the first and before each that touches what an earlier
+//!   one touched since ([`pilot_core::hcq::hazard`]), then a timeline signal), and the shared linker
+//!   ([`pilot_core::hcq::link`]) writes it to GPU memory with every address resolved and each dispatch's
+//!   kernel-argument block (constant file, texture/IBO descriptors, samplers) written once.
 //!   The only dword left symbolic is the timeline value, so [`Device::submit`] patches that one dword and issues
 //!   exactly one `IOCTL_KGSL_GPU_COMMAND`, without heap allocation.
 //! - Sync: the step's last packets write the timeline value to a signal page; [`Device::wait`] checks that memory
@@ -22,14 +24,17 @@ use crate::dispatch::{
 use crate::ioctl::{KgslFd, KgslFile};
 use crate::ir3::Ir3Layout;
 use crate::kgsl::{Context, GpuObject, KgslDevice, KgslError, UserMapping, DEFAULT_PRIORITY, KGSL_PATH, PAGE};
-use crate::reloc::{Addr, LinkError, Resolve, Sym, ValueSlot, ValueSym, Word};
+use crate::reloc::{A6xx, Addr, Sym, ValueSlot, ValueSym, Word};
 use pilot_core::bounds::check_range;
 use pilot_core::device::{
     BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ImageChannel, ImageDesc, ProgramFormat,
     ProgramId, ProgramSpec, StepId, StepOp,
 };
 use pilot_core::hcq::args::{ArgsArena, BlockExtent, BufferRef};
-use pilot_core::hcq::signal::{Timeline, SIGNAL_VALUE};
+use pilot_core::hcq::hazard::Hazards;
+use pilot_core::hcq::link::{Encoded, StepMemory};
+use pilot_core::hcq::signal::SIGNAL_VALUE;
+use pilot_core::timeline::Timeline;
 use std::fmt;
 use std::io;
 use std::path::Path;
@@ -415,33 +420,27 @@ fn fill_ir3(block: &mut ArgsBlock, l: &Ir3Layout, args: &[BoundArg], local: [u32
     block.set_local_size(l.kind, local).map_err(|e| e.0)
 }
 
-/// Resolves a step's symbols at link time. The timeline value is a placeholder, patched at each submit.
-struct LinkResolve<'a> {
-    dev: &'a QcomDevice,
-    args: u64,
-    arena: &'a ArgsArena,
-    stack: u64,
-}
+/// Step memory in KGSL GPU objects (whole pages, zero-filled, so the alignment always holds).
+struct KgslMemory<'a>(&'a KgslDevice);
 
-impl Resolve for LinkResolve<'_> {
-    fn addr(&self, sym: Sym) -> Option<u64> {
-        match sym {
-            Sym::Buffer(i) => self.dev.buffer_va(BufferId(i)),
-            Sym::Program(i) => self.dev.program_va(ProgramId(i)),
-            Sym::Args(n) => self.arena.addr(self.args, n),
-            Sym::Stack => (self.stack != 0).then_some(self.stack),
-            Sym::Dummy => Some(self.dev.dummy.va()),
-            Sym::BorderColor => Some(self.dev.border_color.va()),
-            Sym::Timeline => Some(self.dev.timeline.va()),
-        }
+impl StepMemory for KgslMemory<'_> {
+    type Mem = GpuObject;
+
+    fn alloc(&mut self, bytes: u64, _align: u64) -> DeviceResult<GpuObject> {
+        alloc_obj(self.0, bytes)
     }
 
-    fn value(&self, sym: ValueSym) -> Option<u64> {
-        match sym {
-            ValueSym::Timeline => Some(0),
-        }
+    fn va(&self, mem: &GpuObject) -> u64 {
+        mem.va()
+    }
+
+    fn write(&mut self, mem: &mut GpuObject, words: &[u32]) -> DeviceResult<()> {
+        Ok(mem.write_u32s(0, words)?)
     }
 }
+
+/// The hazard resource of the stack: dispatches that use private memory share one stack object.
+const STACK_RESOURCE: u32 = u32::MAX;
 
 impl Device for QcomDevice {
     fn info(&self) -> DeviceInfo {
@@ -566,9 +565,10 @@ impl Device for QcomDevice {
         Ok(ProgramId(id))
     }
 
-    /// Encodes `ops` once as one command stream: per dispatch a memory barrier and the a630 launch sequence
-    /// (CP_RUN_OPENCL for blobs, CP_EXEC_CS for ir3) reading a kernel-argument block written now, then the timeline
-    /// signal. A blob's block holds buffer addresses plus their byte offsets at the blob's constant slots, compiler
+    /// Encodes `ops` once as one command stream: per dispatch the a630 launch sequence (CP_RUN_OPENCL for blobs,
+    /// CP_EXEC_CS for ir3) reading a kernel-argument block written now, after a memory barrier where
+    /// [`Hazards`] puts one (always before the first), then the timeline signal. Dispatches that use private
+    /// memory share the stack object and count as touching it. A blob's block holds buffer addresses plus their byte offsets at the blob's constant slots, compiler
     /// constants, IBO then texture descriptors and the clamp-to-border sampler; arguments bind in the blob's record
     /// order (the n-th texture (IBO) argument is texture (IBO) descriptor n). An ir3 program's block is
     /// [`Ir3Layout`]'s. Image arguments must be images with offset 0, buffer arguments plain buffers.
@@ -580,6 +580,8 @@ impl Device for QcomDevice {
         let mut execs = Vec::with_capacity(ops.len());
         let mut used = Vec::new();
         let mut stack_bytes = 0;
+        let mut hazards = Hazards::new();
+        let mut barriers = Vec::with_capacity(ops.len());
         for (n, op) in ops.iter().enumerate() {
             let StepOp::Dispatch { program, args, global, local } = op else {
                 return Err(DeviceError::Unsupported("copy ops in a qcom step"));
@@ -603,6 +605,9 @@ impl Device for QcomDevice {
                     p.kernel.hregs
                 )));
             }
+            let shares_stack = (p.kernel.pvtmem > 0).then_some(STACK_RESOURCE);
+            let hazard = hazards.before(args.iter().map(|a| a.buffer.0).chain(shares_stack));
+            barriers.push(n == 0 || hazard);
             let mut bound = Vec::with_capacity(args.len());
             for (index, a) in args.iter().enumerate() {
                 let b = self.buffer(a.buffer)?;
@@ -623,17 +628,19 @@ impl Device for QcomDevice {
                 layout: p.layout,
                 shader: Addr::base(Sym::Program(program.0)),
                 args: Addr::base(Sym::Args(n as u32)),
-                stack: Addr::base(Sym::Stack),
-                border_color: Addr::base(Sym::BorderColor),
-                dummy: Addr::base(Sym::Dummy),
+                stack: Addr::base(Sym::Backend(A6xx::Stack)),
+                border_color: Addr::base(Sym::Backend(A6xx::BorderColor)),
+                dummy: Addr::base(Sym::Backend(A6xx::Dummy)),
             });
             blocks.push(block);
         }
 
-        let dummy = Addr::base(Sym::Dummy);
+        let dummy = Addr::base(Sym::Backend(A6xx::Dummy));
         let mut s = CmdStream::new();
-        for (n, e) in execs.iter().enumerate() {
-            s.memory_barrier(dummy);
+        for (n, (e, barrier)) in execs.iter().zip(barriers).enumerate() {
+            if barrier {
+                s.memory_barrier(dummy);
+            }
             s.exec(e).map_err(|e| failed("link_step", format!("dispatch {n}: {}", e.0)))?;
         }
         s.signal(Addr::base(Sym::Timeline), Word::Value(ValueSym::Timeline, 0), dummy);
@@ -645,26 +652,19 @@ impl Device for QcomDevice {
                 .iter()
                 .map(|b| BlockExtent { stride: b.layout().size as u64, footprint: b.layout().footprint() as u64 }),
         );
-        let mut args_obj = if arena.is_empty() { None } else { Some(alloc_obj(&self.kgsl, arena.size())?) };
         let stack = if execs.is_empty() { None } else { Some(alloc_obj(&self.kgsl, stack_bytes)?) };
-        let resolve = LinkResolve {
-            dev: self,
-            args: args_obj.as_ref().map_or(0, GpuObject::va),
-            arena: &arena,
-            stack: stack.as_ref().map_or(0, GpuObject::va),
-        };
-        let link_err = |e: LinkError| failed("link_step", e.to_string());
-        let linked_blocks = blocks.iter().map(|b| b.buf().link(&resolve)).collect::<Result<Vec<_>, _>>();
-        let words = s.buf().link(&resolve).map_err(link_err)?;
-        let linked_blocks = linked_blocks.map_err(link_err)?;
-        if let Some(obj) = args_obj.as_mut() {
-            for (words, off) in linked_blocks.iter().zip(arena.offsets()) {
-                obj.write_u32s(*off, words)?;
-            }
-        }
-        let mut stream = alloc_obj(&self.kgsl, words.len() as u64 * 4)?;
-        stream.write_u32s(0, &words)?;
-        let timeline_at = s.buf().value_slots(ValueSym::Timeline);
+        let stack_va = stack.as_ref().map(GpuObject::va);
+        let step =
+            Encoded { stream: s.into_buf(), blocks: blocks.into_iter().map(ArgsBlock::into_buf).collect(), arena };
+        let placed = step.place(&mut KgslMemory(&self.kgsl), |sym| match sym {
+            Sym::Buffer(i) => self.buffer_va(BufferId(i)),
+            Sym::Program(i) => self.program_va(ProgramId(i)),
+            Sym::Timeline => Some(self.timeline.va()),
+            Sym::Backend(A6xx::Stack) => stack_va,
+            Sym::Backend(A6xx::Dummy) => Some(self.dummy.va()),
+            Sym::Backend(A6xx::BorderColor) => Some(self.border_color.va()),
+            Sym::Args(_) => None,
+        })?;
 
         used.sort_unstable();
         used.dedup();
@@ -673,15 +673,14 @@ impl Device for QcomDevice {
                 b.links += 1;
             }
         }
-        let buffer_refs = arena.buffer_refs(blocks.iter().map(ArgsBlock::buf));
         self.steps.push(LinkedStep {
-            stream,
-            ndwords: words.len(),
-            timeline_at,
+            stream: placed.stream,
+            ndwords: placed.stream_dwords,
+            timeline_at: placed.timeline_at,
             last_value: 0,
-            buffer_refs,
+            buffer_refs: placed.buffer_refs,
             bound: Vec::new(),
-            args: args_obj,
+            args: placed.args,
             _stack: stack,
         });
         Ok(StepId(step_id))

@@ -409,6 +409,10 @@ impl ArgsBlock {
         &self.buf
     }
 
+    pub fn into_buf(self) -> RelocBuf {
+        self.buf
+    }
+
     fn const_slot(&self, byte_off: u32, len: u32) -> Result<usize, DispatchError> {
         if !byte_off.is_multiple_of(4) || byte_off + len > CONST_FILE_BYTES {
             return fail(format!("constant at byte {byte_off} (+{len}) is unaligned or outside the constant file"));

@@ -4,7 +4,7 @@
 //! - [`sys`]: the KGSL ABI as plain data (structs, ioctl numbers, flags);
 //! - [`a6xx`]: the a6xx registers pilot programs, with packers by field name (generated from `qcom/regs/a6xx.regs`);
 //! - [`pm4`]: PM4 packet headers, opcodes, register offsets, and a strict decoder;
-//! - [`reloc`]: dword buffers with a relocation table (core's shared [`pilot_core::hcq::reloc`], re-exported);
+//! - [`reloc`]: dword buffers with a relocation table (core's shared [`pilot_core::hcq::reloc`] with the a6xx symbols);
 //! - [`dispatch`]: the compute dispatch sequence and the texture/sampler descriptors;
 //! - [`ioctl`]: the [`ioctl::KgslFile`] seam (ioctl + mmap) and its implementation over the real device node;
 //! - [`kgsl`]: owning types: [`kgsl::KgslDevice`], contexts, GPU objects, user-memory mappings;
@@ -41,6 +41,6 @@ pub mod ioctl;
 pub mod ir3;
 pub mod kgsl;
 pub mod pm4;
-pub use pilot_core::hcq::reloc;
+pub mod reloc;
 #[allow(non_camel_case_types)]
 pub mod sys;

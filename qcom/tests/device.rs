@@ -293,3 +293,40 @@ fn missing_node_and_other_chips_are_unavailable() {
     );
     assert_eq!(fake.live(), (0, 0, 0));
 }
+
+/// The shared hazard policy: a barrier before the first dispatch and before one that touches a buffer an earlier
+/// one touched, none between independent ones; the fake, which faults a context on an unordered read of an earlier
+/// write, runs both steps.
+#[test]
+fn barriers_go_only_between_dependent_dispatches() {
+    use pilot_qcom::dispatch::CmdStream;
+    use pilot_qcom::reloc::{A6xx, Addr, Sym};
+    let mut barrier = CmdStream::new();
+    barrier.memory_barrier(Addr::base(Sym::Backend(A6xx::Dummy)));
+    let barrier = barrier.buf().len();
+
+    let (fake, mut dev) = device(FakeKgsl::new());
+    let copy = shader(
+        "k_copy",
+        vec![
+            ShaderArg::Buffer { offset_words: 0, bytes: 64, written: false },
+            ShaderArg::Buffer { offset_words: 2, bytes: 64, written: true },
+        ],
+    );
+    let p = load(&mut dev, &copy);
+    let [a, b, c, d] = [0; 4].map(|_| dev.alloc(64, BufferUse::Scratch).unwrap());
+    let op = |src: BufferId, dst: BufferId| StepOp::Dispatch {
+        program: p,
+        args: vec![Arg { buffer: src, offset: 0 }, Arg { buffer: dst, offset: 0 }],
+        global: [16, 1, 1],
+        local: [16, 1, 1],
+    };
+    let independent = dev.link_step(&[op(a, b), op(c, d)]).unwrap();
+    let dependent = dev.link_step(&[op(a, b), op(b, d)]).unwrap();
+    assert_eq!(dev.step_dwords(dependent), dev.step_dwords(independent) + barrier);
+    for step in [independent, dependent, independent] {
+        let v = dev.submit(step).unwrap();
+        dev.wait(v).unwrap();
+    }
+    assert_eq!(fake.take_dispatches().len(), 6);
+}

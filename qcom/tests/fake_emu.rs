@@ -18,7 +18,7 @@ use pilot_qcom::dispatch::{
 use pilot_qcom::fake::FakeKgsl;
 use pilot_qcom::fake_emu::EmuExecutor;
 use pilot_qcom::kgsl::{Context, GpuObject, KgslDevice, DEFAULT_PRIORITY};
-use pilot_qcom::reloc::{Addr, FnResolve, Sym, ValueSym, Word};
+use pilot_qcom::reloc::{A6xx, Addr, FnResolve, Sym, ValueSym, Word};
 
 /// Mesa's assembler output: the code and the footprint Mesa computes for it.
 struct Assembled {
@@ -62,9 +62,12 @@ impl Rig {
         let ctx = dev.create_context(DEFAULT_PRIORITY).unwrap();
         let cmd = dev.alloc(0x10000).unwrap();
         let mut rig = Rig { _fake: fake, _dev: dev, ctx, objs: HashMap::new(), cmd, timeline: 0 };
-        for (sym, size) in
-            [(Sym::Stack, 0x4000), (Sym::Dummy, 0x1000), (Sym::Timeline, 0x1000), (Sym::BorderColor, 0x1000)]
-        {
+        for (sym, size) in [
+            (Sym::Backend(A6xx::Stack), 0x4000),
+            (Sym::Backend(A6xx::Dummy), 0x1000),
+            (Sym::Timeline, 0x1000),
+            (Sym::Backend(A6xx::BorderColor), 0x1000),
+        ] {
             rig.alloc(sym, size);
         }
         rig
@@ -104,11 +107,11 @@ impl Rig {
             layout,
             shader: Addr::base(Sym::Program(0)),
             args: Addr::base(Sym::Args(0)),
-            stack: Addr::base(Sym::Stack),
-            border_color: Addr::base(Sym::BorderColor),
-            dummy: Addr::base(Sym::Dummy),
+            stack: Addr::base(Sym::Backend(A6xx::Stack)),
+            border_color: Addr::base(Sym::Backend(A6xx::BorderColor)),
+            dummy: Addr::base(Sym::Backend(A6xx::Dummy)),
         };
-        let (timeline, dummy) = (Addr::base(Sym::Timeline), Addr::base(Sym::Dummy));
+        let (timeline, dummy) = (Addr::base(Sym::Timeline), Addr::base(Sym::Backend(A6xx::Dummy)));
         let mut s = CmdStream::new();
         s.memory_barrier(dummy);
         s.exec(&e).map_err(|e| e.to_string())?;

@@ -14,7 +14,7 @@ use pilot_qcom::fake::FakeKgsl;
 use pilot_qcom::fake_exec::fake_with_opencl;
 use pilot_qcom::fake_shader::{FakeShader, ShaderArg};
 use pilot_qcom::kgsl::{Context, GpuObject, KgslDevice, DEFAULT_PRIORITY};
-use pilot_qcom::reloc::{Addr, FnResolve, Sym, ValueSym, Word};
+use pilot_qcom::reloc::{A6xx, Addr, FnResolve, Sym, ValueSym, Word};
 
 /// A fake KGSL with the OpenCL executor, or `None` (with a note) when this machine has no OpenCL.
 fn fake() -> Option<FakeKgsl> {
@@ -43,9 +43,12 @@ impl Rig {
         let ctx = dev.create_context(DEFAULT_PRIORITY).unwrap();
         let cmd = dev.alloc(0x10000).unwrap();
         let mut rig = Rig { _fake: fake, dev, ctx, objs: HashMap::new(), cmd, timeline: 0 };
-        for (sym, size) in
-            [(Sym::Stack, 0x4000), (Sym::Dummy, 0x1000), (Sym::Timeline, 0x1000), (Sym::BorderColor, 0x1000)]
-        {
+        for (sym, size) in [
+            (Sym::Backend(A6xx::Stack), 0x4000),
+            (Sym::Backend(A6xx::Dummy), 0x1000),
+            (Sym::Timeline, 0x1000),
+            (Sym::Backend(A6xx::BorderColor), 0x1000),
+        ] {
             rig.alloc(sym, size);
         }
         rig
@@ -86,11 +89,11 @@ impl Rig {
             layout,
             shader: Addr::base(Sym::Program(0)),
             args: Addr::base(Sym::Args(0)),
-            stack: Addr::base(Sym::Stack),
-            border_color: Addr::base(Sym::BorderColor),
-            dummy: Addr::base(Sym::Dummy),
+            stack: Addr::base(Sym::Backend(A6xx::Stack)),
+            border_color: Addr::base(Sym::Backend(A6xx::BorderColor)),
+            dummy: Addr::base(Sym::Backend(A6xx::Dummy)),
         };
-        let (timeline, dummy) = (Addr::base(Sym::Timeline), Addr::base(Sym::Dummy));
+        let (timeline, dummy) = (Addr::base(Sym::Timeline), Addr::base(Sym::Backend(A6xx::Dummy)));
         let mut s = CmdStream::new();
         s.memory_barrier(dummy);
         s.exec(&e).unwrap();

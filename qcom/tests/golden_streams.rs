@@ -12,7 +12,7 @@
 use pilot_qcom::dispatch::{
     ArgsBlock, ArgsLayout, CmdStream, Exec, Image, ImageFormat, KernelInfo, Launch, ShaderKind, SAMPLER_CLAMP_NEAREST,
 };
-use pilot_qcom::reloc::{Addr, FnResolve, Sym, ValueSym, Word};
+use pilot_qcom::reloc::{A6xx, Addr, FnResolve, Sym, ValueSym, Word};
 
 fn va(sym: Sym) -> Option<u64> {
     Some(match sym {
@@ -20,10 +20,10 @@ fn va(sym: Sym) -> Option<u64> {
         Sym::Args(1) => 0x7f_8000_2000,
         Sym::Program(0) => 0x7f_8010_0000,
         Sym::Program(1) => 0x7f_8011_0000,
-        Sym::Stack => 0x7f_8020_0000,
-        Sym::Dummy => 0x7f_8030_0000,
+        Sym::Backend(A6xx::Stack) => 0x7f_8020_0000,
+        Sym::Backend(A6xx::Dummy) => 0x7f_8030_0000,
         Sym::Timeline => 0x7f_8040_0000,
-        Sym::BorderColor => 0x7f_8050_0000,
+        Sym::Backend(A6xx::BorderColor) => 0x7f_8050_0000,
         Sym::Buffer(0) => 0x7f_8060_0000,
         Sym::Buffer(1) => 0x7f_8070_0000,
         Sym::Buffer(2) => 0x7f_8080_0000,
@@ -55,16 +55,16 @@ fn step() -> (Vec<u32>, Vec<u32>, Vec<u32>) {
         layout,
         shader: Addr::base(Sym::Program(n)),
         args: Addr::base(Sym::Args(n)),
-        stack: Addr::base(Sym::Stack),
-        border_color: Addr::base(Sym::BorderColor),
-        dummy: Addr::base(Sym::Dummy),
+        stack: Addr::base(Sym::Backend(A6xx::Stack)),
+        border_color: Addr::base(Sym::Backend(A6xx::BorderColor)),
+        dummy: Addr::base(Sym::Backend(A6xx::Dummy)),
     };
     let k0 = KernelInfo { image_size: 0x300, fregs: 3, hregs: 1, ..Default::default() };
     let k1 = KernelInfo { image_size: 0x180, fregs: 2, ..Default::default() };
     let e0 = exec(0, k0, Launch::from_global([16, 4, 1], [16, 1, 1]).unwrap(), l0);
     let e1 = exec(1, k1, Launch::from_global([100, 1, 1], [32, 1, 1]).unwrap(), l1);
     // As `QcomDevice::link_step` encodes a step: a barrier before each dispatch, then the timeline signal.
-    let dummy = Addr::base(Sym::Dummy);
+    let dummy = Addr::base(Sym::Backend(A6xx::Dummy));
     let mut s = CmdStream::new();
     for e in [&e0, &e1] {
         s.memory_barrier(dummy);

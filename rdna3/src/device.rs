@@ -26,8 +26,8 @@
 
 use pilot_core::artifact::AmdDispatch;
 use pilot_core::device::{
-    check_submitted, BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ProgramFormat, ProgramId,
-    ProgramSpec, StepId, StepOp,
+    BufferId, BufferUse, Device, DeviceError, DeviceInfo, DeviceResult, ProgramFormat, ProgramId, ProgramSpec, StepId,
+    StepOp,
 };
 use pilot_core::target::{Arch, Backend, Target};
 
@@ -49,7 +49,8 @@ pub struct EmuDevice {
     programs: Vec<Program>,
     steps: Vec<Vec<Op>>,
     threads: usize,
-    timeline: u64,
+    /// Values handed out by `submit`, each complete at once (the emulator runs the step inside it).
+    timeline: pilot_core::timeline::Timeline,
     /// What the emulator ran, over every submission.
     ran: Stats,
     dispatches: u64,
@@ -88,7 +89,7 @@ impl EmuDevice {
             programs: Vec::new(),
             steps: Vec::new(),
             threads: threads.max(1),
-            timeline: 0,
+            timeline: Default::default(),
             ran: Stats::default(),
             dispatches: 0,
             parsed: None,
@@ -327,12 +328,11 @@ impl Device for EmuDevice {
                 }
             }
         }
-        self.timeline += 1;
-        Ok(self.timeline)
+        Ok(self.timeline.record_complete())
     }
 
     fn wait(&mut self, value: u64) -> DeviceResult<()> {
-        check_submitted(value, self.timeline)
+        self.timeline.check(value).map(drop)
     }
 
     fn synchronize(&mut self) -> DeviceResult<()> {

@@ -101,8 +101,8 @@ pub struct CpuDevice {
     buffers: Vec<Option<Buffer>>,
     programs: Vec<Program>,
     steps: Vec<LinkedStep>,
-    /// Last timeline value handed out by `submit` (and, submission being synchronous, completed).
-    timeline: u64,
+    /// Values handed out by `submit`, each complete when handed out (submission is synchronous).
+    timeline: crate::timeline::Timeline,
     profiling: bool,
 }
 
@@ -125,7 +125,7 @@ impl CpuDevice {
             buffers: Vec::new(),
             programs: Vec::new(),
             steps: Vec::new(),
-            timeline: 0,
+            timeline: Default::default(),
             profiling: false,
         })
     }
@@ -332,12 +332,11 @@ impl Device for CpuDevice {
             }
         }
         self.pool.end_step();
-        self.timeline += 1;
-        Ok(self.timeline)
+        Ok(self.timeline.record_complete())
     }
 
     fn wait(&mut self, value: u64) -> DeviceResult<()> {
-        crate::device::check_submitted(value, self.timeline)
+        self.timeline.check(value).map(drop)
     }
 
     fn synchronize(&mut self) -> DeviceResult<()> {

@@ -1,7 +1,7 @@
 //! The kernel-argument blocks of a step: laid out back to back in one GPU allocation, linked once, and the places
 //! where buffer addresses sit in them, so a buffer can be re-pointed (say, at host memory) without relinking.
 
-use super::reloc::{addr_words, RelocBuf, RelocKind, Sym};
+use super::reloc::{addr_words, BackendSym, RelocBuf, RelocKind, Sym};
 
 /// The extent of one argument block: `stride` bytes to the next block, and the `footprint` bytes from its start that
 /// the GPU may read, which can be more than the stride (an a6xx constant load reads 4 KiB whatever the block size).
@@ -51,7 +51,10 @@ impl ArgsArena {
     }
 
     /// Every buffer address in `blocks` (block `n` placed at `offsets()[n]`), in block then dword order.
-    pub fn buffer_refs<'a>(&self, blocks: impl IntoIterator<Item = &'a RelocBuf>) -> Vec<BufferRef> {
+    pub fn buffer_refs<'a, B: BackendSym + 'a>(
+        &self,
+        blocks: impl IntoIterator<Item = &'a RelocBuf<B>>,
+    ) -> Vec<BufferRef> {
         blocks
             .into_iter()
             .zip(&self.offsets)
@@ -103,10 +106,10 @@ mod tests {
 
     #[test]
     fn buffer_refs_name_every_buffer_address_in_arena_bytes() {
-        let mut b0 = RelocBuf::zeroed(4);
+        let mut b0: RelocBuf = RelocBuf::zeroed(4);
         b0.set(0, Addr::new(Sym::Buffer(3), 16));
-        b0.set(2, Addr::base(Sym::Stack));
-        let mut b1 = RelocBuf::zeroed(4);
+        b0.set(2, Addr::base(Sym::Timeline));
+        let mut b1: RelocBuf = RelocBuf::zeroed(4);
         b1.set(1, Word::Value(ValueSym::Timeline, 0));
         b1.set(2, Addr::base(Sym::Buffer(5)));
         let arena = ArgsArena::new([BlockExtent { stride: 0x100, footprint: 0x100 }; 2]);

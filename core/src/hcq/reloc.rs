@@ -5,55 +5,67 @@
 //! step already in GPU memory can be re-patched in place (for example the timeline value of each replay) without
 //! re-encoding it. Addresses are written little-endian as two dwords, lo then hi ([`addr_words`]), which is how
 //! PM4 packets and kernel-argument blocks hold them on both Adreno and AMD.
+//!
+//! Every type is generic over `B`, the backend's own address symbols (the a6xx stack, dummy page and border
+//! colors); a backend without any uses [`NoSym`], and names its instances with type aliases.
 
 use std::fmt;
 
+/// What a backend's own address symbols must be.
+pub trait BackendSym: Copy + fmt::Debug + fmt::Display + PartialEq + Eq + std::hash::Hash + Ord {}
+
+impl<T: Copy + fmt::Debug + fmt::Display + PartialEq + Eq + std::hash::Hash + Ord> BackendSym for T {}
+
+/// No backend symbols.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NoSym {}
+
+impl fmt::Display for NoSym {
+    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {}
+    }
+}
+
 /// A symbolic GPU address base.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Sym {
+pub enum Sym<B = NoSym> {
     /// A backend buffer, by the backend's buffer id.
     Buffer(u32),
     /// The shader image of a loaded program.
     Program(u32),
-    /// The kernel-argument block of the `n`th dispatch of a step.
+    /// The kernel-argument block of the `n`th dispatch of a step (resolved by [`crate::hcq::link`]).
     Args(u32),
-    /// The private-memory (stack) buffer.
-    Stack,
-    /// The scratch page that cache-flush timestamps are written to.
-    Dummy,
-    /// The zeroed border-color buffer for samplers.
-    BorderColor,
-    /// The timeline signal (u64 value at +0, u64 timestamp at +8).
+    /// The timeline signal (u32 value at +0, u64 timestamp at +8).
     Timeline,
+    /// A symbol of the backend's own.
+    Backend(B),
 }
 
-impl fmt::Display for Sym {
+impl<B: fmt::Display> fmt::Display for Sym<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Sym::Buffer(i) => write!(f, "buffer {i}"),
             Sym::Program(i) => write!(f, "program {i}"),
             Sym::Args(i) => write!(f, "args {i}"),
-            Sym::Stack => f.write_str("stack"),
-            Sym::Dummy => f.write_str("dummy page"),
-            Sym::BorderColor => f.write_str("border color"),
             Sym::Timeline => f.write_str("timeline signal"),
+            Sym::Backend(b) => b.fmt(f),
         }
     }
 }
 
 /// A symbolic GPU address: `sym`'s base plus a byte offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Addr {
-    pub sym: Sym,
+pub struct Addr<B = NoSym> {
+    pub sym: Sym<B>,
     pub offset: u64,
 }
 
-impl Addr {
-    pub const fn new(sym: Sym, offset: u64) -> Self {
+impl<B: Copy> Addr<B> {
+    pub const fn new(sym: Sym<B>, offset: u64) -> Self {
         Addr { sym, offset }
     }
 
-    pub const fn base(sym: Sym) -> Self {
+    pub const fn base(sym: Sym<B>) -> Self {
         Addr { sym, offset: 0 }
     }
 
@@ -72,9 +84,9 @@ pub enum ValueSym {
 
 /// What to write at a relocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RelocKind {
+pub enum RelocKind<B = NoSym> {
     /// Two dwords: lo, hi of the resolved address.
-    Addr64(Addr),
+    Addr64(Addr<B>),
     /// One dword: the low 32 bits of the resolved value plus `delta` (wrapping).
     Value32 { sym: ValueSym, delta: i64 },
 }
@@ -100,15 +112,15 @@ impl ValueSlot {
 
 /// A relocation at dword offset `at`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reloc {
+pub struct Reloc<B = NoSym> {
     pub at: usize,
-    pub kind: RelocKind,
+    pub kind: RelocKind<B>,
 }
 
 /// Resolves symbols at link time.
-pub trait Resolve {
+pub trait Resolve<B = NoSym> {
     /// The GPU address of `sym`'s base, or `None` when it is unknown.
-    fn addr(&self, sym: Sym) -> Option<u64>;
+    fn addr(&self, sym: Sym<B>) -> Option<u64>;
     /// The current value of `sym`, or `None` when it is unknown.
     fn value(&self, sym: ValueSym) -> Option<u64>;
 }
@@ -117,7 +129,7 @@ pub trait Resolve {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LinkError {
     #[error("dword {at}: unresolved {sym}")]
-    UnresolvedAddr { at: usize, sym: Sym },
+    UnresolvedAddr { at: usize, sym: String },
     #[error("dword {at}: unresolved value {sym:?}")]
     UnresolvedValue { at: usize, sym: ValueSym },
     #[error("dword {at}: relocation outside a buffer of {len} dwords")]
@@ -126,13 +138,13 @@ pub enum LinkError {
 
 /// One payload item for the builders: an immediate dword, a 2-dword address, or a 1-dword symbolic value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Word {
+pub enum Word<B = NoSym> {
     Imm(u32),
-    Addr(Addr),
+    Addr(Addr<B>),
     Value(ValueSym, i64),
 }
 
-impl Word {
+impl<B> Word<B> {
     /// The number of dwords this item occupies.
     pub const fn len(&self) -> usize {
         match self {
@@ -146,26 +158,32 @@ impl Word {
     }
 }
 
-impl From<u32> for Word {
+impl<B> From<u32> for Word<B> {
     fn from(v: u32) -> Self {
         Word::Imm(v)
     }
 }
 
-impl From<Addr> for Word {
-    fn from(a: Addr) -> Self {
+impl<B> From<Addr<B>> for Word<B> {
+    fn from(a: Addr<B>) -> Self {
         Word::Addr(a)
     }
 }
 
 /// Dwords plus the relocations that patch some of them. Placeholders are 0 until linked.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RelocBuf {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RelocBuf<B = NoSym> {
     words: Vec<u32>,
-    relocs: Vec<Reloc>,
+    relocs: Vec<Reloc<B>>,
 }
 
-impl RelocBuf {
+impl<B> Default for RelocBuf<B> {
+    fn default() -> Self {
+        RelocBuf { words: Vec::new(), relocs: Vec::new() }
+    }
+}
+
+impl<B: BackendSym> RelocBuf<B> {
     pub fn new() -> Self {
         Self::default()
     }
@@ -179,7 +197,7 @@ impl RelocBuf {
         &self.words
     }
 
-    pub fn relocs(&self) -> &[Reloc] {
+    pub fn relocs(&self) -> &[Reloc<B>] {
         &self.relocs
     }
 
@@ -191,7 +209,7 @@ impl RelocBuf {
         self.words.is_empty()
     }
 
-    pub fn push(&mut self, w: impl Into<Word>) {
+    pub fn push(&mut self, w: impl Into<Word<B>>) {
         match w.into() {
             Word::Imm(v) => self.words.push(v),
             Word::Addr(a) => {
@@ -205,7 +223,7 @@ impl RelocBuf {
         }
     }
 
-    pub fn extend(&mut self, ws: &[Word]) {
+    pub fn extend(&mut self, ws: &[Word<B>]) {
         for w in ws {
             self.push(*w);
         }
@@ -213,7 +231,7 @@ impl RelocBuf {
 
     /// Overwrites dword `at` (and `at + 1` for an address); panics when out of range, which is a builder bug.
     /// An earlier relocation at the same place is replaced.
-    pub fn set(&mut self, at: usize, w: impl Into<Word>) {
+    pub fn set(&mut self, at: usize, w: impl Into<Word<B>>) {
         let w = w.into();
         assert!(at + w.len() <= self.words.len(), "set at {at} past the end ({})", self.words.len());
         self.relocs.retain(|r| {
@@ -245,7 +263,7 @@ impl RelocBuf {
     }
 
     /// Appends `other`, shifting its relocations.
-    pub fn append(&mut self, other: &RelocBuf) {
+    pub fn append(&mut self, other: &RelocBuf<B>) {
         let base = self.words.len();
         self.words.extend_from_slice(&other.words);
         self.relocs.extend(other.relocs.iter().map(|r| Reloc { at: r.at + base, kind: r.kind }));
@@ -253,11 +271,13 @@ impl RelocBuf {
 
     /// Writes every relocated dword of `out` (which must have this buffer's length) from `resolve`; other dwords are
     /// left alone. Use on an already linked copy to re-patch it in place.
-    pub fn patch(&self, out: &mut [u32], resolve: &dyn Resolve) -> Result<(), LinkError> {
+    pub fn patch(&self, out: &mut [u32], resolve: &dyn Resolve<B>) -> Result<(), LinkError> {
         for r in &self.relocs {
             match r.kind {
                 RelocKind::Addr64(a) => {
-                    let base = resolve.addr(a.sym).ok_or(LinkError::UnresolvedAddr { at: r.at, sym: a.sym })?;
+                    let base = resolve
+                        .addr(a.sym)
+                        .ok_or_else(|| LinkError::UnresolvedAddr { at: r.at, sym: a.sym.to_string() })?;
                     let va = base.wrapping_add(a.offset);
                     let dst = out.get_mut(r.at..r.at + 2).ok_or(LinkError::OutOfRange { at: r.at, len: self.len() })?;
                     dst.copy_from_slice(&addr_words(va));
@@ -273,7 +293,7 @@ impl RelocBuf {
     }
 
     /// A linked copy of the dwords.
-    pub fn link(&self, resolve: &dyn Resolve) -> Result<Vec<u32>, LinkError> {
+    pub fn link(&self, resolve: &dyn Resolve<B>) -> Result<Vec<u32>, LinkError> {
         let mut out = self.words.clone();
         self.patch(&mut out, resolve)?;
         Ok(out)
@@ -283,8 +303,8 @@ impl RelocBuf {
 /// A [`Resolve`] from closures, handy in tests and simple backends.
 pub struct FnResolve<A, V>(pub A, pub V);
 
-impl<A: Fn(Sym) -> Option<u64>, V: Fn(ValueSym) -> Option<u64>> Resolve for FnResolve<A, V> {
-    fn addr(&self, sym: Sym) -> Option<u64> {
+impl<B, A: Fn(Sym<B>) -> Option<u64>, V: Fn(ValueSym) -> Option<u64>> Resolve<B> for FnResolve<A, V> {
+    fn addr(&self, sym: Sym<B>) -> Option<u64> {
         (self.0)(sym)
     }
 
@@ -310,7 +330,7 @@ mod tests {
 
     #[test]
     fn links_addresses_and_values() {
-        let mut b = RelocBuf::new();
+        let mut b: RelocBuf = RelocBuf::new();
         b.push(7);
         b.push(Addr::new(Sym::Buffer(1), 0x10));
         b.push(Word::Value(ValueSym::Timeline, -1));
@@ -322,7 +342,7 @@ mod tests {
 
     #[test]
     fn patch_touches_only_relocations() {
-        let mut b = RelocBuf::zeroed(4);
+        let mut b: RelocBuf = RelocBuf::zeroed(4);
         b.set(1, Addr::base(Sym::Buffer(1)));
         b.set(3, Word::Value(ValueSym::Timeline, 0));
         let mut out = [0xaaaa_aaaa; 4];
@@ -335,7 +355,7 @@ mod tests {
 
     #[test]
     fn unresolved_symbols_name_the_dword() {
-        let mut b = RelocBuf::new();
+        let mut b: RelocBuf = RelocBuf::new();
         b.push(1);
         b.push(Addr::base(Sym::Program(3)));
         assert_eq!(b.link(&resolver()).unwrap_err().to_string(), "dword 1: unresolved program 3");
@@ -343,7 +363,7 @@ mod tests {
 
     #[test]
     fn value_slots_list_every_use_of_a_value() {
-        let mut b = RelocBuf::new();
+        let mut b: RelocBuf = RelocBuf::new();
         b.push(Word::Value(ValueSym::Timeline, -1));
         b.push(Addr::base(Sym::Timeline));
         b.push(Word::Value(ValueSym::Timeline, 0));
@@ -356,9 +376,9 @@ mod tests {
 
     #[test]
     fn append_shifts_relocations() {
-        let mut a = RelocBuf::new();
+        let mut a: RelocBuf = RelocBuf::new();
         a.push(1);
-        let mut b = RelocBuf::new();
+        let mut b: RelocBuf = RelocBuf::new();
         b.push(Addr::base(Sym::Buffer(1)));
         a.append(&b);
         assert_eq!(a.relocs(), &[Reloc { at: 1, kind: RelocKind::Addr64(Addr::base(Sym::Buffer(1))) }]);

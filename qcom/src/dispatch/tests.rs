@@ -1,6 +1,6 @@
 use super::*;
 use crate::pm4::{decode_with_offsets, Packet};
-use crate::reloc::{FnResolve, Resolve, Sym, ValueSym};
+use crate::reloc::{A6xx, FnResolve, Resolve, Sym, ValueSym};
 
 const WORKED_EXAMPLE: &str = "
 70bc8006 00000015 80400000 0000007f 00000005 ffffffff 00000020
@@ -14,15 +14,15 @@ const WORKED_EXAMPLE: &str = "
 48a9bb01 00000100   70310001 00000000   70460004 00000004 80300000 0000007f 00000000
 70268000  70460004 00000004 80400000 0000007f 00000006  70460004 00000004 80300000 0000007f 00000000";
 
-fn resolver() -> impl Resolve {
+fn resolver() -> impl Resolve<A6xx> {
     FnResolve(
         |s| match s {
             Sym::Args(0) => Some(0x7f_8000_1000),
             Sym::Program(0) => Some(0x7f_8010_0000),
-            Sym::Stack => Some(0x7f_8020_0000),
-            Sym::Dummy => Some(0x7f_8030_0000),
+            Sym::Backend(A6xx::Stack) => Some(0x7f_8020_0000),
+            Sym::Backend(A6xx::Dummy) => Some(0x7f_8030_0000),
             Sym::Timeline => Some(0x7f_8040_0000),
-            Sym::BorderColor => Some(0x7f_8050_0000),
+            Sym::Backend(A6xx::BorderColor) => Some(0x7f_8050_0000),
             _ => None,
         },
         |ValueSym::Timeline| Some(6),
@@ -37,9 +37,9 @@ fn example_exec(kind: ShaderKind, tex: u32, ibo: u32, samp: u32) -> Exec {
         layout: ArgsLayout::new(kind, tex, ibo, samp).unwrap(),
         shader: Addr::base(Sym::Program(0)),
         args: Addr::base(Sym::Args(0)),
-        stack: Addr::base(Sym::Stack),
-        border_color: Addr::base(Sym::BorderColor),
-        dummy: Addr::base(Sym::Dummy),
+        stack: Addr::base(Sym::Backend(A6xx::Stack)),
+        border_color: Addr::base(Sym::Backend(A6xx::BorderColor)),
+        dummy: Addr::base(Sym::Backend(A6xx::Dummy)),
     }
 }
 
@@ -48,7 +48,7 @@ fn worked_example_matches_dword_for_dword() {
     let want: Vec<u32> = WORKED_EXAMPLE.split_whitespace().map(|w| u32::from_str_radix(w, 16).unwrap()).collect();
     assert_eq!(want.len(), 97);
     let timeline = Addr::base(Sym::Timeline);
-    let dummy = Addr::base(Sym::Dummy);
+    let dummy = Addr::base(Sym::Backend(A6xx::Dummy));
     let mut s = CmdStream::new();
     s.wait_ge(timeline, Word::Value(ValueSym::Timeline, -1));
     s.memory_barrier(dummy);

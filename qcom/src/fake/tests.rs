@@ -3,7 +3,7 @@ use crate::dispatch::{
     ArgsBlock, ArgsLayout, CmdStream, Exec, Image, ImageFormat, KernelInfo, Launch, ShaderKind, SAMPLER_CLAMP_NEAREST,
 };
 use crate::kgsl::{Context, GpuObject, KgslDevice, DEFAULT_PRIORITY};
-use crate::reloc::{Addr, FnResolve, Sym, ValueSym, Word};
+use crate::reloc::{A6xx, Addr, FnResolve, Sym, ValueSym, Word};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -19,10 +19,10 @@ const SYMS: [(Sym, u64); 9] = [
     (Sym::Args(0), 0x2000),
     (Sym::Args(1), 0x2000),
     (Sym::Program(0), 0x1000),
-    (Sym::Stack, 0x4000),
-    (Sym::Dummy, 0x1000),
+    (Sym::Backend(A6xx::Stack), 0x4000),
+    (Sym::Backend(A6xx::Dummy), 0x1000),
     (Sym::Timeline, 0x1000),
-    (Sym::BorderColor, 0x1000),
+    (Sym::Backend(A6xx::BorderColor), 0x1000),
     (Sym::Buffer(1), 0x1000),
     (Sym::Buffer(2), 64 * 512),
 ];
@@ -71,16 +71,16 @@ fn exec(kind: ShaderKind, layout: ArgsLayout) -> Exec {
         layout,
         shader: Addr::base(Sym::Program(0)),
         args: Addr::base(Sym::Args(0)),
-        stack: Addr::base(Sym::Stack),
-        border_color: Addr::base(Sym::BorderColor),
-        dummy: Addr::base(Sym::Dummy),
+        stack: Addr::base(Sym::Backend(A6xx::Stack)),
+        border_color: Addr::base(Sym::Backend(A6xx::BorderColor)),
+        dummy: Addr::base(Sym::Backend(A6xx::Dummy)),
     }
 }
 
 /// One step as tinygrad submits it: wait for the previous value, barrier, timestamp, launch, signal.
 fn step(e: &Exec) -> CmdStream {
     let timeline = Addr::base(Sym::Timeline);
-    let dummy = Addr::base(Sym::Dummy);
+    let dummy = Addr::base(Sym::Backend(A6xx::Dummy));
     let mut s = CmdStream::new();
     s.wait_ge(timeline, Word::Value(ValueSym::Timeline, -1));
     s.memory_barrier(dummy);
@@ -128,7 +128,7 @@ fn a_step_runs_signals_and_reports_its_dispatch() {
     assert_eq!((d.shader_addr, d.instr_units), (r.va(Sym::Program(0)), 6));
     assert_eq!((d.consts, d.const_units), (r.va(Sym::Args(0)), 256));
     assert_eq!((d.global, d.local, d.groups), ([100, 1, 1], [32, 1, 1], [4, 1, 1]));
-    assert_eq!((d.stack, d.hw_stack_offset, d.sp_mode_cntl), (r.va(Sym::Stack), 4096, 2));
+    assert_eq!((d.stack, d.hw_stack_offset, d.sp_mode_cntl), (r.va(Sym::Backend(A6xx::Stack)), 4096, 2));
     assert!(d.textures.is_empty() && d.ibos.is_empty() && d.samplers.is_empty());
 
     let words = r.link(&step(&e), 2);
@@ -164,7 +164,7 @@ fn descriptors_are_read_at_execution() {
     assert_eq!(d.textures, [img.descriptor(r.va(Sym::Buffer(2)), false).unwrap()]);
     assert_eq!(d.ibos, [img.descriptor(r.va(Sym::Buffer(2)), true).unwrap()]);
     assert_eq!(d.samplers, [SAMPLER_CLAMP_NEAREST]);
-    assert_eq!(d.border_color, r.va(Sym::BorderColor));
+    assert_eq!(d.border_color, r.va(Sym::Backend(A6xx::BorderColor)));
 
     // An image that runs past its buffer faults the context at execution.
     let tall = Image { height: 65, ..img };
@@ -216,7 +216,7 @@ fn bad_streams_are_rejected_with_their_offset() {
     );
 
     let mut outside = CmdStream::new();
-    outside.signal(Addr::new(Sym::Timeline, 0x1000), Word::Imm(1), Addr::base(Sym::Dummy));
+    outside.signal(Addr::new(Sym::Timeline, 0x1000), Word::Imm(1), Addr::base(Sym::Backend(A6xx::Dummy)));
     let words = r.link(&outside, 1);
     let va = r.va(Sym::Timeline) + 0x1000;
     assert_eq!(
@@ -244,7 +244,7 @@ fn waits_stall_until_memory_satisfies_them() {
     let kick = Addr::base(Sym::Buffer(1));
     let mut s = CmdStream::new();
     s.wait_ge(kick, Word::Imm(1));
-    s.signal(Addr::base(Sym::Timeline), Word::Imm(7), Addr::base(Sym::Dummy));
+    s.signal(Addr::base(Sym::Timeline), Word::Imm(7), Addr::base(Sym::Backend(A6xx::Dummy)));
     let ts = r.submit(&r.link(&s, 0)).unwrap();
     let err = r.ctx.wait(ts, 0).unwrap_err().to_string();
     assert_eq!(
@@ -438,7 +438,7 @@ fn dependent_dispatches_need_a_barrier_between_them() {
     write_args(&mut r, 1, &reader);
     let (e0, e1) = (exec(kind, wl), Exec { args: Addr::base(Sym::Args(1)), ..exec(kind, rl) });
     let two = |barrier: bool| {
-        let dummy = Addr::base(Sym::Dummy);
+        let dummy = Addr::base(Sym::Backend(A6xx::Dummy));
         let mut s = CmdStream::new();
         s.memory_barrier(dummy);
         s.exec(&e0).unwrap();
@@ -509,7 +509,7 @@ fn user_memory_is_gpu_visible_until_freed() {
     // SAFETY: `host` outlives the mapping and is not borrowed while the fake writes it.
     let map = unsafe { r.dev.map_user(host.as_mut_ptr().cast::<u8>().add(64), 1024) }.unwrap();
     let mut s = CmdStream::new();
-    s.signal(Addr::base(Sym::Buffer(9)), Word::Imm(5), Addr::base(Sym::Dummy));
+    s.signal(Addr::base(Sym::Buffer(9)), Word::Imm(5), Addr::base(Sym::Backend(A6xx::Dummy)));
     let vas: HashMap<Sym, u64> = r.objs.iter().map(|(s, o)| (*s, o.va())).chain([(Sym::Buffer(9), map.va())]).collect();
     let words = s.buf().link(&FnResolve(|s| vas.get(&s).copied(), |_| None)).unwrap();
     let ts = r.submit(&words).unwrap();
