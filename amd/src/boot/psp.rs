@@ -413,3 +413,38 @@ fn image<'a>(fw: &'a FirmwareSet, file: &str, range: &std::ops::Range<usize>) ->
         msg: format!("{file}: bytes {:#x}..{:#x} are not in the loaded file", range.start, range.end),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dwords(b: &[u8]) -> Vec<u32> {
+        b.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+    }
+
+    /// The bytes `psp_gfx_if.h` places: `cmd_id` at byte 8, the command's struct at 28, `resp` at 864.
+    #[test]
+    fn a_command_and_a_frame_put_each_field_where_psp_gfx_if_has_it() {
+        let (lo, hi) = lo_hi(0x12_3456_7000);
+        let body =
+            PspGfxCmdLoadIpFw { fw_phy_addr_lo: lo, fw_phy_addr_hi: hi, fw_size: U32::new(0x40), fw_type: U32::new(9) };
+        let c = Command::new(cmd::LOAD_IP_FW, body.as_bytes(), "LOAD_IP_FW");
+        let d = dwords(c.buf.as_bytes());
+        assert_eq!(d.len(), 256);
+        assert_eq!(d[2], cmd::LOAD_IP_FW);
+        assert_eq!(d[7..11], [0x3456_7000, 0x12, 0x40, 9]);
+        assert!(d.iter().enumerate().all(|(i, &w)| w == 0 || i == 2 || (7..11).contains(&i)));
+
+        let mut resp = PspGfxCmdResp::new_zeroed();
+        let bytes = resp.as_mut_bytes();
+        bytes[864..868].copy_from_slice(&5u32.to_le_bytes());
+        bytes[880..884].copy_from_slice(&0x40_0000u32.to_le_bytes());
+        assert_eq!((resp.resp.status.get(), resp.resp.tmr_size.get()), (5, 0x40_0000));
+
+        let mut f = PspGfxRbFrame::new_zeroed();
+        (f.cmd_buf_addr_lo, f.cmd_buf_addr_hi) = lo_hi(0x8_0000_1000);
+        (f.fence_addr_lo, f.fence_addr_hi) = lo_hi(0x8_0000_2000);
+        f.fence_value = U32::new(17);
+        assert_eq!(dwords(f.as_bytes())[..7], [0x1000, 8, 0, 0x2000, 8, 17, 0]);
+    }
+}
