@@ -19,17 +19,17 @@ pub const STAGE_BYTES: usize = 0x2_0000;
 pub const SRAM_OFFSET: usize = copy::WINDOW;
 const _: () = assert!(STAGE_BYTES <= copy::WINDOW - sram::SECTOR && SRAM_OFFSET.is_multiple_of(sram::SLOT));
 
-/// The staged copy-ins: a preallocated image and one destination per copy.
+/// The staged copy-ins: a preallocated image and, per copy, its destination, offset in the image and bytes (at
+/// most one submission's [`MAX_STAGED_COPIES`]).
 #[derive(Debug)]
 pub struct Staged {
     image: Vec<u8>,
-    copies: [(u64, usize, usize); MAX_STAGED_COPIES],
-    n: usize,
+    copies: heapless::Vec<(u64, usize, usize), MAX_STAGED_COPIES>,
 }
 
 impl Default for Staged {
     fn default() -> Self {
-        Staged { image: Vec::with_capacity(STAGE_BYTES), copies: [(0, 0, 0); MAX_STAGED_COPIES], n: 0 }
+        Staged { image: Vec::with_capacity(STAGE_BYTES), copies: heapless::Vec::new() }
     }
 }
 
@@ -37,23 +37,22 @@ impl Staged {
     /// Stages `data` for GPU address `dst`; false when it does not qualify (empty, not whole dwords at a dword
     /// address, or no room left in the image or the submission), and then nothing is staged.
     pub fn push(&mut self, dst: u64, data: &[u8]) -> bool {
-        let fits = self.image.len() + data.len() <= STAGE_BYTES && self.n < MAX_STAGED_COPIES;
+        let fits = self.image.len() + data.len() <= STAGE_BYTES && !self.copies.is_full();
         if data.is_empty() || !data.len().is_multiple_of(4) || !dst.is_multiple_of(4) || !fits {
             return false;
         }
-        self.copies[self.n] = (dst, self.image.len(), data.len());
-        self.n += 1;
+        self.copies.push((dst, self.image.len(), data.len())).expect("checked: not full");
         self.image.extend_from_slice(data);
         true
     }
 
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.copies.is_empty()
     }
 
     /// Whether a staged copy writes any of `len` bytes at `dst`.
     pub fn overlaps(&self, dst: u64, len: u64) -> bool {
-        self.copies[..self.n].iter().any(|&(d, _, n)| d < dst + len && dst < d + n as u64)
+        self.copies.iter().any(|&(d, _, n)| d < dst + len && dst < d + n as u64)
     }
 
     /// The image as the 0xF2 engine takes it: padded with zeros to whole sectors.
@@ -65,16 +64,16 @@ impl Staged {
 
     /// The copies out of the image lying at GPU address `image`, written into `out`; returns how many.
     pub fn copies(&self, image: u64, out: &mut [StagedCopy; MAX_STAGED_COPIES]) -> usize {
-        for (o, &(dst, at, bytes)) in out.iter_mut().zip(&self.copies[..self.n]) {
+        for (o, &(dst, at, bytes)) in out.iter_mut().zip(&self.copies) {
             *o = StagedCopy { src: image + at as u64, dst, bytes };
         }
-        self.n
+        self.copies.len()
     }
 
     /// Forgets every staged copy (once submitted).
     pub fn clear(&mut self) {
         self.image.clear();
-        self.n = 0;
+        self.copies.clear();
     }
 }
 

@@ -272,8 +272,7 @@ pub struct StagedCopy {
 /// of two of at least [`RING_SUBMIT_DWORDS`].
 #[derive(Clone, Debug)]
 pub struct RingSubmit {
-    words: [u32; RING_SUBMIT_MAX_DWORDS],
-    len: usize,
+    words: heapless::Vec<u32, RING_SUBMIT_MAX_DWORDS>,
 }
 
 impl RingSubmit {
@@ -281,7 +280,7 @@ impl RingSubmit {
     /// given, then `value` signalled at `signal` (a RELEASE_MEM with the cache flush, as [`pm4::signal`]).
     pub fn new(copies: &[StagedCopy], ib: Option<(u64, usize)>, signal: u64, value: u64) -> RingSubmit {
         assert!(copies.len() <= MAX_STAGED_COPIES, "{} staged copies in one submission", copies.len());
-        let mut r = RingSubmit { words: [0; RING_SUBMIT_MAX_DWORDS], len: 0 };
+        let mut r = RingSubmit { words: heapless::Vec::new() };
         for (i, c) in copies.iter().enumerate() {
             r.put(&pm4::dma_data(c.src, c.dst, c.bytes, i + 1 == copies.len()));
         }
@@ -307,20 +306,19 @@ impl RingSubmit {
             0,
             0,
         ]);
-        let total = (r.len + 2).next_power_of_two().max(RING_SUBMIT_DWORDS);
-        let pad = total - r.len;
+        let total = (r.words.len() + 2).next_power_of_two().max(RING_SUBMIT_DWORDS);
+        let pad = total - r.words.len();
         r.put(&[pm4::header(pm4::op::NOP, pad - 1)]);
-        r.len = total;
+        r.words.resize(total, 0).expect("a ring submission fits RING_SUBMIT_MAX_DWORDS");
         r
     }
 
     fn put(&mut self, w: &[u32]) {
-        self.words[self.len..self.len + w.len()].copy_from_slice(w);
-        self.len += w.len();
+        self.words.extend_from_slice(w).expect("a ring submission fits RING_SUBMIT_MAX_DWORDS");
     }
 
     pub fn words(&self) -> &[u32] {
-        &self.words[..self.len]
+        &self.words
     }
 }
 

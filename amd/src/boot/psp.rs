@@ -18,6 +18,8 @@ use super::BootError;
 use crate::firmware::{bootloader, FirmwareSet, FwType, PspStep};
 use crate::regs::{psp_msg, PspMsg};
 use std::time::Duration;
+use zerocopy::little_endian::U32;
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 pub const RING_SIZE: u64 = 0x1_0000;
 pub const CMD_SIZE: u64 = 0x1000;
@@ -38,13 +40,105 @@ pub mod cmd {
 /// `GFX_CTRL_CMD_ID_DESTROY_RINGS` and `PSP_RING_TYPE__KM << 16`.
 pub const DESTROY_RINGS: u32 = 0x3_0000;
 pub const RING_KM: u32 = 2 << 16;
-/// Byte offsets in `struct psp_gfx_cmd_resp`: `cmd_id`, the command union, `resp.status`, `resp.tmr_size`.
-const CMD_ID_AT: usize = 8;
-const CMD_AT: usize = 28;
-const RESP_STATUS_AT: usize = 864;
-const RESP_TMR_SIZE_AT: usize = 880;
-pub const CMD_RESP_BYTES: usize = 1024;
-pub const FRAME_BYTES: usize = 64;
+pub const CMD_RESP_BYTES: usize = size_of::<PspGfxCmdResp>();
+pub const FRAME_BYTES: usize = size_of::<PspGfxRbFrame>();
+
+/// `struct psp_gfx_cmd_resp` (Linux `psp_gfx_if.h`): the command buffer, whose `resp` the PSP fills in.
+/// pilot leaves `buf_size`, `buf_version` and the RBI-only fields zero, as tinygrad does.
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct PspGfxCmdResp {
+    buf_size: U32,
+    buf_version: U32,
+    cmd_id: U32,
+    resp_buf_addr_lo: U32,
+    resp_buf_addr_hi: U32,
+    resp_offset: U32,
+    resp_buf_size: U32,
+    /// `union psp_gfx_commands cmd` and `reserved_1`, up to byte 864: the command's struct at its start
+    /// ([`PspGfxCmdLoadToc`], [`PspGfxCmdLoadIpFw`], [`PspGfxCmdSetupTmr`]; none for AUTOLOAD_RLC).
+    cmd: [u8; 864 - 28],
+    resp: PspGfxResp,
+    reserved_2: [u8; 1024 - 864 - size_of::<PspGfxResp>()],
+}
+
+/// `struct psp_gfx_resp`.
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct PspGfxResp {
+    status: U32,
+    session_id: U32,
+    fw_addr_lo: U32,
+    fw_addr_hi: U32,
+    /// The TMR LOAD_TOC asks for, in bytes.
+    tmr_size: U32,
+    reserved: [U32; 11],
+    /// `union psp_gfx_uresp`.
+    uresp: [U32; 8],
+}
+
+/// `struct psp_gfx_rb_frame`: one KM ring entry. pilot leaves `cmd_buf_size` and the RBI-only fields zero, as
+/// tinygrad does.
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct PspGfxRbFrame {
+    cmd_buf_addr_lo: U32,
+    cmd_buf_addr_hi: U32,
+    cmd_buf_size: U32,
+    fence_addr_lo: U32,
+    fence_addr_hi: U32,
+    fence_value: U32,
+    sid_lo: U32,
+    sid_hi: U32,
+    vmid: u8,
+    frame_type: u8,
+    reserved1: [u8; 2],
+    reserved2: [U32; 7],
+}
+
+/// `struct psp_gfx_cmd_load_toc`.
+#[derive(IntoBytes, Immutable, Unaligned)]
+#[repr(C)]
+struct PspGfxCmdLoadToc {
+    toc_phy_addr_lo: U32,
+    toc_phy_addr_hi: U32,
+    toc_size: U32,
+}
+
+/// `struct psp_gfx_cmd_load_ip_fw`.
+#[derive(IntoBytes, Immutable, Unaligned)]
+#[repr(C)]
+struct PspGfxCmdLoadIpFw {
+    fw_phy_addr_lo: U32,
+    fw_phy_addr_hi: U32,
+    fw_size: U32,
+    /// `enum psp_gfx_fw_type`.
+    fw_type: U32,
+}
+
+/// `struct psp_gfx_cmd_setup_tmr`.
+#[derive(IntoBytes, Immutable, Unaligned)]
+#[repr(C)]
+struct PspGfxCmdSetupTmr {
+    buf_phy_addr_lo: U32,
+    buf_phy_addr_hi: U32,
+    buf_size: U32,
+    /// `bitfield`: `sriov_enabled` (bit 0), `virt_phy_addr` (bit 1).
+    tmr_flags: U32,
+    system_phy_addr_lo: U32,
+    system_phy_addr_hi: U32,
+}
+
+const _: () = {
+    assert!(CMD_RESP_BYTES == 1024);
+    assert!(std::mem::offset_of!(PspGfxCmdResp, resp) == 864);
+    assert!(FRAME_BYTES == 64);
+};
+
+/// The low and high halves of a 64-bit address, as two fields.
+fn lo_hi(a: u64) -> (U32, U32) {
+    (U32::new(a as u32), U32::new((a >> 32) as u32))
+}
 
 /// The PSP's boot-memory buffers (VRAM physical addresses) and the msg1 mapping.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,11 +153,20 @@ pub struct Psp {
     pub tmr_size: u32,
 }
 
-/// One command: its id, the command union's dwords, and the name errors use.
+/// One command: its buffer and the name errors use.
 struct Command {
-    id: u32,
-    body: Vec<u32>,
+    buf: PspGfxCmdResp,
     name: String,
+}
+
+impl Command {
+    /// Command `id` with `body` (its `psp_gfx_commands` member's bytes, at most the union's size).
+    fn new(id: u32, body: &[u8], name: impl Into<String>) -> Command {
+        let mut buf = PspGfxCmdResp::new_zeroed();
+        buf.cmd_id = U32::new(id);
+        buf.cmd[..body.len()].copy_from_slice(body);
+        Command { buf, name: name.into() }
+    }
 }
 
 impl Psp {
@@ -100,9 +203,11 @@ impl Psp {
                 PspStep::LoadToc { file, range } => {
                     let toc = image(fw, file, range)?;
                     let addr = self.stage(hw, vm, alloc_table, toc)?;
-                    let body = vec![addr as u32, (addr >> 32) as u32, toc.len() as u32];
-                    let resp = self.submit(hw, layout, Command { id: cmd::LOAD_TOC, body, name: "LOAD_TOC".into() })?;
-                    let size = u32::from_le_bytes(resp[RESP_TMR_SIZE_AT..RESP_TMR_SIZE_AT + 4].try_into().expect("4"));
+                    let (toc_phy_addr_lo, toc_phy_addr_hi) = lo_hi(addr);
+                    let body =
+                        PspGfxCmdLoadToc { toc_phy_addr_lo, toc_phy_addr_hi, toc_size: U32::new(toc.len() as u32) };
+                    let resp = self.submit(hw, layout, Command::new(cmd::LOAD_TOC, body.as_bytes(), "LOAD_TOC"))?;
+                    let size = resp.tmr_size.get();
                     if u64::from(size) > MAX_TMR_SIZE {
                         return Err(BootError::Invalid {
                             step: "PSP",
@@ -122,13 +227,20 @@ impl Psp {
                         Some(t) => (layout.mc(t), t, self.tmr_size),
                         None => (0, 0, 0),
                     };
-                    // psp_gfx_cmd_setup_tmr: buf address, size, bitfield (virt_phy_addr = bit 1), system address.
-                    let body = vec![mc as u32, (mc >> 32) as u32, size, 1 << 1, phys as u32, (phys >> 32) as u32];
-                    self.submit(hw, layout, Command { id: cmd::SETUP_TMR, body, name: "SETUP_TMR".into() })?;
+                    let ((buf_phy_addr_lo, buf_phy_addr_hi), (system_phy_addr_lo, system_phy_addr_hi)) =
+                        (lo_hi(mc), lo_hi(phys));
+                    let body = PspGfxCmdSetupTmr {
+                        buf_phy_addr_lo,
+                        buf_phy_addr_hi,
+                        buf_size: U32::new(size),
+                        tmr_flags: U32::new(1 << 1), // virt_phy_addr
+                        system_phy_addr_lo,
+                        system_phy_addr_hi,
+                    };
+                    self.submit(hw, layout, Command::new(cmd::SETUP_TMR, body.as_bytes(), "SETUP_TMR"))?;
                 }
                 PspStep::AutoloadRlc => {
-                    let c = Command { id: cmd::AUTOLOAD_RLC, body: vec![], name: "AUTOLOAD_RLC".into() };
-                    self.submit(hw, layout, c)?;
+                    self.submit(hw, layout, Command::new(cmd::AUTOLOAD_RLC, &[], "AUTOLOAD_RLC"))?;
                 }
             }
         }
@@ -168,9 +280,15 @@ impl Psp {
         bytes: &[u8],
     ) -> Result<(), BootError> {
         let addr = self.stage(hw, vm, alloc_table, bytes)?;
-        let body = vec![addr as u32, (addr >> 32) as u32, bytes.len() as u32, fw_type.0];
+        let (fw_phy_addr_lo, fw_phy_addr_hi) = lo_hi(addr);
+        let body = PspGfxCmdLoadIpFw {
+            fw_phy_addr_lo,
+            fw_phy_addr_hi,
+            fw_size: U32::new(bytes.len() as u32),
+            fw_type: U32::new(fw_type.0),
+        };
         let name = format!("LOAD_IP_FW({})", fw_type.name());
-        self.submit(hw, layout, Command { id: cmd::LOAD_IP_FW, body, name })?;
+        self.submit(hw, layout, Command::new(cmd::LOAD_IP_FW, body.as_bytes(), name))?;
         Ok(())
     }
 
@@ -236,8 +354,9 @@ impl Psp {
         Ok(())
     }
 
-    /// Writes `c` and its frame, moves the write pointer, waits for the fence and checks the status.
-    fn submit(&mut self, hw: &mut Hw, layout: &VramLayout, c: Command) -> Result<Vec<u8>, BootError> {
+    /// Writes `c` and its frame, moves the write pointer, waits for the fence and checks the status; returns the
+    /// PSP's response.
+    fn submit(&mut self, hw: &mut Hw, layout: &VramLayout, c: Command) -> Result<PspGfxResp, BootError> {
         let wptr_reg = psp_msg(hw.card(), PspMsg::Wptr67);
         let wptr = hw.read(wptr_reg)?;
         let frame_at = u64::from(wptr) * 4;
@@ -248,21 +367,12 @@ impl Psp {
             });
         }
         let fence_value = wptr + 1;
-        let mut cmd_buf = vec![0u8; CMD_RESP_BYTES];
-        cmd_buf[CMD_ID_AT..CMD_ID_AT + 4].copy_from_slice(&c.id.to_le_bytes());
-        for (i, d) in c.body.iter().enumerate() {
-            cmd_buf[CMD_AT + i * 4..CMD_AT + i * 4 + 4].copy_from_slice(&d.to_le_bytes());
-        }
-        let (cmd_mc, fence_mc) = (layout.mc(self.cmd), layout.mc(self.fence));
-        let mut frame = [0u8; FRAME_BYTES];
-        for (i, d) in [cmd_mc as u32, (cmd_mc >> 32) as u32, 0, fence_mc as u32, (fence_mc >> 32) as u32, fence_value]
-            .into_iter()
-            .enumerate()
-        {
-            frame[i * 4..i * 4 + 4].copy_from_slice(&d.to_le_bytes());
-        }
-        hw.write_vram(self.cmd, &cmd_buf)?;
-        hw.write_vram(self.ring + frame_at, &frame)?;
+        let mut frame = PspGfxRbFrame::new_zeroed();
+        (frame.cmd_buf_addr_lo, frame.cmd_buf_addr_hi) = lo_hi(layout.mc(self.cmd));
+        (frame.fence_addr_lo, frame.fence_addr_hi) = lo_hi(layout.mc(self.fence));
+        frame.fence_value = U32::new(fence_value);
+        hw.write_vram(self.cmd, c.buf.as_bytes())?;
+        hw.write_vram(self.ring + frame_at, frame.as_bytes())?;
         // The PSP reads the command and the frame from VRAM: flushed as Linux `amdgpu_psp.c` `psp_ring_cmd_submit`
         // does before it moves the write pointer (tinygrad's `_ring_submit` does not).
         gmc::flush_hdp(hw)?;
@@ -287,13 +397,13 @@ impl Psp {
             hw.sleep(super::hw::POLL);
             waited += super::hw::POLL;
         }
-        let mut resp = vec![0u8; CMD_RESP_BYTES];
-        hw.read_vram(self.cmd, &mut resp)?;
-        let status = u32::from_le_bytes(resp[RESP_STATUS_AT..RESP_STATUS_AT + 4].try_into().expect("4"));
+        let mut buf = PspGfxCmdResp::new_zeroed();
+        hw.read_vram(self.cmd, buf.as_mut_bytes())?;
+        let status = buf.resp.status.get();
         if status != 0 {
             return Err(BootError::PspCommand { cmd: c.name, status });
         }
-        Ok(resp)
+        Ok(buf.resp)
     }
 }
 
@@ -302,4 +412,39 @@ fn image<'a>(fw: &'a FirmwareSet, file: &str, range: &std::ops::Range<usize>) ->
         step: "PSP",
         msg: format!("{file}: bytes {:#x}..{:#x} are not in the loaded file", range.start, range.end),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dwords(b: &[u8]) -> Vec<u32> {
+        b.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+    }
+
+    /// The bytes `psp_gfx_if.h` places: `cmd_id` at byte 8, the command's struct at 28, `resp` at 864.
+    #[test]
+    fn a_command_and_a_frame_put_each_field_where_psp_gfx_if_has_it() {
+        let (lo, hi) = lo_hi(0x12_3456_7000);
+        let body =
+            PspGfxCmdLoadIpFw { fw_phy_addr_lo: lo, fw_phy_addr_hi: hi, fw_size: U32::new(0x40), fw_type: U32::new(9) };
+        let c = Command::new(cmd::LOAD_IP_FW, body.as_bytes(), "LOAD_IP_FW");
+        let d = dwords(c.buf.as_bytes());
+        assert_eq!(d.len(), 256);
+        assert_eq!(d[2], cmd::LOAD_IP_FW);
+        assert_eq!(d[7..11], [0x3456_7000, 0x12, 0x40, 9]);
+        assert!(d.iter().enumerate().all(|(i, &w)| w == 0 || i == 2 || (7..11).contains(&i)));
+
+        let mut resp = PspGfxCmdResp::new_zeroed();
+        let bytes = resp.as_mut_bytes();
+        bytes[864..868].copy_from_slice(&5u32.to_le_bytes());
+        bytes[880..884].copy_from_slice(&0x40_0000u32.to_le_bytes());
+        assert_eq!((resp.resp.status.get(), resp.resp.tmr_size.get()), (5, 0x40_0000));
+
+        let mut f = PspGfxRbFrame::new_zeroed();
+        (f.cmd_buf_addr_lo, f.cmd_buf_addr_hi) = lo_hi(0x8_0000_1000);
+        (f.fence_addr_lo, f.fence_addr_hi) = lo_hi(0x8_0000_2000);
+        f.fence_value = U32::new(17);
+        assert_eq!(dwords(f.as_bytes())[..7], [0x1000, 8, 0, 0x2000, 8, 17, 0]);
+    }
 }

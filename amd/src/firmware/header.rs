@@ -1,13 +1,21 @@
 //! AMD firmware file headers (Linux `drivers/gpu/drm/amd/amdgpu/amdgpu_ucode.h`), read and checked.
 //!
 //! Every file starts with `struct common_firmware_header` (32 bytes, little endian); the per-IP header
-//! continues it. Linux's own check (`amdgpu_ucode_validate`) is only `size_bytes == file length`; pilot
-//! also checks that every size and offset it uses stays inside the file, so a truncated or corrupt file
-//! is an error here, never a short copy on the GPU. The header's `crc32` is reported but not checked:
-//! Linux never checks it, and it is not a plain CRC-32 of the payload in AMD's files.
+//! continues it. The layouts are Linux's structs ([`super::ucode`]), read in place. Linux's own check
+//! (`amdgpu_ucode_validate`) is only `size_bytes == file length`; pilot also checks that every size and
+//! offset it uses stays inside the file, so a truncated or corrupt file is an error here, never a short
+//! copy on the GPU. The header's `crc32` is reported but not checked: Linux never checks it, and it is not
+//! a plain CRC-32 of the payload in AMD's files.
 
+use super::ucode::{
+    CommonFirmwareHeader, GfxFirmwareHeaderV2_0, ImuFirmwareHeaderV1_0, PspFirmwareHeaderV2_0, PspFwBinDesc,
+    RlcFirmwareHeaderV2_2, RlcFirmwareHeaderV2_3, SdmaFirmwareHeaderV2_0, SdmaFirmwareHeaderV3_0,
+    SmcFirmwareHeaderV1_0, SmcFirmwareHeaderV2_0, SmcFirmwareHeaderV2_1, SmcSoftPptableEntry, COMMON_FIELDS,
+};
 use super::{FirmwareError, FwType, Part, PartId, SosComponent};
 use std::ops::Range;
+use zerocopy::little_endian::U32;
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 /// `struct common_firmware_header`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +30,7 @@ pub struct CommonHeader {
     pub crc32: u32,
 }
 
-pub const COMMON_HEADER_BYTES: usize = 32;
+pub const COMMON_HEADER_BYTES: usize = size_of::<CommonFirmwareHeader>();
 
 /// Which per-IP header a file carries, by the IP it is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,35 +66,50 @@ pub struct Parsed {
     pub ucode_start: Option<u64>,
 }
 
-/// Bounds-checked little-endian reads of one named file.
+/// Bounds-checked reads of one named file.
 struct Bytes<'a> {
     file: &'a str,
     data: &'a [u8],
 }
 
-impl Bytes<'_> {
+impl<'a> Bytes<'a> {
     fn err(&self, field: &str, problem: impl Into<String>) -> FirmwareError {
         FirmwareError::Invalid { file: self.file.to_string(), field: field.to_string(), problem: problem.into() }
     }
 
-    fn u32(&self, offset: usize, field: &str) -> Result<u32, FirmwareError> {
-        let bytes = self.data.get(offset..offset + 4).ok_or_else(|| {
-            self.err(
-                field,
-                format!("at byte {offset} is past the end of the {}-byte file (truncated?)", self.data.len()),
-            )
-        })?;
-        Ok(u32::from_le_bytes(bytes.try_into().expect("4 bytes")))
+    fn past_end(&self, field: &str, offset: usize) -> FirmwareError {
+        self.err(field, format!("at byte {offset} is past the end of the {}-byte file (truncated?)", self.data.len()))
     }
 
-    fn u16(&self, offset: usize, field: &str) -> Result<u16, FirmwareError> {
-        let bytes = self.data.get(offset..offset + 2).ok_or_else(|| {
-            self.err(
-                field,
-                format!("at byte {offset} is past the end of the {}-byte file (truncated?)", self.data.len()),
-            )
-        })?;
-        Ok(u16::from_le_bytes(bytes.try_into().expect("2 bytes")))
+    /// The common header at byte 0; a file too short for it is refused naming the first field it cuts.
+    fn common(&self) -> Result<&'a CommonFirmwareHeader, FirmwareError> {
+        CommonFirmwareHeader::ref_from_prefix(self.data).map(|(h, _)| h).map_err(|_| {
+            let ends = COMMON_FIELDS.iter().skip(1).map(|f| f.1).chain([COMMON_HEADER_BYTES]);
+            let (field, at) = COMMON_FIELDS
+                .iter()
+                .zip(ends)
+                .find(|(_, end)| *end > self.data.len())
+                .map(|(f, _)| *f)
+                .expect("the file is shorter than the header");
+            self.past_end(field, at)
+        })
+    }
+
+    /// The per-IP header `T` (named `what`) at byte 0, whose `header_size_bytes` must cover it.
+    fn header<T: FromBytes + KnownLayout + Immutable + Unaligned>(
+        &self,
+        common: &CommonHeader,
+        what: &str,
+    ) -> Result<&'a T, FirmwareError> {
+        let bytes = size_of::<T>();
+        if (common.header_size_bytes as usize) < bytes {
+            let (major, minor) = common.header_version;
+            return Err(self.err(
+                "header_size_bytes",
+                format!("{} is too small for a v{major}.{minor} header ({bytes} bytes)", common.header_size_bytes),
+            ));
+        }
+        T::ref_from_prefix(self.data).map(|(h, _)| h).map_err(|_| self.past_end(what, 0))
     }
 
     /// `[offset, offset + size)`, checked to lie inside `within` (itself inside the file).
@@ -106,15 +129,16 @@ impl Bytes<'_> {
 /// ucode array lie inside it, and the ucode array starts after the header.
 pub fn common(file: &str, data: &[u8]) -> Result<CommonHeader, FirmwareError> {
     let b = Bytes { file, data };
+    let raw = b.common()?;
     let h = CommonHeader {
-        size_bytes: b.u32(0, "size_bytes")?,
-        header_size_bytes: b.u32(4, "header_size_bytes")?,
-        header_version: (b.u16(8, "header_version_major")?, b.u16(10, "header_version_minor")?),
-        ip_version: (b.u16(12, "ip_version_major")?, b.u16(14, "ip_version_minor")?),
-        ucode_version: b.u32(16, "ucode_version")?,
-        ucode_size_bytes: b.u32(20, "ucode_size_bytes")?,
-        ucode_array_offset_bytes: b.u32(24, "ucode_array_offset_bytes")?,
-        crc32: b.u32(28, "crc32")?,
+        size_bytes: raw.size_bytes.get(),
+        header_size_bytes: raw.header_size_bytes.get(),
+        header_version: (raw.header_version_major.get(), raw.header_version_minor.get()),
+        ip_version: (raw.ip_version_major.get(), raw.ip_version_minor.get()),
+        ucode_version: raw.ucode_version.get(),
+        ucode_size_bytes: raw.ucode_size_bytes.get(),
+        ucode_array_offset_bytes: raw.ucode_array_offset_bytes.get(),
+        crc32: raw.crc32.get(),
     };
     if h.size_bytes as usize != data.len() {
         return Err(
@@ -147,18 +171,13 @@ pub fn parse(file: &str, data: &[u8], ip: Ip) -> Result<Parsed, FirmwareError> {
     let ucode_start = common.ucode_array_offset_bytes as usize;
     let ucode = ucode_start..ucode_start + common.ucode_size_bytes as usize;
     let (major, minor) = common.header_version;
-    let need_header = |bytes: u32| -> Result<(), FirmwareError> {
-        if common.header_size_bytes < bytes {
-            return Err(b.err(
-                "header_size_bytes",
-                format!("{} is too small for a v{major}.{minor} header ({bytes} bytes)", common.header_size_bytes),
-            ));
-        }
-        Ok(())
-    };
     let unsupported =
         |what: &str| b.err("header_version", format!("v{major}.{minor} is not a {what} header pilot reads"));
     let part = |id: PartId, range: Range<usize>| Part { id, range };
+    // An offset and a size field as a checked byte range.
+    let span = |field: &str, offset: U32, size: U32, within: &Range<usize>| {
+        b.range(field, offset.get().into(), size.get().into(), within)
+    };
     let mut parts = Vec::new();
     let mut pc = None;
     match ip {
@@ -166,24 +185,24 @@ pub fn parse(file: &str, data: &[u8], ip: Ip) -> Result<Parsed, FirmwareError> {
             if (major, minor) != (2, 0) {
                 return Err(unsupported("psp_firmware_header v2.0"));
             }
-            need_header(36)?;
-            let count = b.u32(32, "psp_fw_bin_count")? as usize;
-            let table_end = 36 + count * 16;
+            let head = b.header::<PspFirmwareHeaderV2_0>(&common, "psp_firmware_header_v2_0")?;
+            let (count, table_at) = (head.psp_fw_bin_count.get() as usize, size_of::<PspFirmwareHeaderV2_0>());
+            let table_end = table_at + count * size_of::<PspFwBinDesc>();
             if count == 0 || table_end > ucode_start {
                 return Err(b.err(
                     "psp_fw_bin_count",
                     format!("{count} descriptors do not fit between the header and the ucode array at {ucode_start}"),
                 ));
             }
-            for i in 0..count {
-                let at = 36 + i * 16;
-                let fw_type = b.u32(at, "psp_fw_bin.fw_type")?;
+            let (table, _) = <[PspFwBinDesc]>::ref_from_prefix_with_elems(&data[table_at..], count)
+                .map_err(|_| b.past_end("psp_fw_bin", table_at))?;
+            for (i, desc) in table.iter().enumerate() {
+                let fw_type = desc.fw_type.get();
                 let component = SosComponent::from_psp_fw_type(fw_type)
                     .ok_or_else(|| b.err("psp_fw_bin.fw_type", format!("descriptor {i} has unknown type {fw_type}")))?;
-                let offset = b.u32(at + 8, "psp_fw_bin.offset_bytes")?;
-                let size = b.u32(at + 12, "psp_fw_bin.size_bytes")?;
                 let field = format!("psp_fw_bin[{}].offset_bytes", component.name());
-                let range = b.range(&field, ucode_start as u64 + u64::from(offset), size.into(), &ucode)?;
+                let offset = ucode_start as u64 + u64::from(desc.offset_bytes.get());
+                let range = b.range(&field, offset, desc.size_bytes.get().into(), &ucode)?;
                 if parts.iter().any(|p: &Part| p.id == PartId::Sos(component)) {
                     return Err(b.err("psp_fw_bin.fw_type", format!("{} appears twice", component.name())));
                 }
@@ -191,46 +210,46 @@ pub fn parse(file: &str, data: &[u8], ip: Ip) -> Result<Parsed, FirmwareError> {
             }
         }
         Ip::Smu => {
-            if !matches!((major, minor), (1, 0) | (2, 0) | (2, 1)) {
-                return Err(unsupported("smc_firmware_header v1.0/v2.0/v2.1"));
-            }
-            need_header(if major == 1 { 36 } else { 44 })?;
-            pc = Some(u64::from(b.u32(32, "ucode_start_addr")?));
-            if (major, minor) == (2, 0) {
-                let (off, size) = (b.u32(36, "ppt_offset_bytes")?, b.u32(40, "ppt_size_bytes")?);
-                b.range("ppt_offset_bytes", off.into(), size.into(), &whole)?;
-            } else if (major, minor) == (2, 1) {
-                let count = b.u32(36, "pptable_count")?;
-                let table = b.u32(40, "pptable_entry_offset")?;
-                b.range("pptable_entry_offset", table.into(), u64::from(count) * 12, &whole)?;
-                for i in 0..count as usize {
-                    let at = table as usize + i * 12;
-                    let (off, size) = (b.u32(at + 4, "ppt_offset_bytes")?, b.u32(at + 8, "ppt_size_bytes")?);
-                    b.range(&format!("pptable[{i}].ppt_offset_bytes"), off.into(), size.into(), &whole)?;
+            let v1 = match (major, minor) {
+                (1, 0) => b.header::<SmcFirmwareHeaderV1_0>(&common, "smc_firmware_header_v1_0")?,
+                (2, 0) => {
+                    let h = b.header::<SmcFirmwareHeaderV2_0>(&common, "smc_firmware_header_v2_0")?;
+                    span("ppt_offset_bytes", h.ppt_offset_bytes, h.ppt_size_bytes, &whole)?;
+                    &h.v1_0
                 }
-            }
+                (2, 1) => {
+                    let h = b.header::<SmcFirmwareHeaderV2_1>(&common, "smc_firmware_header_v2_1")?;
+                    let (count, table) = (h.pptable_count.get(), h.pptable_entry_offset.get());
+                    let entry = size_of::<SmcSoftPptableEntry>() as u64;
+                    let at = b.range("pptable_entry_offset", table.into(), u64::from(count) * entry, &whole)?;
+                    let (entries, _) = <[SmcSoftPptableEntry]>::ref_from_prefix_with_elems(&data[at], count as usize)
+                        .map_err(|_| b.past_end("pptable_entry_offset", table as usize))?;
+                    for (i, e) in entries.iter().enumerate() {
+                        span(&format!("pptable[{i}].ppt_offset_bytes"), e.ppt_offset_bytes, e.ppt_size_bytes, &whole)?;
+                    }
+                    &h.v1_0
+                }
+                _ => return Err(unsupported("smc_firmware_header v1.0/v2.0/v2.1")),
+            };
+            pc = Some(u64::from(v1.ucode_start_addr.get()));
             parts.push(part(PartId::Ip(FwType::SMU), ucode.clone()));
         }
-        Ip::Sdma => match major {
-            2 if minor == 0 => {
-                need_header(64)?;
-                let ctx_size = b.u32(36, "ctx_ucode_size_bytes")?;
-                let ctx = b.range("ctx_ucode_size_bytes", ucode_start as u64, ctx_size.into(), &ucode)?;
-                jump_table(&b, "ctx_jt_offset", b.u32(40, "ctx_jt_offset")?, b.u32(44, "ctx_jt_size")?, ctx.len())?;
-                let (ctl_off, ctl_size) = (b.u32(48, "ctl_ucode_offset")?, b.u32(52, "ctl_ucode_size_bytes")?);
-                let ctl = b.range("ctl_ucode_offset", ctl_off.into(), ctl_size.into(), &ucode)?;
-                jump_table(&b, "ctl_jt_offset", b.u32(56, "ctl_jt_offset")?, b.u32(60, "ctl_jt_size")?, ctl.len())?;
+        Ip::Sdma => match (major, minor) {
+            (2, 0) => {
+                let h = b.header::<SdmaFirmwareHeaderV2_0>(&common, "sdma_firmware_header_v2_0")?;
+                let ctx =
+                    b.range("ctx_ucode_size_bytes", ucode_start as u64, h.ctx_ucode_size_bytes.get().into(), &ucode)?;
+                jump_table(&b, "ctx_jt_offset", h.ctx_jt_offset, h.ctx_jt_size, ctx.len())?;
+                let ctl = span("ctl_ucode_offset", h.ctl_ucode_offset, h.ctl_ucode_size_bytes, &ucode)?;
+                jump_table(&b, "ctl_jt_offset", h.ctl_jt_offset, h.ctl_jt_size, ctl.len())?;
                 // tinygrad `AMFirmware`: the control thread (TH1) first, then the context thread (TH0).
                 parts.push(part(PartId::Ip(FwType::SDMA_UCODE_TH1), ctl));
                 parts.push(part(PartId::Ip(FwType::SDMA_UCODE_TH0), ctx));
             }
-            3 if minor == 0 => {
-                need_header(44)?;
-                let (off, size) = (b.u32(36, "ucode_offset_bytes")?, b.u32(40, "ucode_size_bytes(v3)")?);
-                parts.push(part(
-                    PartId::Ip(FwType::SDMA_UCODE_TH0),
-                    b.range("ucode_offset_bytes", off.into(), size.into(), &ucode)?,
-                ));
+            (3, 0) => {
+                let h = b.header::<SdmaFirmwareHeaderV3_0>(&common, "sdma_firmware_header_v3_0")?;
+                let code = span("ucode_offset_bytes", h.ucode_offset_bytes, h.ucode_size_bytes, &ucode)?;
+                parts.push(part(PartId::Ip(FwType::SDMA_UCODE_TH0), code));
             }
             _ => return Err(unsupported("sdma_firmware_header v2.0/v3.0")),
         },
@@ -238,14 +257,10 @@ pub fn parse(file: &str, data: &[u8], ip: Ip) -> Result<Parsed, FirmwareError> {
             if (major, minor) != (2, 0) {
                 return Err(unsupported("gfx_firmware_header v2.0 (RS64)"));
             }
-            need_header(60)?;
-            let code_size = b.u32(36, "ucode_size_bytes(v2)")?;
-            let code_off = b.u32(40, "ucode_offset_bytes")?;
-            let code = b.range("ucode_offset_bytes", code_off.into(), code_size.into(), &ucode)?;
-            let (data_size, data_off) = (b.u32(44, "data_size_bytes")?, b.u32(48, "data_offset_bytes")?);
-            let stack = b.range("data_offset_bytes", data_off.into(), data_size.into(), &ucode)?;
-            pc =
-                Some(u64::from(b.u32(52, "ucode_start_addr_lo")?) | u64::from(b.u32(56, "ucode_start_addr_hi")?) << 32);
+            let h = b.header::<GfxFirmwareHeaderV2_0>(&common, "gfx_firmware_header_v2_0")?;
+            let code = span("ucode_offset_bytes", h.ucode_offset_bytes, h.ucode_size_bytes, &ucode)?;
+            let stack = span("data_offset_bytes", h.data_offset_bytes, h.data_size_bytes, &ucode)?;
+            pc = Some(u64::from(h.ucode_start_addr_lo.get()) | u64::from(h.ucode_start_addr_hi.get()) << 32);
             let (code_type, stack_type) = match engine {
                 Rs64Engine::Pfp => (FwType::RS64_PFP, FwType::RS64_PFP_P0_STACK),
                 Rs64Engine::Me => (FwType::RS64_ME, FwType::RS64_ME_P0_STACK),
@@ -258,12 +273,13 @@ pub fn parse(file: &str, data: &[u8], ip: Ip) -> Result<Parsed, FirmwareError> {
             if (major, minor) != (1, 0) {
                 return Err(unsupported("imu_firmware_header v1.0"));
             }
-            need_header(48)?;
-            let iram = b.u32(32, "imu_iram_ucode_size_bytes")?;
-            let dram = b.u32(40, "imu_dram_ucode_size_bytes")?;
-            // Linux `amdgpu_ucode_init_single_fw` and tinygrad: IMU_D follows IMU_I in the ucode array.
-            let i = b.range("imu_iram_ucode_size_bytes", ucode_start as u64, iram.into(), &ucode)?;
-            let d = b.range("imu_dram_ucode_size_bytes", i.end as u64, dram.into(), &ucode)?;
+            let h = b.header::<ImuFirmwareHeaderV1_0>(&common, "imu_firmware_header_v1_0")?;
+            // Linux `amdgpu_ucode_init_single_fw` and tinygrad: IMU_D follows IMU_I in the ucode array (the
+            // header's offsets are not used).
+            let iram = h.imu_iram_ucode_size_bytes.get().into();
+            let i = b.range("imu_iram_ucode_size_bytes", ucode_start as u64, iram, &ucode)?;
+            let dram = h.imu_dram_ucode_size_bytes.get().into();
+            let d = b.range("imu_dram_ucode_size_bytes", i.end as u64, dram, &ucode)?;
             parts.push(part(PartId::Ip(FwType::IMU_I), i));
             parts.push(part(PartId::Ip(FwType::IMU_D), d));
         }
@@ -271,10 +287,17 @@ pub fn parse(file: &str, data: &[u8], ip: Ip) -> Result<Parsed, FirmwareError> {
             if major != 2 || !(2..=4).contains(&minor) {
                 return Err(unsupported("rlc_firmware_header v2.2..v2.4"));
             }
-            need_header(if minor >= 3 { 204 } else { 172 })?;
-            let mut region = |id: FwType, size_at: usize, size_field: &str, off_at: usize, off_field: &str| {
-                let (size, off) = (b.u32(size_at, size_field)?, b.u32(off_at, off_field)?);
-                parts.push(part(PartId::Ip(id), b.range(off_field, off.into(), size.into(), &whole)?));
+            let v2_3 = match minor {
+                2 => None,
+                _ => Some(b.header::<RlcFirmwareHeaderV2_3>(&common, "rlc_firmware_header_v2_3")?),
+            };
+            let v2_2 = match v2_3 {
+                Some(h) => &h.v2_2,
+                None => b.header::<RlcFirmwareHeaderV2_2>(&common, "rlc_firmware_header_v2_2")?,
+            };
+            let v2_1 = &v2_2.v2_1;
+            let mut region = |id: FwType, field: &str, offset: U32, size: U32| {
+                parts.push(part(PartId::Ip(id), span(field, offset, size, &whole)?));
                 Ok::<(), FirmwareError>(())
             };
             // v2.1: the save/restore lists; v2.2: IRAM and DRAM boot; v2.3: RLC_P and RLC_V (byte offsets
@@ -283,7 +306,7 @@ pub fn parse(file: &str, data: &[u8], ip: Ip) -> Result<Parsed, FirmwareError> {
             // v2.1 on, each list whose size is nonzero), not tinygrad (`amdev.py` loads them for v2.1 only). The
             // pinned gc_11_0_0 and gc_12_0_1 files have an empty CNTL list, which pilot does not load: a file with
             // one is refused rather than booted differently from Linux.
-            if b.u32(116, "save_restore_list_cntl_size_bytes")? != 0 {
+            if v2_1.save_restore_list_cntl_size_bytes.get() != 0 {
                 return Err(b.err(
                     "save_restore_list_cntl_size_bytes",
                     "a nonzero RLC_RESTORE_LIST_CNTL, which pilot does not load (Linux does)".to_string(),
@@ -291,23 +314,31 @@ pub fn parse(file: &str, data: &[u8], ip: Ip) -> Result<Parsed, FirmwareError> {
             }
             region(
                 FwType::RLC_RESTORE_LIST_GPM_MEM,
-                132,
-                "save_restore_list_gpm_size_bytes",
-                136,
                 "save_restore_list_gpm_offset_bytes",
+                v2_1.save_restore_list_gpm_offset_bytes,
+                v2_1.save_restore_list_gpm_size_bytes,
             )?;
             region(
                 FwType::RLC_RESTORE_LIST_SRM_MEM,
-                148,
-                "save_restore_list_srm_size_bytes",
-                152,
                 "save_restore_list_srm_offset_bytes",
+                v2_1.save_restore_list_srm_offset_bytes,
+                v2_1.save_restore_list_srm_size_bytes,
             )?;
-            region(FwType::RLC_IRAM, 156, "rlc_iram_ucode_size_bytes", 160, "rlc_iram_ucode_offset_bytes")?;
-            region(FwType::RLC_DRAM_BOOT, 164, "rlc_dram_ucode_size_bytes", 168, "rlc_dram_ucode_offset_bytes")?;
-            if minor >= 3 {
-                region(FwType::RLC_P, 180, "rlcp_ucode_size_bytes", 184, "rlcp_ucode_offset_bytes")?;
-                region(FwType::RLC_V, 196, "rlcv_ucode_size_bytes", 200, "rlcv_ucode_offset_bytes")?;
+            region(
+                FwType::RLC_IRAM,
+                "rlc_iram_ucode_offset_bytes",
+                v2_2.rlc_iram_ucode_offset_bytes,
+                v2_2.rlc_iram_ucode_size_bytes,
+            )?;
+            region(
+                FwType::RLC_DRAM_BOOT,
+                "rlc_dram_ucode_offset_bytes",
+                v2_2.rlc_dram_ucode_offset_bytes,
+                v2_2.rlc_dram_ucode_size_bytes,
+            )?;
+            if let Some(h) = v2_3 {
+                region(FwType::RLC_P, "rlcp_ucode_offset_bytes", h.rlcp_ucode_offset_bytes, h.rlcp_ucode_size_bytes)?;
+                region(FwType::RLC_V, "rlcv_ucode_offset_bytes", h.rlcv_ucode_offset_bytes, h.rlcv_ucode_size_bytes)?;
             }
             parts.push(part(PartId::Ip(FwType::RLC_G), ucode.clone()));
         }
@@ -316,8 +347,8 @@ pub fn parse(file: &str, data: &[u8], ip: Ip) -> Result<Parsed, FirmwareError> {
 }
 
 /// An SDMA jump table (offset and size in dwords) must lie inside its thread's code.
-fn jump_table(b: &Bytes, field: &str, offset_dw: u32, size_dw: u32, code_len: usize) -> Result<(), FirmwareError> {
-    let end = (u64::from(offset_dw) + u64::from(size_dw)) * 4;
+fn jump_table(b: &Bytes, field: &str, offset_dw: U32, size_dw: U32, code_len: usize) -> Result<(), FirmwareError> {
+    let end = (u64::from(offset_dw.get()) + u64::from(size_dw.get())) * 4;
     if end > code_len as u64 {
         return Err(b.err(field, format!("jump table ends at byte {end:#x}, past the {code_len:#x}-byte code")));
     }

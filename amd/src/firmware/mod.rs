@@ -9,6 +9,7 @@
 
 pub mod header;
 mod load_list;
+mod ucode;
 
 pub use header::{CommonHeader, Ip, Rs64Engine};
 pub use load_list::{boot_time_tmr, bootloader, PspStep};
