@@ -17,8 +17,8 @@
 //!   ([`super::stage`]) and lands with the next submission: one 0xF2 write of every staged input, and CP DMA copies
 //!   at the head of the ring submission. A copy-out or a copy-in of a staged range, and a free, submit the staged
 //!   copies first (a ring submission without a step) and wait for them.
-//! - [`Device::link_step`] encodes the step once ([`super::step`]) and writes the indirect buffer and the kernarg
-//!   blocks to VRAM; [`Device::submit`] is one ring write and one doorbell (after the staged inputs' SRAM write);
+//! - [`Device::link_step`] encodes the step once ([`super::step`], barriers from [`pilot_core::hcq::hazard`]) and
+//!   the shared linker ([`pilot_core::hcq::link`]) writes the indirect buffer and the kernarg blocks to VRAM; [`Device::submit`] is one ring write and one doorbell (after the staged inputs' SRAM write);
 //!   [`Device::wait`] polls the timeline signal in VRAM (no interrupts over USB). A step allocates nothing on the
 //!   host once the first has run (`amd/tests/amd_no_alloc_sim.rs`).
 //! - `counters()` reports the bridge's USB transactions and bytes, and the transport's clock (modelled time on
@@ -34,7 +34,7 @@ use super::dma::SdmaDma;
 use super::queue::{gpu_err, ComputeMem, ComputeQueue, Mem, SdmaQueue, VaMap, BRIDGE_WINDOWS};
 use super::scratch;
 use super::stage::{self, Staged};
-use super::step::{self, Kernel, Launch, RingSubmit, Scratch, ShRegs, StagedCopy, MAX_STAGED_COPIES};
+use super::step::{self, Kernel, Launch, RingSubmit, Scratch, ShRegs};
 use crate::firmware::Card;
 use pilot_amd_codeobj::CodeObject;
 use pilot_core::artifact::AmdDispatch;
@@ -294,19 +294,18 @@ impl AmdDevice {
     /// One ring submission: the staged copy-ins (their image sent to the SRAM first), then the indirect buffer
     /// `ib` when given, then the next timeline value. Returns that value.
     fn submit_ring(&mut self, ib: Option<(u64, usize)>) -> DeviceResult<u64> {
-        let mut copies = [StagedCopy { src: 0, dst: 0, bytes: 0 }; MAX_STAGED_COPIES];
-        let mut n = 0;
+        let mut copies = heapless::Vec::new();
         if !self.staged.is_empty() {
             // A submission in flight may still be copying out of the SRAM image.
             self.synchronize()?;
             let wire = self.staged.wire();
             self.copier.write_staged(&mut self.bridge, stage::SRAM_OFFSET, wire).map_err(failed("submit"))?;
             let image = self.va.sys(pilot_usb_bridge::proto::bus::SRAM + stage::SRAM_OFFSET as u64);
-            n = self.staged.copies(image, &mut copies);
+            copies = self.staged.copies(image);
             self.staged.clear();
         }
         let value = self.timeline.next_value();
-        let ring = RingSubmit::new(&copies[..n], ib, self.signal.va + signal::SIGNAL_VALUE, value);
+        let ring = RingSubmit::new(&copies, ib, self.signal.va + signal::SIGNAL_VALUE, value);
         self.compute
             .submit(&mut BridgeBus::new(&mut self.bridge, self.bars), ring.words())
             .map_err(failed("submit"))?;

@@ -62,12 +62,9 @@ impl Staged {
         &self.image
     }
 
-    /// The copies out of the image lying at GPU address `image`, written into `out`; returns how many.
-    pub fn copies(&self, image: u64, out: &mut [StagedCopy; MAX_STAGED_COPIES]) -> usize {
-        for (o, &(dst, at, bytes)) in out.iter_mut().zip(&self.copies) {
-            *o = StagedCopy { src: image + at as u64, dst, bytes };
-        }
-        self.copies.len()
+    /// The copies out of the image lying at GPU address `image`.
+    pub fn copies(&self, image: u64) -> heapless::Vec<StagedCopy, MAX_STAGED_COPIES> {
+        self.copies.iter().map(|&(dst, at, bytes)| StagedCopy { src: image + at as u64, dst, bytes }).collect()
     }
 
     /// Forgets every staged copy (once submitted).
@@ -87,8 +84,8 @@ mod tests {
         assert!(!s.push(0x1000, &[]) && !s.push(0x1000, &[1, 2, 3]) && !s.push(0x1002, &[0; 4]));
         assert!(s.push(0x1000, &[1; 8]) && s.push(0x3000, &[2; 12]));
         assert!(s.overlaps(0x1004, 4) && !s.overlaps(0x1008, 0x1000) && s.overlaps(0x2000, 0x1001));
-        let mut out = [StagedCopy { src: 0, dst: 0, bytes: 0 }; MAX_STAGED_COPIES];
-        assert_eq!(s.copies(0x9000, &mut out), 2);
+        let out = s.copies(0x9000);
+        assert_eq!(out.len(), 2);
         assert_eq!(out[1], StagedCopy { src: 0x9008, dst: 0x3000, bytes: 12 });
         assert_eq!(s.wire().len(), 512);
         assert!(!s.push(0, &vec![0; STAGE_BYTES]), "past the image");

@@ -21,8 +21,9 @@
 //! - `fake_exec` (feature `fake-cl`): an executor that runs those kernels on OpenCL behind the fake KGSL;
 //! - `fake_emu` (feature `fake-emu`): an executor that runs ir3 programs' a6xx machine code on the a6xx emulator.
 //!
-//! The hardware-neutral half (relocations, argument arena, timeline signal) is [`pilot_core::hcq`], shared with the
-//! next command-queue backends. This crate never depends on the compiler or on protobuf/ONNX.
+//! The hardware-neutral half (relocations, argument arena, the step linker, the barrier policy, the signal layout) is
+//! [`pilot_core::hcq`], which the AMD backend (`pilot-amd`) stands on too; the timeline is
+//! [`pilot_core::timeline::Timeline`]. This crate never depends on the compiler or on protobuf/ONNX.
 
 // `pub mod a6xx`, generated from `qcom/regs/a6xx.regs` by build.rs.
 include!(concat!(env!("OUT_DIR"), "/a6xx.rs"));
