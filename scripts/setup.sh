@@ -38,6 +38,9 @@ if ! .venv/bin/python -c 'import numpy, onnx, onnxruntime, tinygrad' 2>/dev/null
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
 fi
 
+# ddddocr 1.6.1's float CNN + LSTM recognizer (54 MB, from its PyPI wheel) for tests/tests/ocr_model.rs.
+.venv/bin/python scripts/fetch_ocr_model.py target/models/ddddocr_common.onnx
+
 # The real AMD GPU firmware (Debian trixie firmware-amd-graphics) for amd/tests/firmware_real.rs.
 scripts/fetch_amd_firmware.sh
 

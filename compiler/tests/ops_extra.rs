@@ -561,6 +561,69 @@ fn lstm_state_stays_float32_with_half_images() {
     assert_eq!(images.len(), 2, "{} half images", images.len());
 }
 
+/// A recurrence reads one folded copy of `Rᵀ` per direction, not one per time step: ddddocr's
+/// recognizer (20 steps, two directions of 2048 × 512) carried 40 copies, 168 MB of its 216 MB of
+/// weights. Every weight the lowering writes is distinct.
+#[test]
+fn recurrent_weights_are_folded_once_per_direction() {
+    use common::proto::{floats, model_bytes, value};
+    use pilot_compiler::onnx::proto as pb;
+    use pilot_compiler::program::BufKind;
+
+    let (seq, input, hidden) = (6usize, 8usize, 4usize);
+    let ramp = |n: usize| (0..n).map(|i| ((i % 7) as f32 - 3.0) * 0.05).collect::<Vec<f32>>();
+    for (op, gates) in [("LSTM", 4usize), ("GRU", 3), ("RNN", 1)] {
+        let g = pb::GraphProto {
+            node: vec![pb::NodeProto {
+                op_type: Some(op.into()),
+                input: vec!["x".into(), "w".into(), "r".into()],
+                output: vec!["y".into()],
+                attribute: vec![
+                    pb::AttributeProto {
+                        name: Some("hidden_size".into()),
+                        i: Some(hidden as i64),
+                        r#type: Some(pb::attribute_proto::AttributeType::Int as i32),
+                        ..Default::default()
+                    },
+                    pb::AttributeProto {
+                        name: Some("direction".into()),
+                        s: Some(b"bidirectional".to_vec()),
+                        r#type: Some(pb::attribute_proto::AttributeType::String as i32),
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            }],
+            initializer: vec![
+                floats("w", &[2, (gates * hidden) as i64, input as i64], &ramp(2 * gates * hidden * input)),
+                floats("r", &[2, (gates * hidden) as i64, hidden as i64], &ramp(2 * gates * hidden * hidden)),
+            ],
+            input: vec![value("x", &[seq as i64, 1, input as i64])],
+            output: vec![value("y", &[seq as i64, 2, 1, hidden as i64])],
+            ..Default::default()
+        };
+        let model = onnx::load_bytes(&model_bytes(g), None).unwrap();
+        let lowered = pilot_compiler::lower::lower(&model, &Default::default()).unwrap();
+        let weights: Vec<&Tensor> = lowered
+            .program
+            .bufs
+            .iter()
+            .filter_map(|b| match &b.kind {
+                BufKind::Weight(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        for (i, a) in weights.iter().enumerate() {
+            for b in &weights[..i] {
+                assert!(a.shape != b.shape || a.data != b.data, "{op}: a {:?} weight is stored twice", a.shape);
+            }
+        }
+        let bytes: usize = weights.iter().map(|t| t.data.len()).sum();
+        let model_bytes = 4 * 2 * gates * hidden * (input + hidden);
+        assert!(bytes <= 2 * model_bytes, "{op}: {bytes} bytes of weights for {model_bytes} in the model");
+    }
+}
+
 fn graph_attr(name: &str, g: pilot_compiler::onnx::proto::GraphProto) -> pilot_compiler::onnx::proto::AttributeProto {
     use pilot_compiler::onnx::proto as pb;
     pb::AttributeProto {

@@ -16,6 +16,7 @@
 
 mod act;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use super::elementwise::{konst, with};
@@ -51,6 +52,9 @@ struct Layer {
     layout: bool,
     clip: Option<f64>,
     acts: Vec<Vec<Act>>,
+    /// `R[rows]ᵀ` of each (direction, first row, rows) the recurrence reads, folded once: every time
+    /// step reads the same buffer instead of folding its own copy.
+    recurrent: RefCell<HashMap<(usize, usize, usize), Lazy>>,
 }
 
 fn layer(c: &mut NodeCtx<'_>, gates: usize, default_acts: &[&str]) -> Result<Layer> {
@@ -101,7 +105,7 @@ fn layer(c: &mut NodeCtx<'_>, gates: usize, default_acts: &[&str]) -> Result<Lay
     }
     let clip = c.node.attr_float("clip").map(f64::from);
     let acts = activations(c, default_acts, dirs)?;
-    Ok(Layer { x, w, r, b, seq, batch, hidden, dirs, layout, clip, acts })
+    Ok(Layer { x, w, r, b, seq, batch, hidden, dirs, layout, clip, acts, recurrent: Default::default() })
 }
 
 impl Layer {
@@ -184,9 +188,22 @@ impl Layer {
     /// `h·R[rows]ᵀ` for direction `d`: `[batch, n]`, from plain float32 buffers (never half
     /// images: the state stays float32 under `--float16`).
     fn recur(&self, c: &mut NodeCtx<'_>, h: &Lazy, d: usize, lo: usize, n: usize) -> Result<Lazy> {
-        let p = c.p();
-        let rd = Self::rows(p, &self.r, d, lo, n);
-        let rt = p.permute(&rd, &[1, 0]);
+        let cached = self.recurrent.borrow().get(&(d, lo, n)).cloned();
+        let rt = match cached {
+            Some(rt) => rt,
+            None => {
+                let p = c.p();
+                let rd = Self::rows(p, &self.r, d, lo, n);
+                let rt = p.permute(&rd, &[1, 0]);
+                // Folded here as the product would fold it (row-major), once for every step.
+                let rt = match (p.is_constant(&rt) && rt.numel() <= super::FOLD_LIMIT).then(|| p.fold(&rt)).flatten() {
+                    Some(t) => p.constant(t),
+                    None => rt,
+                };
+                self.recurrent.borrow_mut().insert((d, lo, n), rt.clone());
+                rt
+            }
+        };
         matmul_plain(c, h, &rt)
     }
 
