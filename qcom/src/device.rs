@@ -568,10 +568,10 @@ impl Device for QcomDevice {
     /// Encodes `ops` once as one command stream: per dispatch the a630 launch sequence (CP_RUN_OPENCL for blobs,
     /// CP_EXEC_CS for ir3) reading a kernel-argument block written now, after a memory barrier where
     /// [`Hazards`] puts one (always before the first), then the timeline signal. Dispatches that use private
-    /// memory share the stack object and count as touching it. A blob's block holds buffer addresses plus their byte offsets at the blob's constant slots, compiler
-    /// constants, IBO then texture descriptors and the clamp-to-border sampler; arguments bind in the blob's record
-    /// order (the n-th texture (IBO) argument is texture (IBO) descriptor n). An ir3 program's block is
-    /// [`Ir3Layout`]'s. Image arguments must be images with offset 0, buffer arguments plain buffers.
+    /// memory share the stack object and count as touching it. A blob's block holds buffer addresses plus their
+    /// byte offsets at the blob's constant slots, compiler constants, IBO then texture descriptors and the
+    /// clamp-to-border sampler; arguments bind in the blob's record order (the n-th texture (IBO) argument is
+    /// texture (IBO) descriptor n). An ir3 program's block is [`Ir3Layout`]'s. Image arguments must be images with offset 0, buffer arguments plain buffers.
     ///
     /// [`StepOp::Copy`] is not supported: it returns [`DeviceError::Unsupported`].
     fn link_step(&mut self, ops: &[StepOp]) -> DeviceResult<StepId> {
