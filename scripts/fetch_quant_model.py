@@ -10,13 +10,13 @@ image width pinned, as OUT (default target/models/ddddocr_int8_trunk.onnx).
 Usage: .venv/bin/python scripts/fetch_quant_model.py [OUT]
 """
 import os
-import subprocess
 import sys
 import tempfile
-import zipfile
 
 import onnx
 import onnx.utils
+
+from wheel_member import extract
 
 WHEEL = "ddddocr==1.6.1"
 MEMBER = "ddddocr/common_old.onnx"
@@ -26,13 +26,7 @@ WIDTH = 128
 
 def main(out: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, WHEEL], check=True
-        )
-        wheel = next(os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".whl"))
-        with zipfile.ZipFile(wheel) as z:
-            z.extract(MEMBER, tmp)
-        model = onnx.load(os.path.join(tmp, MEMBER))
+        model = onnx.load(extract(WHEEL, MEMBER, tmp))
     dim = model.graph.input[0].type.tensor_type.shape.dim[3]
     dim.Clear()
     dim.dim_value = WIDTH
