@@ -40,7 +40,8 @@ pub struct CompileArgs {
     /// it) and no longer an input at run time. Repeatable.
     #[arg(long = "const", value_name = "NAME=FILE.npy")]
     pub consts: Vec<String>,
-    /// Store images as half; all math stays float32 (needs --image; FLOAT16=1 too).
+    /// Store images as half (weights cheaper than their op's input stay float32); all math stays
+    /// float32 (needs --image; FLOAT16=1 too).
     #[arg(long, env = "FLOAT16", value_parser = clap::builder::FalseyValueParser::new())]
     pub float16: bool,
     /// Convolutions and matmuls read activations and weights as 2-D RGBA images (IMAGE=1 too).

@@ -19,7 +19,8 @@ use crate::lazy::Lazy;
 /// Image options of the lowering.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ImageMode {
-    /// Store images as half (math stays float32).
+    /// Store images as half (math stays float32), except the weights [`NodeCtx::weight_image`]
+    /// keeps in float32.
     pub float16: bool,
     /// Widest (and tallest) image in pixels.
     pub max_width: usize,
@@ -35,6 +36,7 @@ pub struct ImageKey {
     axis: usize,
     rows: Vec<usize>,
     cols: Vec<usize>,
+    stored: DType,
 }
 
 impl NodeCtx<'_> {
@@ -42,6 +44,33 @@ impl NodeCtx<'_> {
     /// each listed once). Returns `x` with `axis` padded to a multiple of 4, read from the image, or
     /// `None` when `x` is not float or the image would be wider than the target allows.
     pub fn to_image(&mut self, x: &Lazy, axis: usize, rows: &[usize], cols: &[usize]) -> Option<Lazy> {
+        let stored = if self.images()?.float16 { DType::F16 } else { DType::F32 };
+        self.image_as(x, axis, rows, cols, stored)
+    }
+
+    /// [`Self::to_image`] for a constant weight read by an op whose activation input holds
+    /// `activations` elements. Under `--float16` the weight is stored as float32 when that costs no
+    /// more bytes than the op's half activation input (the weight is then at most half of the op's
+    /// traffic): the rounding of a weight is shared by every output it touches, and a half weight
+    /// is one of the largest errors a half model carries, so where float32 is cheap it is kept.
+    /// Large weights (wide layers on small maps, matrix products) stay half, as the bandwidth
+    /// goes there. Measured on ddddocr's recognizer in BENCHMARKS.md "Half precision on a real OCR
+    /// recognizer".
+    pub fn weight_image(
+        &mut self,
+        w: &Lazy,
+        axis: usize,
+        rows: &[usize],
+        cols: &[usize],
+        activations: usize,
+    ) -> Option<Lazy> {
+        let mode = self.images()?;
+        let cheap = w.numel().saturating_mul(4) <= activations.saturating_mul(2);
+        let stored = if mode.float16 && !cheap { DType::F16 } else { DType::F32 };
+        self.image_as(w, axis, rows, cols, stored)
+    }
+
+    fn image_as(&mut self, x: &Lazy, axis: usize, rows: &[usize], cols: &[usize], stored: DType) -> Option<Lazy> {
         let mode = self.images()?;
         if !x.dtype.is_float() || x.dtype == DType::F64 {
             return None;
@@ -60,12 +89,12 @@ impl NodeCtx<'_> {
             axis,
             rows: rows.to_vec(),
             cols: cols.to_vec(),
+            stored,
         };
         if let Some(view) = self.packed_image(&key) {
             return Some(view);
         }
         let name = format!("{}_image", self.node.name);
-        let stored = if mode.float16 { DType::F16 } else { DType::F32 };
         let p = self.p();
         let mut hi = vec![0i64; x.rank()];
         hi[axis] = (packed * 4 - x.shape[axis]) as i64;
@@ -135,7 +164,11 @@ pub(super) fn conv(
     let p = c.p();
     let xp = p.pad(&x, &[0, 0, w.pad_lo[0], w.pad_lo[1]], &[0, 0, w.pad_hi[0], w.pad_hi[1]], 0.0);
     let ximg = c.to_image(&xp, 1, &[0, 2], &[3])?;
-    let wimg = if depthwise { c.to_image(wt, 0, &[2], &[1, 3])? } else { c.to_image(wt, 1, &[0], &[2, 3])? };
+    let wimg = if depthwise {
+        c.weight_image(wt, 0, &[2], &[1, 3], xp.numel())?
+    } else {
+        c.weight_image(wt, 1, &[0], &[2, 3], xp.numel())?
+    };
 
     let p = c.p();
     let mut shape = vec![n, cout];
@@ -197,7 +230,7 @@ pub(super) fn matmul(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy) -> Option<Lazy> {
     // producer is computed first. Otherwise it is computed straight into the image.
     let a = if k % 4 != 0 { c.reduce_input(a, n as f64) } else { a.clone() };
     let aimg = c.to_image(&a, 1, &[0], &[])?;
-    let bimg = c.to_image(b, 0, &[1], &[])?;
+    let bimg = c.weight_image(b, 0, &[1], &[], a.numel())?;
     let p = c.p();
     let vars = p.ctx.fresh_vars(&[m, n]);
     let k4 = p.ctx.fresh_var(k.div_ceil(4) as u64);
