@@ -51,7 +51,8 @@ pub const SMALL_DATA_BYTES: u64 = 512 << 10;
 /// Bytes below which a kernel without floating-point work (a copy: padding, transpose, gather)
 /// runs as one part. Its second thread would read what the previous kernels left in the first
 /// core's cache from the other core's: on a 2-core Xeon the pad copies of `vision_full` ran at
-/// 0.8–0.97× on 2 threads up to 1.1 MB moved and at 1.3–1.8× from 2.1 MB.
+/// 0.8–0.97× on 2 threads up to 1.1 MB moved and at 1.3–1.8× from 2.1 MB. A copy of a value that was
+/// itself written in parts splits anyway ([`parallel_plan`]).
 pub const MIN_PARALLEL_COPY_BYTES: u64 = 2 << 20;
 
 /// Whether kernel `k` is worth more than one part (else its dispatch runs on the calling thread).
@@ -66,13 +67,43 @@ pub fn runs_parallel(p: &Program, k: &Kernel) -> bool {
     flops + outputs >= if bytes < SMALL_DATA_BYTES { MIN_PARALLEL_WORK_SMALL_DATA } else { MIN_PARALLEL_WORK }
 }
 
-/// Renders every kernel (without the prelude), register tiles sized for `unit`.
-pub fn render_all(p: &Program, unit: isa::VecUnit) -> Vec<render::CKernel> {
+/// Bytes (inputs and output) from which a kernel that reads a value written in parts runs in parts too.
+/// On a 2-vCPU AMD EPYC, `orientation_lcnet`'s pad copies (0.5–1.7 MB) of outputs of parallel depthwise
+/// convolutions ran 4× slower on one thread of two than alone (the second core's half fetched from its
+/// cache) and its 2-thread step went 6.2 → 3.4 ms when they followed their producers.
+pub const MIN_FOLLOW_BYTES: u64 = 256 << 10;
+
+/// Whether each kernel of `p` (in step order) runs in parts: [`runs_parallel`], or it reads a value
+/// that a kernel before it wrote in parts and moves at least [`MIN_FOLLOW_BYTES`]. Such a value lies
+/// in both cores' caches; a kernel on one thread would fetch the other core's half from its cache.
+pub fn parallel_plan(p: &Program) -> Vec<bool> {
+    let mut spread = std::collections::HashSet::new();
     p.kernels
         .iter()
         .map(|k| {
+            let inputs = p.kernel_inputs(k);
+            let bytes: u64 = inputs.iter().chain([&k.out]).map(|&b| p.bufs[b as usize].nbytes() as u64).sum();
+            let follows = bytes >= MIN_FOLLOW_BYTES && inputs.iter().any(|b| spread.contains(b));
+            let parallel = runs_parallel(p, k) || follows;
+            if parallel {
+                spread.insert(k.out);
+            } else {
+                spread.remove(&k.out);
+            }
+            parallel
+        })
+        .collect()
+}
+
+/// Renders every kernel (without the prelude), register tiles sized for `unit`.
+pub fn render_all(p: &Program, unit: isa::VecUnit) -> Vec<render::CKernel> {
+    let plan = parallel_plan(p);
+    p.kernels
+        .iter()
+        .zip(plan)
+        .map(|(k, parallel)| {
             let mut ck = render::render(p, k, unit, None);
-            if !runs_parallel(p, k) {
+            if !parallel {
                 // The kernel splits its range by `part / nparts`: one part is the whole range.
                 ck.parts = 1;
             }
@@ -111,7 +142,8 @@ impl Codegen for Cpu {
         let mut rendered = render_all(p, unit);
         let cc = cc::find_cc(self.cc.as_deref(), arch)?;
         if self.target.backend == pilot_core::target::Backend::Cpu && tune::enabled(&cpu) {
-            let parallel = |i: usize| runs_parallel(p, &p.kernels[i]);
+            let plan = parallel_plan(p);
+            let parallel = |i: usize| plan[i];
             tune::tune(p, &mut rendered, unit, &cc, &cpu, &parallel)?;
         }
         let units = units(&rendered);

@@ -171,6 +171,26 @@ fn copies_split_only_when_they_move_megabytes() {
 }
 
 #[test]
+fn a_copy_of_a_value_written_in_parts_runs_in_parts() {
+    // A 256×256 product (33 MFLOP: parts) then a transpose of it (512 KiB moved, under the copy
+    // threshold): the transpose follows its producer onto both threads. The same transpose of a model
+    // input stays on one thread (`copies_split_only_when_they_move_megabytes`).
+    let mut p = Program::new();
+    let a = p.input(0, DType::F32, &[256, 256, 1]);
+    let b = p.input(1, DType::F32, &[1, 256, 256]);
+    let ab = p.broadcast(&[&a, &b]).unwrap();
+    let prod = p.binary(BinOp::Mul, &ab[0], &ab[1]);
+    let sum = p.reduce(RedOp::Sum, &prod, &[1]);
+    let product = p.realize(&sum, BufKind::Scratch, "mm");
+    let flat = p.reshape(&product, &[256, 256]);
+    let t = p.permute(&flat, &[1, 0]);
+    p.realize(&t, BufKind::Output(0), "t");
+    let plan = super::parallel_plan(&p);
+    assert_eq!(plan, [true, true]);
+    assert!(super::render_all(&p, SCALAR4)[1].parts > 1);
+}
+
+#[test]
 fn a_reduction_read_twice_counts_its_flops_once() {
     // (a·b)² : the product's 8 multiply-adds per output are computed once, then one multiply.
     let mut p = Program::new();
