@@ -421,6 +421,7 @@ fn matmul_via(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy, images: bool) -> Result<L
         Some(t) => p.constant(t),
         None => b,
     };
+    let b = panels(c, b, m);
     let p = c.p();
     // a[..., m, 1, k] * b^T[..., 1, n, k] summed over k.
     let mut ashape = a.shape.clone();
@@ -445,6 +446,40 @@ fn matmul_via(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy, images: bool) -> Result<L
         out.remove(out.len() - if b1 { 1 } else { 2 });
     }
     Ok(p.reshape(&s, &out))
+}
+
+/// Columns per panel of a packed right operand: one 64-byte line of float32, a whole number of
+/// vectors on every CPU target (4, 8 or 16 lanes).
+pub const PANEL: usize = 16;
+
+/// A constant float32 right operand `[k, n]` of a product with `rows` left rows, stored in panels of
+/// [`PANEL`] columns (`[n / PANEL, k, PANEL]`) on the CPU and read back as `[k, n]`: the register
+/// tiles then stream each panel from consecutive cache lines instead of one short piece per row of
+/// `n` floats (a 128×384×1536 product on a Zen 3 core: 62 → 87 GFLOP/s). Only where the tiles block
+/// rows (`rows` a multiple of 4, at least 16) and `n` is whole panels; a matrix-vector product keeps
+/// its rows, which its whole-row loops read contiguously.
+fn panels(c: &mut NodeCtx<'_>, b: Lazy, rows: usize) -> Lazy {
+    let packs = c.cpu_lanes() > 0
+        && b.rank() == 2
+        && b.dtype == DType::F32
+        && rows >= 16
+        && rows.is_multiple_of(4)
+        && b.shape[0] >= 16
+        && b.shape[1] >= 2 * PANEL
+        && b.shape[1].is_multiple_of(PANEL)
+        && b.numel() <= super::FOLD_LIMIT
+        && c.p().is_constant(&b);
+    if !packs {
+        return b;
+    }
+    let (k, n) = (b.shape[0], b.shape[1]);
+    let p = c.p();
+    let split = p.reshape(&b, &[k, n / PANEL, PANEL]);
+    let laid = p.permute(&split, &[1, 0, 2]);
+    let Some(t) = p.fold(&laid) else { return b };
+    let packed = p.constant(t);
+    let back = p.permute(&packed, &[1, 0, 2]);
+    p.reshape(&back, &[k, n])
 }
 
 fn matmul(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {

@@ -362,3 +362,25 @@ fn the_innermost_loop_is_peeled_first() {
     assert_eq!(peeled(&vars[1]), 3, "{src}");
     assert_eq!(peeled(&vars[2]), 9, "3 column segments in each of the 3 row segments: {src}");
 }
+
+#[test]
+fn panel_indices_run_by_one_within_aligned_vectors_only() {
+    // Column `n` of row `k` of a 96-row weight in panels of 16: (n / 16)·96·16 + k·16 + n % 16.
+    let mut ctx = crate::ir::Ctx::new();
+    let (n, k) = (ctx.fresh_var(48), ctx.fresh_var(96));
+    let (vn, vk) = (ctx.var(n), ctx.var(k));
+    let panel = ctx.div_i(vn, 16);
+    let panel_base = ctx.mul_i(panel, 96 * 16);
+    let row = ctx.mul_i(vk, 16);
+    let column = ctx.rem_i(vn, 16);
+    let head = ctx.add(panel_base, row);
+    let index = ctx.add(head, column);
+    let half = ctx.div_i(vn, 2);
+    let halves = ctx.add(row, half);
+    let free = super::render::free_vars(&ctx, &ctx.toposort(&[index, halves]));
+    let runs = |i, lanes, extent| super::tile::runs_of(&ctx, &free, i, n, lanes, extent);
+    assert!(runs(index, 8, 48) && runs(index, 16, 48) && runs(index, 4, 48));
+    assert!(!runs(index, 32, 64), "a run of 32 crosses a panel");
+    assert!(!runs(index, 8, 44), "44 is not whole vectors: the last tile would start unaligned");
+    assert!(!runs(halves, 8, 48), "n / 2 does not step by one");
+}

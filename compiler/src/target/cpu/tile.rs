@@ -68,12 +68,49 @@ pub(super) fn coefficient(ctx: &Ctx, free: &HashMap<N, Vec<u32>>, n: N, var: u32
     }
 }
 
+/// Most values of the inner variable [`runs_of`] evaluates.
+const MAX_RUN_CHECK: usize = 1 << 16;
+
+/// Whether `index` steps by one along `var` within every aligned run of `lanes` values of it (`var`
+/// in `0..extent`, `extent` a multiple of `lanes`), though not from one run to the next: a weight
+/// laid out in panels (`crate::lower::nn`'s packed right operands: column `n` of row `k` at
+/// `(n / P)·K·P + k·P + n % P`). The terms of the index that use `var` must use nothing else; their
+/// sum is evaluated for every value of `var`.
+pub(super) fn runs_of(ctx: &Ctx, free: &HashMap<N, Vec<u32>>, index: N, var: u32, lanes: usize, extent: usize) -> bool {
+    if lanes < 2 || !extent.is_multiple_of(lanes) || extent > MAX_RUN_CHECK {
+        return false;
+    }
+    let mut terms = Vec::new();
+    let mut stack = vec![index];
+    while let Some(n) = stack.pop() {
+        match *ctx.op(n) {
+            Op::Binary(BinOp::Add, a, b) if free[&n].contains(&var) => stack.extend([a, b]),
+            _ if free[&n].contains(&var) => terms.push(n),
+            _ => {}
+        }
+    }
+    if terms.iter().any(|t| free[t] != [var]) {
+        return false;
+    }
+    let at = |v: usize| -> Option<i64> {
+        let mut env = HashMap::from([(var, v as i64)]);
+        terms
+            .iter()
+            .try_fold(0i64, |acc, &t| Some(acc + crate::ir::interp::eval(ctx, t, &mut env, &|_, _| None)?.as_i64()))
+    };
+    (0..extent)
+        .step_by(lanes)
+        .all(|start| at(start).is_some_and(|first| (1..lanes).all(|j| at(start + j) == Some(first + j as i64))))
+}
+
 /// The tile plan of a chain whose body is `body`, or `None` when it keeps the scalar path.
 ///
 /// From the body down, float adds, subtractions, products and negations that depend on the inner
 /// variable are computed on vectors (once per replica); the first node below them that is anything
 /// else is an operand, loaded as a vector. Operands must not depend on the blocked variable: one
-/// vector of an operand serves every replica.
+/// vector of an operand serves every replica. `aligned` is `(lanes, extent)` when every vector the
+/// tiles load starts at a multiple of `lanes` of the inner variable (of `extent` values): loads that
+/// run by one only within such runs ([`runs_of`]) are then contiguous too.
 pub(super) fn classify(
     ctx: &Ctx,
     free: &HashMap<N, Vec<u32>>,
@@ -82,6 +119,7 @@ pub(super) fn classify(
     body: N,
     inner: u32,
     blocked: Option<u32>,
+    aligned: Option<(usize, usize)>,
 ) -> Option<TileBody> {
     if op != RedOp::Sum || dtype != DType::F32 {
         return None;
@@ -116,7 +154,10 @@ pub(super) fn classify(
         .filter(|n| operand_set.contains(n))
         .map(|n| {
             let kind = match *ctx.op(n) {
-                Op::Load { buf, index, valid: None } if coefficient(ctx, free, index, inner) == Some(1) => {
+                Op::Load { buf, index, valid: None }
+                    if coefficient(ctx, free, index, inner) == Some(1)
+                        || aligned.is_some_and(|(lanes, extent)| runs_of(ctx, free, index, inner, lanes, extent)) =>
+                {
                     Operand::Contiguous { buf, index }
                 }
                 _ => Operand::Staged,

@@ -171,15 +171,21 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
         c.links.iter().map(|&l| if let Op::Reduce { extent, .. } = *ctx.op(l) { extent } else { 1 }).product()
     };
     let short = chains.iter().all(|c| reduction_len(c) <= MAX_UNBLOCKED_REDUCTION);
-    let tiles: Option<Vec<tile::TileBody>> = if blocked_var.is_some() || short {
-        chains.iter().map(|c| tile::classify(ctx, &free, c.op, ctx.dtype(c.top), c.body, vl, blocked_var)).collect()
-    } else {
-        None
-    };
     let mut lanes = unit.lanes;
     while lanes > inner_extent && lanes > 4 {
         lanes /= 2;
     }
+    // Every tile starts at a multiple of `lanes` where the row is a whole number of vectors (a part's
+    // range is whole vectors, a last tile shifted back ends at the row's end).
+    let aligned = inner_extent.is_multiple_of(lanes).then_some((lanes, inner_extent));
+    let tiles: Option<Vec<tile::TileBody>> = if blocked_var.is_some() || short {
+        chains
+            .iter()
+            .map(|c| tile::classify(ctx, &free, c.op, ctx.dtype(c.top), c.body, vl, blocked_var, aligned))
+            .collect()
+    } else {
+        None
+    };
     let blocked_extent =
         blocked_var.map_or(0, |vb| k.shape[k.vars.iter().position(|&v| v == vb).expect("a kernel var")]);
     // Tiles may overhang the row's end (lanes computed and not stored) where every load they make

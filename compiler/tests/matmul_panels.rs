@@ -1,0 +1,107 @@
+//! Products by a constant right operand stored in panels of 16 columns (`lower::nn::panels`) through
+//! the whole CPU pipeline (lowering, the C register tiles' panel loads, clang, the runtime), against
+//! products computed here in f64; and the lowering's choice of which operands it packs.
+
+mod common;
+
+use common::close;
+use common::proto::{floats, model_bytes, value};
+use pilot_compiler::onnx::proto as pb;
+use pilot_compiler::program::BufKind;
+use pilot_compiler::tensor::Tensor;
+use pilot_core::{Backend, Target};
+
+/// Deterministic values in [-1, 1).
+fn values(seed: u64, n: usize) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// `y = x · w` for `x: [1, m, k]` and a constant `w: [k, n]`.
+fn matmul_model(m: usize, k: usize, n: usize, w: &[f32]) -> Vec<u8> {
+    let graph = pb::GraphProto {
+        name: Some("mm".into()),
+        node: vec![pb::NodeProto {
+            name: Some("mm".into()),
+            op_type: Some("MatMul".into()),
+            input: vec!["x".into(), "w".into()],
+            output: vec!["y".into()],
+            ..Default::default()
+        }],
+        input: vec![value("x", &[1, m as i64, k as i64])],
+        output: vec![value("y", &[1, m as i64, n as i64])],
+        initializer: vec![floats("w", &[k as i64, n as i64], w)],
+        ..Default::default()
+    };
+    model_bytes(graph)
+}
+
+fn product(x: &[f32], w: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let mut y = vec![0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            y[i * n + j] = (0..k).map(|r| f64::from(x[i * k + r]) * f64::from(w[r * n + j])).sum::<f64>() as f32;
+        }
+    }
+    y
+}
+
+/// The shapes of the weights the kernels read, lowered for an 8-lane CPU, for `x: [1, m, k] · w: [k, n]`.
+fn weight_shapes(m: usize, k: usize, n: usize) -> Vec<Vec<usize>> {
+    let model = pilot_compiler::onnx::load_bytes(&matmul_model(m, k, n, &values(1, k * n)), None).unwrap();
+    let lanes = 8;
+    let lowered = pilot_compiler::lower::lower_pinned(
+        &model,
+        &Default::default(),
+        &Default::default(),
+        None,
+        Default::default(),
+        pilot_compiler::lower::winograd::Policy::Off,
+        lanes,
+    )
+    .unwrap();
+    let p = &lowered.program;
+    let read: std::collections::BTreeSet<u32> = p.kernels.iter().flat_map(|k| p.kernel_inputs(k)).collect();
+    read.iter()
+        .filter_map(|&b| match &p.bufs[b as usize].kind {
+            BufKind::Weight(t) => Some(t.shape.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn only_products_the_tiles_block_take_panels() {
+    assert_eq!(weight_shapes(64, 96, 80), [vec![5, 96, 16]], "80 columns: 5 panels of 16");
+    assert_eq!(weight_shapes(1, 96, 80), [vec![96, 80]], "a matrix-vector product keeps its rows");
+    assert_eq!(weight_shapes(64, 96, 72), [vec![96, 72]], "72 columns are not whole panels");
+    assert_eq!(weight_shapes(18, 96, 80), [vec![96, 80]], "18 rows do not block by 4");
+}
+
+#[test]
+fn products_by_panels_run_on_the_cpu_like_plain_ones() {
+    for (m, k, n) in [(64, 96, 80), (20, 200, 48), (128, 37, 160)] {
+        let w = values(2, k * n);
+        let x = values(3, m * k);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mm.onnx");
+        std::fs::write(&path, matmul_model(m, k, n, &w)).unwrap();
+        let art = dir.path().join("mm.pkl");
+        let opts = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Cpu).unwrap());
+        pilot_compiler::compile(&path, &art, &opts, &|_| {}).unwrap();
+        let artifact = pilot_core::Artifact::open(&art).unwrap();
+        let mut session = pilot_core::Session::new(artifact, Box::new(pilot_core::cpu::CpuDevice::new(2))).unwrap();
+        let xt = Tensor::from_f32(vec![1, m, k], &x);
+        session.step(&[xt.data.as_slice()]).unwrap();
+        let got = Tensor { dtype: xt.dtype, shape: vec![1, m, n], data: session.outputs()[0].clone() };
+        close(&got, &Tensor::from_f32(vec![1, m, n], &product(&x, &w, m, k, n)))
+            .unwrap_or_else(|e| panic!("{m}×{k}×{n}: {e}"));
+    }
+}
