@@ -111,6 +111,7 @@ pub(super) fn runs_of(ctx: &Ctx, free: &HashMap<N, Vec<u32>>, index: N, var: u32
 /// vector of an operand serves every replica. `aligned` is `(lanes, extent)` when every vector the
 /// tiles load starts at a multiple of `lanes` of the inner variable (of `extent` values): loads that
 /// run by one only within such runs ([`runs_of`]) are then contiguous too.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn classify(
     ctx: &Ctx,
     free: &HashMap<N, Vec<u32>>,
