@@ -121,15 +121,27 @@ fn pow_and_rounding() {
 fn single_precision_fast_paths() {
     let xs = grid(-87.0, 88.0);
     let ys = grid(-9.0, 9.0);
-    let out = run(DType::F32, &xs, &ys, &[&|p, x, _| p.unary(UnOp::Exp, x), &|p, _, y| p.unary(UnOp::Tanh, y)]);
+    let out = run(
+        DType::F32,
+        &xs,
+        &ys,
+        &[&|p, x, _| p.unary(UnOp::Exp, x), &|p, _, y| p.unary(UnOp::Tanh, y), &|p, _, y| p.unary(UnOp::Erf, y)],
+    );
     let e = worst(&out[0], |i| (xs[i] as f32 as f64).exp(), |r| r.abs().max(f64::MIN_POSITIVE));
     assert!(e < 3e-7, "expf relative error {e:e}");
     let e = worst(&out[1], |i| (ys[i] as f32 as f64).tanh(), |_| 1.0);
     assert!(e < 1e-6, "tanhf absolute error {e:e}");
+    let erf = |x: f64| pilot_compiler::ir::interp::erf(x);
+    let e = worst(&out[2], |i| erf(ys[i] as f32 as f64), |_| 1.0);
+    assert!(e < 1e-6, "erff absolute error {e:e}");
     // Special values.
     let specials = [f64::NEG_INFINITY, f64::INFINITY, f64::NAN, -1000.0, 1000.0, 0.0];
-    let out = run(DType::F32, &specials, &specials, &[&|p, x, _| p.unary(UnOp::Exp, x)]);
+    let out =
+        run(DType::F32, &specials, &specials, &[&|p, x, _| p.unary(UnOp::Exp, x), &|p, x, _| p.unary(UnOp::Erf, x)]);
     assert_eq!(&out[0][..2], &[0.0, f64::INFINITY]);
     assert!(out[0][2].is_nan());
     assert_eq!(&out[0][3..], &[0.0, f64::INFINITY, 1.0]);
+    assert_eq!(&out[1][..2], &[-1.0, 1.0]);
+    assert!(out[1][2].is_nan());
+    assert_eq!(&out[1][3..], &[-1.0, 1.0, 0.0]);
 }

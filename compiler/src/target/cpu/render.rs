@@ -408,6 +408,7 @@ impl Renderer<'_> {
             UnOp::Recip => format!("({t})1 / {v}"),
             UnOp::Exp if f32 => format!("pl_expf({v})"),
             UnOp::Tanh if f32 => format!("pl_tanhf({v})"),
+            UnOp::Erf if f32 => format!("pl_erff({v})"),
             UnOp::Sign => format!("({t})(({v} > 0) - ({v} < 0))"),
             UnOp::IsNan => format!("({v} != {v})"),
             UnOp::IsInf => format!("({v} == PL_INF || {v} == -PL_INF)"),
