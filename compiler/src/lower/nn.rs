@@ -411,6 +411,7 @@ fn matmul_via(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy, images: bool) -> Result<L
     }
     let a = c.reduce_input(&a, nn as f64);
     let b = c.reduce_input(&b, m as f64);
+    let b = contiguous_columns(c, b, m);
     // A constant right operand that is not plain row-major (Gemm's transB, a transposed weight) is
     // folded now, so the product's inner loop reads it contiguously.
     let p = c.p();
@@ -446,6 +447,30 @@ fn matmul_via(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy, images: bool) -> Result<L
         out.remove(out.len() - if b1 { 1 } else { 2 });
     }
     Ok(p.reshape(&s, &out))
+}
+
+/// A computed right operand `[..., k, n]` whose columns lie apart in memory (attention's keys read as
+/// `Kᵀ`: column `n` of row `k` at `n·stride + k`) copied row-major on the CPU when at least 16 left
+/// rows reuse it: the register tiles then load its rows as vectors instead of gathering every
+/// column (minilm's 128×32×128 score products per head).
+fn contiguous_columns(c: &mut NodeCtx<'_>, b: Lazy, rows: usize) -> Lazy {
+    let lanes = c.cpu_lanes();
+    let p = c.p();
+    let crate::ir::Op::Load { index, .. } = *p.ctx.op(b.expr) else { return b };
+    let Some(&last) = b.vars.last() else { return b };
+    if lanes == 0 || rows < 16 || b.shape[b.rank() - 1] < 2 * lanes || p.is_constant(&b) {
+        return b;
+    }
+    let at = |x: i64| {
+        let mut env: HashMap<u32, i64> = b.vars.iter().map(|&v| (v, 0)).collect();
+        env.insert(last, x);
+        crate::ir::interp::eval(&p.ctx, index, &mut env, &|_, _| None).map(|v| v.as_i64())
+    };
+    if at(1).zip(at(0)).is_some_and(|(one, zero)| one - zero == 1) {
+        return b;
+    }
+    let name = format!("{}_columns", c.node.name);
+    c.p().realize(&b, BufKind::Scratch, &name)
 }
 
 /// Columns per panel of a packed right operand: one 64-byte line of float32, a whole number of

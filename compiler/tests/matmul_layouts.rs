@@ -1,6 +1,7 @@
-//! Products by a constant right operand stored in panels of 16 columns (`lower::nn::panels`) through
-//! the whole CPU pipeline (lowering, the C register tiles' panel loads, clang, the runtime), against
-//! products computed here in f64; and the lowering's choice of which operands it packs.
+//! The layouts the CPU lowering gives a product's right operand, through the whole CPU pipeline
+//! (lowering, the C register tiles' loads, clang, the runtime) against products computed here in f64:
+//! a constant stored in panels of 16 columns (`lower::nn::panels`, and which operands it packs), and a
+//! computed operand read as a transpose copied row-major first (`lower::nn::contiguous_columns`).
 
 mod common;
 
@@ -104,4 +105,53 @@ fn products_by_panels_run_on_the_cpu_like_plain_ones() {
         close(&got, &Tensor::from_f32(vec![1, m, n], &product(&x, &w, m, k, n)))
             .unwrap_or_else(|e| panic!("{m}×{k}×{n}: {e}"));
     }
+}
+
+#[test]
+fn a_product_by_a_transposed_input_reads_a_row_major_copy() {
+    // y = x · zᵀ for x: [1, 32, 24], z: [1, 48, 24] (attention's scores: queries by keys).
+    let (m, k, n) = (32, 24, 48);
+    let graph = pb::GraphProto {
+        name: Some("scores".into()),
+        node: vec![
+            pb::NodeProto {
+                name: Some("t".into()),
+                op_type: Some("Transpose".into()),
+                input: vec!["z".into()],
+                output: vec!["zt".into()],
+                attribute: vec![pb::AttributeProto {
+                    name: Some("perm".into()),
+                    r#type: Some(7),
+                    ints: vec![0, 2, 1],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            pb::NodeProto {
+                name: Some("mm".into()),
+                op_type: Some("MatMul".into()),
+                input: vec!["x".into(), "zt".into()],
+                output: vec!["y".into()],
+                ..Default::default()
+            },
+        ],
+        input: vec![value("x", &[1, m as i64, k as i64]), value("z", &[1, n as i64, k as i64])],
+        output: vec![value("y", &[1, m as i64, n as i64])],
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scores.onnx");
+    std::fs::write(&path, model_bytes(graph)).unwrap();
+    let art = dir.path().join("scores.pkl");
+    let opts = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Cpu).unwrap());
+    let report = pilot_compiler::compile(&path, &art, &opts, &|_| {}).unwrap();
+    assert_eq!(report.kernels, 2, "the row-major copy of zᵀ, then the product");
+    let (x, z) = (values(4, m * k), values(5, n * k));
+    let zt: Vec<f32> = (0..k * n).map(|i| z[(i % n) * k + i / n]).collect();
+    let artifact = pilot_core::Artifact::open(&art).unwrap();
+    let mut session = pilot_core::Session::new(artifact, Box::new(pilot_core::cpu::CpuDevice::new(2))).unwrap();
+    let (xt, zz) = (Tensor::from_f32(vec![1, m, k], &x), Tensor::from_f32(vec![1, n, k], &z));
+    session.step(&[xt.data.as_slice(), zz.data.as_slice()]).unwrap();
+    let got = Tensor { dtype: xt.dtype, shape: vec![1, m, n], data: session.outputs()[0].clone() };
+    close(&got, &Tensor::from_f32(vec![1, m, n], &product(&x, &zt, m, k, n))).unwrap();
 }
