@@ -73,18 +73,20 @@ pub fn runs_parallel(p: &Program, k: &Kernel) -> bool {
 /// cache) and its 2-thread step went 6.2 → 3.4 ms when they followed their producers.
 pub const MIN_FOLLOW_BYTES: u64 = 256 << 10;
 
-/// Whether each kernel of `p` (in step order) runs in parts: [`runs_parallel`], or it reads a value
-/// that a kernel before it wrote in parts and moves at least [`MIN_FOLLOW_BYTES`]. Such a value lies
-/// in both cores' caches; a kernel on one thread would fetch the other core's half from its cache.
-pub fn parallel_plan(p: &Program) -> Vec<bool> {
+/// Whether each kernel of `p` (in step order), offering `parts[i]` parts, runs in parts: more than one
+/// part and [`runs_parallel`], or it reads a value that a kernel before it wrote in parts and moves at
+/// least [`MIN_FOLLOW_BYTES`]. Such a value lies in both cores' caches; a kernel on one thread would
+/// fetch the other core's half from its cache.
+pub fn parallel_plan(p: &Program, parts: &[u32]) -> Vec<bool> {
     let mut spread = std::collections::HashSet::new();
     p.kernels
         .iter()
-        .map(|k| {
+        .zip(parts)
+        .map(|(k, &parts)| {
             let inputs = p.kernel_inputs(k);
             let bytes: u64 = inputs.iter().chain([&k.out]).map(|&b| p.bufs[b as usize].nbytes() as u64).sum();
             let follows = bytes >= MIN_FOLLOW_BYTES && inputs.iter().any(|b| spread.contains(b));
-            let parallel = runs_parallel(p, k) || follows;
+            let parallel = parts > 1 && (runs_parallel(p, k) || follows);
             if parallel {
                 spread.insert(k.out);
             } else {
@@ -95,21 +97,18 @@ pub fn parallel_plan(p: &Program) -> Vec<bool> {
         .collect()
 }
 
-/// Renders every kernel (without the prelude), register tiles sized for `unit`.
+/// Renders every kernel (without the prelude), register tiles sized for `unit`; kernels the
+/// [`parallel_plan`] keeps on one thread offer one part.
 pub fn render_all(p: &Program, unit: isa::VecUnit) -> Vec<render::CKernel> {
-    let plan = parallel_plan(p);
-    p.kernels
-        .iter()
-        .zip(plan)
-        .map(|(k, parallel)| {
-            let mut ck = render::render(p, k, unit, None);
-            if !parallel {
-                // The kernel splits its range by `part / nparts`: one part is the whole range.
-                ck.parts = 1;
-            }
-            ck
-        })
-        .collect()
+    let mut rendered: Vec<render::CKernel> = p.kernels.iter().map(|k| render::render(p, k, unit, None)).collect();
+    let parts: Vec<u32> = rendered.iter().map(|ck| ck.parts).collect();
+    for (ck, parallel) in rendered.iter_mut().zip(parallel_plan(p, &parts)) {
+        if !parallel {
+            // The kernel splits its range by `part / nparts`: one part is the whole range.
+            ck.parts = 1;
+        }
+    }
+    rendered
 }
 
 /// Kernels grouped into translation units, one per core: each unit is the prelude plus its kernels,
@@ -142,7 +141,8 @@ impl Codegen for Cpu {
         let mut rendered = render_all(p, unit);
         let cc = cc::find_cc(self.cc.as_deref(), arch)?;
         if self.target.backend == pilot_core::target::Backend::Cpu && tune::enabled(&cpu) {
-            let plan = parallel_plan(p);
+            // The plan of `render_all`: kernels it kept on one thread offer one part.
+            let plan: Vec<bool> = rendered.iter().map(|ck| ck.parts > 1).collect();
             let parallel = |i: usize| plan[i];
             tune::tune(p, &mut rendered, unit, &cc, &cpu, &parallel)?;
         }

@@ -185,8 +185,9 @@ fn a_copy_of_a_value_written_in_parts_runs_in_parts() {
     let flat = p.reshape(&product, &[256, 256]);
     let t = p.permute(&flat, &[1, 0]);
     p.realize(&t, BufKind::Output(0), "t");
-    let plan = super::parallel_plan(&p);
-    assert_eq!(plan, [true, true]);
+    let parts: Vec<u32> = p.kernels.iter().map(|k| render(&p, k, SCALAR4, None).parts).collect();
+    assert_eq!(super::parallel_plan(&p, &parts), [true, true]);
+    assert_eq!(super::parallel_plan(&p, &[parts[0], 1]), [true, false], "one part is one thread");
     assert!(super::render_all(&p, SCALAR4)[1].parts > 1);
 }
 
