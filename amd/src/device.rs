@@ -3,8 +3,9 @@
 //!
 //! - Open: PCIe bring-up behind the bridge, the boot (cold, partial or after a mode-1 reset), the queues.
 //!   Dropping the device ends the session cleanly ([`super::boot::fini`]), so the next open boots partially.
-//! - GPU addresses are MC addresses for VRAM (`fb_base + paddr`, inside both hubs' system aperture, which the boot
-//!   programs over all of VRAM) and VAs for the bridge's windows, mapped at open in VMID 0's page table.
+//! - GPU addresses are VAs in VMID 0's page table: VRAM at the window's VA plus its physical address, each
+//!   allocation mapped while it lives with an unmapped guard page after it ([`super::boot::vram`]), and the
+//!   bridge's windows, mapped at open. Nothing handed to the GPU after boot is an MC (system-aperture) address.
 //! - Every buffer lives in VRAM (tinygrad `USBIface.alloc`: the GPU cannot reach host memory over the bridge).
 //!   Host copies are the pipelined SRAM copies ([`pilot_usb_bridge::copy`]) with SDMA on the GPU side ([`super::dma`]),
 //!   ordered after all submitted work (the host waits for the timeline first).
@@ -26,12 +27,13 @@
 
 use super::boot::gmc::{self, Hub};
 use super::boot::hw::Hw;
-use super::boot::vm::Target as VmTarget;
+use super::boot::vram::GpuVram;
 use super::boot::{self, BootError, BootKind, BootOptions, Booted};
 use super::bridge_bus::{BridgeBus, BusMap};
 use super::bus::GpuBus;
+use super::discovery::Discovery;
 use super::dma::SdmaDma;
-use super::queue::{gpu_err, ComputeMem, ComputeQueue, Mem, SdmaQueue, VaMap, BRIDGE_WINDOWS};
+use super::queue::{ComputeMem, ComputeQueue, Mem, SdmaQueue, VaMap, BRIDGE_WINDOWS};
 use super::scratch;
 use super::stage::{self, Staged};
 use super::step::{self, Kernel, Launch, RingSubmit, Scratch, ShRegs};
@@ -170,12 +172,15 @@ impl AmdDevice {
         let card = booted.card();
         let va = map_windows(&mut BridgeBus::new(&mut bridge, bars), &mut booted)?;
         let sh = ShRegs::resolve(card, &booted.discovery)?;
-        let mut alloc = |(size, align): (u64, u64)| -> pilot_usb_bridge::Result<Mem> {
-            let paddr = booted.vram.alloc(size, align).map_err(|e| gpu_err("VRAM", e.to_string()))?;
+        let mut bus = BridgeBus::new(&mut bridge, bars);
+        let Booted { discovery, vram, boot_memory, .. } = &mut booted;
+        let mut hw = Hw { bus: &mut bus, disc: discovery, step: "queues" };
+        let mut alloc = |(size, align): (u64, u64)| -> Result<Mem, BootError> {
+            let paddr = vram.alloc(&mut hw, size, align)?;
             Ok(Mem { paddr, va: va.vram(paddr), size })
         };
         let [(_, ring_align), eop, _, gart] = ComputeQueue::MEMORY;
-        let mqd = booted.boot_memory.mqd[0];
+        let mqd = boot_memory.mqd[0];
         let compute_mem = ComputeMem {
             ring: alloc((rings.compute, ring_align.max(rings.compute)))?,
             eop: alloc(eop)?,
@@ -185,7 +190,6 @@ impl AmdDevice {
         let [(_, sdma_align), sdma_gart] = SdmaQueue::MEMORY;
         let (sdma_ring, sdma_gart) = (alloc((rings.sdma, sdma_align))?, alloc(sdma_gart)?);
         let signal = alloc((0x100, 0x100))?;
-        let mut bus = BridgeBus::new(&mut bridge, bars);
         bus.write_vram(signal.paddr, &[0u8; 0x100])?;
         let compute = ComputeQueue::create(&mut bus, &booted.discovery, card, compute_mem)?;
         let sdma = SdmaQueue::create(&mut bus, &booted.discovery, card, sdma_ring, sdma_gart)?;
@@ -265,9 +269,10 @@ impl AmdDevice {
     }
 
     fn alloc_mem(&mut self, size: u64, align: u64) -> DeviceResult<Mem> {
-        let paddr =
-            self.booted.vram.alloc(size.max(1), align).map_err(|_| DeviceError::OutOfMemory { size: size as usize })?;
-        Ok(Mem { paddr, va: self.va.vram(paddr), size })
+        let Booted { discovery, vram, .. } = &mut self.booted;
+        let mut bus = BridgeBus::new(&mut self.bridge, self.bars);
+        let mut hw = Hw { bus: &mut bus, disc: discovery, step: "VRAM" };
+        alloc_vram(vram, &mut hw, self.va, size, align)
     }
 
     fn buffer(&self, b: BufferId) -> DeviceResult<Mem> {
@@ -388,8 +393,9 @@ impl AmdDevice {
         });
         let enc = step::encode(self.card, &self.sh, &launches, scratch).map_err(failed("link_step"))?;
         let buffers = &self.buffers;
+        let Booted { discovery, vram, .. } = &mut self.booted;
         let mut memory =
-            VramMemory { vram: &mut self.booted.vram, va: self.va, bus: BridgeBus::new(&mut self.bridge, self.bars) };
+            VramMemory { vram, disc: discovery, va: self.va, bus: BridgeBus::new(&mut self.bridge, self.bars) };
         let placed = enc.step.place(&mut memory, |s| match s {
             Sym::Buffer(i) => buffers.get(i as usize).copied().flatten().map(|m| m.va),
             _ => None,
@@ -400,7 +406,8 @@ impl AmdDevice {
 
 /// Step memory in VRAM, written over the bridge.
 struct VramMemory<'a> {
-    vram: &'a mut boot::memory::VramAllocator,
+    vram: &'a mut GpuVram,
+    disc: &'a Discovery,
     va: VaMap,
     bus: BridgeBus<'a>,
 }
@@ -409,9 +416,8 @@ impl StepMemory for VramMemory<'_> {
     type Mem = Mem;
 
     fn alloc(&mut self, bytes: u64, align: u64) -> DeviceResult<Mem> {
-        let paddr =
-            self.vram.alloc(bytes.max(1), align).map_err(|_| DeviceError::OutOfMemory { size: bytes as usize })?;
-        Ok(Mem { paddr, va: self.va.vram(paddr), size: bytes })
+        let mut hw = Hw { bus: &mut self.bus, disc: self.disc, step: "link_step" };
+        alloc_vram(self.vram, &mut hw, self.va, bytes, align)
     }
 
     fn va(&self, mem: &Mem) -> u64 {
@@ -421,6 +427,15 @@ impl StepMemory for VramMemory<'_> {
     fn write(&mut self, mem: &mut Mem, words: &[u32]) -> DeviceResult<()> {
         self.bus.write_vram(mem.paddr, &super::queue::le_bytes(words)).map_err(failed("link_step"))
     }
+}
+
+/// `size` bytes of VRAM at an `align`-aligned physical address, mapped ([`super::boot::vram`]).
+fn alloc_vram(vram: &mut GpuVram, hw: &mut Hw, va: VaMap, size: u64, align: u64) -> DeviceResult<Mem> {
+    let paddr = vram.alloc(hw, size, align).map_err(|e| match e {
+        BootError::OutOfMemory { .. } => DeviceError::OutOfMemory { size: size as usize },
+        e => DeviceError::Failed { op: "alloc", reason: e.to_string() },
+    })?;
+    Ok(Mem { paddr, va: va.vram(paddr), size })
 }
 
 /// The artifact's record against what pilot's reader derives from the code object: `None` when equal.
@@ -453,7 +468,10 @@ impl Device for AmdDevice {
         let m = self.buffer(buffer)?;
         self.land_staged(m.va, m.size.max(1))?;
         self.buffers[buffer.0 as usize] = None;
-        self.booted.vram.free(m.paddr).map_err(|e| DeviceError::Failed { op: "free", reason: e.to_string() })
+        let Booted { discovery, vram, .. } = &mut self.booted;
+        let mut bus = BridgeBus::new(&mut self.bridge, self.bars);
+        let mut hw = Hw { bus: &mut bus, disc: discovery, step: "free" };
+        vram.free(&mut hw, m.paddr).map_err(|e| DeviceError::Failed { op: "free", reason: e.to_string() })
     }
 
     fn copy_in(&mut self, dst: BufferId, offset: u64, src: &[u8]) -> DeviceResult<()> {
@@ -573,16 +591,14 @@ impl Device for AmdDevice {
 /// Maps the bridge windows the copies use into VMID 0 as uncached system memory (tinygrad
 /// `USBIface._dma_region`) and returns the address map.
 fn map_windows(bus: &mut BridgeBus<'_>, booted: &mut Booted) -> Result<VaMap, BootError> {
-    let Booted { discovery, vm, vram, layout, .. } = booted;
+    let Booted { discovery, vram, .. } = booted;
     let mut hw = Hw { bus, disc: discovery, step: "VM" };
     let mut windows = [(0, 0, 0); 3];
     for (slot, &(bus_addr, size)) in windows.iter_mut().zip(&BRIDGE_WINDOWS) {
-        let va = vm.alloc_va(size, 0x1000);
-        vm.map(&mut hw, va, size, VmTarget::System(bus_addr), true, &mut || vram.alloc(0x1000, 0x1000))?;
-        *slot = (bus_addr, size, va);
+        *slot = (bus_addr, size, vram.map_system(&mut hw, bus_addr, size)?);
     }
     gmc::flush_tlb(&mut hw, Hub::Gc, true)?;
-    Ok(VaMap { vram: layout.fb_base, windows })
+    Ok(VaMap { vram: vram.va(0), windows })
 }
 
 impl Drop for AmdDevice {

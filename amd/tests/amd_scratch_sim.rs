@@ -187,14 +187,14 @@ fn wrong_scratch_setups_fail_in_the_simulator() {
     let f = fault(&s, &t.run().unwrap_err());
     assert!(f.contains("WAVES 0 lets no wave with scratch launch"), "{f}");
 
-    // The scratch base never programmed: the region is at 0, which no hub maps; the VM fault is latched.
+    // The scratch base never programmed: the region is at 0, which the page table does not map; the VM fault is latched.
     let s = sim(&dir, Board::Navi31);
     let mut t = setup(&s, &dir, &co, 64);
     t.dev.scratch_mut().unwrap().va = 0;
     let err = t.run().unwrap_err();
     assert!(err.ends_with("; VM protection fault (status 0x40100) at page 0x0"), "{err}");
     let f = fault(&s, &err);
-    assert!(f.contains("and the scratch base 0x0") && f.contains("reaches memory no hub maps"), "{f}");
+    assert!(f.contains("and the scratch base 0x0") && f.contains("reaches memory the page table does not map"), "{f}");
 }
 
 #[test]

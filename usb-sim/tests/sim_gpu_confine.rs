@@ -1,8 +1,10 @@
 //! #26: a kernel on the simulated GPU is confined to the step's memory. A hand-assembled program that loads from
 //! the GPU's own memory (a page table, the PSP's TMR where the firmware lives, the PSP's ring, the compute ring,
-//! the IP discovery table), which the system aperture maps like any VRAM, stops with a fault naming the dispatch,
+//! the IP discovery table), which these page tables map like any VRAM, stops with a fault naming the dispatch,
 //! the address and the region, never reaching its signal; the fault is latched in
-//! GCVM_L2_PROTECTION_FAULT_STATUS/ADDR for the driver. A load from an ordinary buffer runs.
+//! GCVM_L2_PROTECTION_FAULT_STATUS/ADDR for the driver. So does a load through the system aperture (an MC
+//! address, which a card would let a VMID-0 kernel use) and one the page table does not map. A load from an
+//! ordinary buffer through its VA runs.
 
 mod sim_gpu_support;
 use pilot_usb_sim::gpu::mem::FB_BASE;
@@ -42,7 +44,7 @@ fn run(program: &[u32]) -> Option<Outcome> {
     let gc = discovery_bases(&mut rig, VRAM)[&11].1[0];
     let mut p = Producer::default();
     rig.put_vram(CODE, &pm4::bytes(&[program, &[S_CODE_END]].concat()));
-    let (pgm, signal) = (rig.mc(&r, CODE), rig.mc(&r, SIGNAL));
+    let (pgm, signal) = (VA_BASE + CODE, rig.mc(&r, SIGNAL));
     let s = [
         pm4::set_sh(reg::PGM_LO, &[(pgm >> 8) as u32, (pgm >> 40) as u32]),
         pm4::set_sh(reg::RSRC1, &[0x60af_0000, 0]),
@@ -66,7 +68,7 @@ fn run(program: &[u32]) -> Option<Outcome> {
 
 #[test]
 fn a_kernel_reading_the_gpus_own_memory_faults_naming_the_address() {
-    let Some(ok) = run(&load_from(FB_BASE + BUFFER)) else { return };
+    let Some(ok) = run(&load_from(VA_BASE + BUFFER)) else { return };
     assert_eq!((ok.signal, ok.faults.len(), ok.status), (7, 0, 0), "a buffer: {:?}", ok.faults);
     for (paddr, region) in [
         (PT_ROOT + 0x1008, "a page table"),
@@ -75,15 +77,19 @@ fn a_kernel_reading_the_gpus_own_memory_faults_naming_the_address() {
         (COMPUTE_RING + 4, "a queue's ring"),
         (VRAM - 0x100, "the IP discovery table"),
     ] {
-        let addr = FB_BASE + paddr;
+        let addr = VA_BASE + paddr;
         let o = run(&load_from(addr)).unwrap();
         assert_eq!(o.signal, 0, "{region}: the step's signal must not arrive");
         let want = format!("a 4-byte load at {addr:#x} reaches {region}, which no kernel may touch");
         assert!(o.faults.iter().any(|f| f.contains("dispatch 1 (") && f.contains(&want)), "{region}: {:?}", o.faults);
         assert_eq!((o.status, o.page), (0xF0, addr & !0xFFF), "{region}: the latched VM fault");
     }
-    // Memory no hub maps: the mapping error is latched the same way.
-    let o = run(&load_from(0x1234_0000_0000)).unwrap();
-    assert_eq!((o.signal, o.status, o.page), (0, 0x100, 0x1234_0000_0000), "{:?}", o.faults);
-    assert!(o.faults.iter().any(|f| f.contains("reaches memory no hub maps")), "{:?}", o.faults);
+    // Memory the page table does not map, and the buffer through the system aperture: the mapping error is
+    // latched the same way.
+    for addr in [0x1234_0000_0000, FB_BASE + BUFFER] {
+        let o = run(&load_from(addr)).unwrap();
+        assert_eq!((o.signal, o.status, o.page), (0, 0x100, addr), "{addr:#x}: {:?}", o.faults);
+        let f = &o.faults;
+        assert!(f.iter().any(|f| f.contains("reaches memory the page table does not map")), "{addr:#x}: {f:?}");
+    }
 }

@@ -83,6 +83,8 @@ fn booted() -> Option<(Rig, Regs, Producer)> {
 fn booted_on(board: Board) -> Option<(Rig, Regs, Producer)> {
     let (mut rig, r, fw) = rig(board, VRAM)?;
     rig.cold_boot(&r, VRAM, &fw);
+    // Kernels reach VRAM only through the page table (the simulator refuses them the system aperture).
+    rig.page_tables(&r, VRAM);
     Some((rig, r, Producer::default()))
 }
 
@@ -95,9 +97,8 @@ fn f32_bytes(v: &[f32]) -> Vec<u8> {
 }
 
 /// The PM4 for one dispatch of `name` over `groups` workgroups of 64, kernargs at KERNARGS, then a signal.
-fn dispatch_stream(rig: &mut Rig, r: &Regs, co: &CodeObject, name: &str, groups: u32, value: u32) -> Vec<u32> {
-    let fb = rig.mc(r, 0);
-    dispatch_stream_at(fb, co, name, groups, value)
+fn dispatch_stream(co: &CodeObject, name: &str, groups: u32, value: u32) -> Vec<u32> {
+    dispatch_stream_at(VA_BASE, co, name, groups, value)
 }
 
 /// [`dispatch_stream`] with VRAM physical `p` at GPU address `base + p`.
@@ -146,9 +147,8 @@ fn dispatch_only(base: u64, co: &CodeObject, name: &str, groups: u32, kernargs: 
     .concat()
 }
 
-fn load(rig: &mut Rig, r: &Regs, co: &CodeObject, args: &[u64], scalars: &[u32]) {
-    let fb = rig.mc(r, 0);
-    load_at(rig, fb, co, args, scalars)
+fn load(rig: &mut Rig, co: &CodeObject, args: &[u64], scalars: &[u32]) {
+    load_at(rig, VA_BASE, co, args, scalars)
 }
 
 /// [`load`] with VRAM physical `p` at GPU address `base + p`.
@@ -187,9 +187,9 @@ fn runs_fma_and_lds_kernels(bytes: &[u8], (mut rig, r, mut p): (Rig, Regs, Produ
     rig.put_vram(A, &f32_bytes(&a));
     rig.put_vram(B, &f32_bytes(&b));
     rig.put_vram(SIGNAL + 512, &3u32.to_le_bytes());
-    load(&mut rig, &r, &co, &[C, A, B, SIGNAL + 512], &[]);
+    load(&mut rig, &co, &[C, A, B, SIGNAL + 512], &[]);
     let t0 = rig.sim.now();
-    let s = dispatch_stream(&mut rig, &r, &co, "fma_idx", (n / 64) as u32, 1);
+    let s = dispatch_stream(&co, "fma_idx", (n / 64) as u32, 1);
     rig.submit_compute(&mut p, &s);
     assert_eq!(rig.u32_at(SIGNAL), 1, "signal: {:?}", rig.sim.gpu_faults());
     let got = f32s(&rig.vram(C, 4 * n));
@@ -203,8 +203,8 @@ fn runs_fma_and_lds_kernels(bytes: &[u8], (mut rig, r, mut p): (Rig, Regs, Produ
     assert_eq!(u64::from(rig.u32_at(RPTR)), p.compute_wptr);
 
     // LDS from RSRC2 and a barrier, through an indirect buffer.
-    load(&mut rig, &r, &co, &[C, A], &[]);
-    let s = dispatch_stream(&mut rig, &r, &co, "lds_reverse", (n / 64) as u32, 2);
+    load(&mut rig, &co, &[C, A], &[]);
+    let s = dispatch_stream(&co, "lds_reverse", (n / 64) as u32, 2);
     rig.put_vram(IB, &pm4::bytes(&s));
     let ib = rig.mc(&r, IB);
     rig.submit_compute(&mut p, &pm4::indirect_buffer(ib, s.len() as u32));
@@ -220,11 +220,11 @@ fn runs_fma_and_lds_kernels(bytes: &[u8], (mut rig, r, mut p): (Rig, Regs, Produ
 #[test]
 fn a_dispatch_without_the_lds_field_or_wave32_faults() {
     let Some(bytes) = code_object() else { return };
-    let Some((mut rig, r, mut p)) = booted() else { return };
+    let Some((mut rig, _, mut p)) = booted() else { return };
     let co = CodeObject::parse(&bytes).unwrap();
     rig.put_vram(A, &[0; 1024]);
-    load(&mut rig, &r, &co, &[C, A], &[]);
-    let mut s = dispatch_stream(&mut rig, &r, &co, "lds_reverse", 1, 1);
+    load(&mut rig, &co, &[C, A], &[]);
+    let mut s = dispatch_stream(&co, "lds_reverse", 1, 1);
     // RSRC2 as the descriptor has it (no LDS): the kernel's LDS accesses fall outside.
     let at = s.iter().position(|&d| d == reg::RSRC1 - 0x2C00).unwrap();
     s[at + 2] &= !(0x1FF << 15);
@@ -234,9 +234,9 @@ fn a_dispatch_without_the_lds_field_or_wave32_faults() {
     assert_eq!(f.len(), 1, "{f:?}");
     assert!(f[0].engine.contains("compute queue") && f[0].to_string().contains("rdna3"), "{}", f[0]);
     // A wave64 dispatch (DISPATCH_INITIATOR without CS_W32_EN) is refused.
-    let Some((mut rig, r, mut p)) = booted() else { return };
-    load(&mut rig, &r, &co, &[C, A], &[]);
-    let mut s = dispatch_stream(&mut rig, &r, &co, "lds_reverse", 1, 1);
+    let Some((mut rig, _, mut p)) = booted() else { return };
+    load(&mut rig, &co, &[C, A], &[]);
+    let mut s = dispatch_stream(&co, "lds_reverse", 1, 1);
     let at = s.iter().position(|&d| d == 1 | 1 << 2 | 1 << 15).unwrap();
     s[at] &= !(1 << 15);
     rig.submit_compute(&mut p, &s);
@@ -346,10 +346,10 @@ fn sdma_reaches_the_bridge_sram_and_releases_a_copy_out() {
 fn gfx1201_refuses_interleaved_thread_counts_and_gfx11_code() {
     let (Some(g11), Some(g12)) = (code_object(), code_object_gfx1201()) else { return };
     // GC 12's COMPUTE_NUM_THREAD_X has INTERLEAVE_BITS in 13-15 (gc_12_0_0), which the simulator refuses.
-    let Some((mut rig, r, mut p)) = booted_on(Board::Navi48) else { return };
+    let Some((mut rig, _, mut p)) = booted_on(Board::Navi48) else { return };
     let co = CodeObject::parse(&g12).unwrap();
-    load(&mut rig, &r, &co, &[C, A, B, SIGNAL + 512], &[]);
-    let mut s = dispatch_stream(&mut rig, &r, &co, "fma_idx", 1, 1);
+    load(&mut rig, &co, &[C, A, B, SIGNAL + 512], &[]);
+    let mut s = dispatch_stream(&co, "fma_idx", 1, 1);
     let at = s.iter().position(|&d| d == reg::NUM_THREAD_X - 0x2C00).unwrap();
     s[at + 1] |= 1 << 13;
     rig.submit_compute(&mut p, &s);
@@ -357,10 +357,10 @@ fn gfx1201_refuses_interleaved_thread_counts_and_gfx11_code() {
     let f = rig.sim.gpu_faults();
     assert!(f.len() == 1 && f[0].reason.contains("INTERLEAVE_BITS"), "{f:?}");
     // gfx11 machine code on the gfx12 board: its memory instructions do not decode as gfx12's.
-    let Some((mut rig, r, mut p)) = booted_on(Board::Navi48) else { return };
+    let Some((mut rig, _, mut p)) = booted_on(Board::Navi48) else { return };
     let co = CodeObject::parse(&g11).unwrap();
-    load(&mut rig, &r, &co, &[C, A, B, SIGNAL + 512], &[]);
-    let s = dispatch_stream(&mut rig, &r, &co, "fma_idx", 1, 1);
+    load(&mut rig, &co, &[C, A, B, SIGNAL + 512], &[]);
+    let s = dispatch_stream(&co, "fma_idx", 1, 1);
     rig.submit_compute(&mut p, &s);
     assert_eq!(rig.u32_at(SIGNAL), 0);
     let f = rig.sim.gpu_faults();
@@ -425,14 +425,14 @@ fn blind_spot_acquire_mem_a_dispatch_reading_an_earlier_ones_output_needs_flush_
     let Some(bytes) = code_object() else { return };
     let co = CodeObject::parse(&bytes).unwrap();
     let run = |barrier: Vec<u32>| {
-        let (mut rig, r, mut p) = booted().unwrap();
+        let (mut rig, _, mut p) = booted().unwrap();
         let a: Vec<f32> = (0..64).map(|i| i as f32).collect();
         rig.put_vram(A, &f32_bytes(&a));
         rig.put_vram(B, &f32_bytes(&[2.0; 64]));
         rig.put_vram(SIGNAL + 512, &1u32.to_le_bytes());
         // fma_idx writes C = 2a; lds_reverse then reads C (a second kernarg block) and writes B.
-        load(&mut rig, &r, &co, &[C, A, B, SIGNAL + 512], &[]);
-        let fb = rig.mc(&r, 0);
+        load(&mut rig, &co, &[C, A, B, SIGNAL + 512], &[]);
+        let fb = VA_BASE;
         let mut second = Vec::new();
         for x in [B, C] {
             second.extend_from_slice(&(fb + x).to_le_bytes());

@@ -3,7 +3,7 @@
 //!
 //! discovery → firmware → boot memory → partial-boot check → (mode-1 reset if the chip runs) → [`soc`] →
 //! [`gmc`] (MM hub) → [`ih`] → [`psp`] (sOS, KM ring, TOC, SMU image, TMR, every image, RLC autoload) → [`smu`]
-//! → [`gfx`] (GC hub, MEC) → [`sdma`] → VRAM identity mapping ([`vm`]) → clocks and clock gating →
+//! → [`gfx`] (GC hub, MEC) → [`sdma`] → boot memory mapped ([`vm`], [`vram`]) → clocks and clock gating →
 //! `SCRATCH_REG7` = [`VERSION`], `SCRATCH_REG6` = 1.
 //!
 //! A partial boot (the last session ended in [`fini`] without error, and GC has no VM fault) keeps what only a
@@ -21,6 +21,7 @@ pub mod sdma;
 pub mod smu;
 pub mod soc;
 pub mod vm;
+pub mod vram;
 
 use super::bus::GpuBus;
 use super::discovery::{self, Discovery, DiscoveryError};
@@ -31,6 +32,7 @@ use hw::Hw;
 use memory::{BootAllocator, VramAllocator, VramLayout, BOOT_SIZE, PAGE};
 use std::path::Path;
 use vm::{Target, Vm};
+use vram::GpuVram;
 
 /// `SCRATCH_REG7` after a boot by this driver: pilot's own marker ("PI", boot-memory layout 1), not tinygrad's
 /// [`TINYGRAD_VERSION`]. A partial boot trusts the previous session's boot memory (rings, MQDs, the PSP's ring and
@@ -99,11 +101,8 @@ pub struct Booted {
     pub discovery: Discovery,
     pub layout: VramLayout,
     pub boot_memory: BootMemory,
-    /// General VRAM (32 MB up to the reserved top).
-    pub vram: VramAllocator,
-    pub vm: Vm,
-    /// The VA at which all usable VRAM is mapped (`GMMU=0`): VRAM physical `p` is VA `identity_va + p`.
-    pub identity_va: u64,
+    /// General VRAM (32 MB up to the reserved top), handed out mapped; owns VMID 0's page tables.
+    pub vram: GpuVram,
     pub ucode_starts: gfx::UcodeStarts,
 }
 
@@ -119,7 +118,7 @@ impl Booted {
 
     /// The GPU VA of VRAM physical address `paddr`.
     pub fn va(&self, paddr: u64) -> u64 {
-        self.identity_va + paddr
+        self.vram.va(paddr)
     }
 
     /// The MC address of VRAM physical address `paddr` (inside both hubs' system aperture).
@@ -227,13 +226,15 @@ pub fn boot(bus: &mut dyn GpuBus, firmware_dir: &Path, opts: BootOptions) -> Res
     hw.step = "SDMA";
     sdma::init(&mut hw)?;
 
-    // GMMU=0: all usable VRAM at one VA aligned to its size, page tables from general memory.
+    // A window over usable VRAM aligned to its size: boot memory mapped now, general memory per allocation
+    // ([`vram`]); page tables from general memory.
     hw.step = "VM";
-    let mut vram = VramAllocator::new(BOOT_SIZE, layout.usable_end());
+    let mut general = VramAllocator::new(BOOT_SIZE, layout.usable_end());
     let usable = layout.usable_end();
-    let identity_va = vm.alloc_va(usable, usable.next_power_of_two());
-    let mut alloc_table = || vram.alloc(PAGE, PAGE);
-    vm.map(&mut hw, identity_va, usable, Target::Vram(0), true, &mut alloc_table)?;
+    let window = vm.alloc_va(usable, usable.next_power_of_two());
+    let mut alloc_table = || general.alloc(PAGE, PAGE);
+    vm.map(&mut hw, window, BOOT_SIZE, Target::Vram(0), true, &mut alloc_table)?;
+    let vram = GpuVram::new(general, vm, window);
     gmc::flush_tlb(&mut hw, Hub::Gc, true)?;
     gmc::flush_tlb(&mut hw, Hub::Mm, true)?;
 
@@ -246,7 +247,7 @@ pub fn boot(bus: &mut dyn GpuBus, firmware_dir: &Path, opts: BootOptions) -> Res
     hw.write(reg6, 1)?;
 
     let boot_memory = BootMemory { root_page_table, scratch_page, dummy_page, ih, psp, smu_driver_table, mqd };
-    Ok(Booted { kind, discovery: disc, layout, boot_memory, vram, vm, identity_va, ucode_starts })
+    Ok(Booted { kind, discovery: disc, layout, boot_memory, vram, ucode_starts })
 }
 
 /// Ends a session (tinygrad `AMDev.fini`): SDMA queue 0 down and the engine reset, compute queues dequeued,

@@ -116,6 +116,17 @@ impl ScriptedBus {
         }
     }
 
+    /// VRAM `0..n` (`n` a multiple of 4 KB), page by page.
+    pub fn snapshot(&self, n: usize) -> Vec<u8> {
+        let mut v = vec![0u8; n];
+        for (i, page) in v.chunks_mut(4096).enumerate() {
+            if let Some(p) = self.pages.get(&(i as u64)) {
+                page.copy_from_slice(&p[..]);
+            }
+        }
+        v
+    }
+
     pub fn peek(&self, addr: u64, n: usize) -> Vec<u8> {
         (0..n as u64)
             .map(|i| self.pages.get(&((addr + i) >> 12)).map_or(0, |p| p[((addr + i) & 0xfff) as usize]))

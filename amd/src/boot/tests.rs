@@ -137,8 +137,8 @@ fn cold_boot_loads_every_image_in_order_byte_exact() {
         assert_eq!(root[0] & 1, 1, "the root's first entry is valid");
         let root_base = gc!(card, m => reg!(HwIp::Gc, m::GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32));
         assert_eq!(bus.writes_to(root_base), [(mem.root_page_table | 1) as u32]);
-        assert_eq!(booted.va(0x1000), booted.identity_va + 0x1000);
-        assert!(booted.identity_va >= vm::VA_BASE + psp::MSG1_SIZE);
+        assert_eq!(booted.va(0x1000), booted.va(0) + 0x1000);
+        assert!(booted.va(0) >= vm::VA_BASE + psp::MSG1_SIZE);
         assert!(bus.events.iter().any(|e| matches!(e, Event::Staged(_))));
         let _ = STAGING;
     }

@@ -2,9 +2,9 @@
 //! from Linux `amdgpu_vm.h`): four levels (PDB2 → PDB1 → PDB0 → PTB, 9 bits each over 4 KB pages, 48-bit VAs
 //! counted from the context's start), leaves as large as alignment and size allow.
 //!
-//! With `GMMU=0` only two things are mapped: the PSP's msg1 window in the bridge's SRAM (system memory) and,
-//! once, all usable VRAM at one VA (tinygrad `identity_va`), so every VRAM buffer's VA is that base plus its
-//! physical address and no allocation ever writes a page table.
+//! What is mapped: the PSP's msg1 window in the bridge's SRAM (system memory) while the PSP boots, the bridge
+//! windows the copies use, boot memory, and each live allocation of general memory ([`super::vram`]), all VRAM
+//! at one window's VA plus its physical address (tinygrad `identity_va`). Unmapping writes invalid leaves.
 
 use super::hw::Hw;
 use super::BootError;
@@ -65,13 +65,15 @@ pub struct Vm {
     card: Card,
     /// (level, VA offset >> the level above's shift) → the table's VRAM address.
     tables: std::collections::HashMap<(usize, u64), u64>,
+    /// Tables a leaf replaced, reused before new ones are allocated.
+    spare: Vec<u64>,
     next_va: u64,
 }
 
 impl Vm {
     /// A VM whose root table (already zeroed) is at VRAM `root`.
     pub fn new(card: Card, root: u64) -> Vm {
-        Vm { root, card, tables: Default::default(), next_va: VA_BASE }
+        Vm { root, card, tables: Default::default(), spare: Vec::new(), next_va: VA_BASE }
     }
 
     /// A free VA range of `size` bytes aligned to `align` (a power of two).
@@ -91,11 +93,42 @@ impl Vm {
         uncached: bool,
         alloc_table: &mut dyn FnMut() -> Result<u64, BootError>,
     ) -> Result<(), BootError> {
-        let (mut addr, system) = match target {
-            Target::Vram(a) => (a, false),
-            Target::System(a) => (a, true),
+        let card = self.card;
+        self.write_leaves(hw, va, size, target, Some(alloc_table), &mut |level, rel, run, addr| {
+            let system = matches!(target, Target::System(_));
+            pte_flags(card, level, false, frag(rel, run), uncached, system) | (addr & ADDR_MASK)
+        })
+    }
+
+    /// Takes back a [`map`](Self::map) of the same `va`, `size` and `target`: its leaves become invalid entries
+    /// (the tables stay for the next mapping). The caller flushes the TLB.
+    pub fn unmap(&mut self, hw: &mut Hw, va: u64, size: u64, target: Target) -> Result<(), BootError> {
+        self.write_leaves(hw, va, size, target, None, &mut |_, _, _, _| 0)
+    }
+
+    /// Writes the leaf entries that map `va..va + size` to `target`, each `entry(level, VA offset, bytes of
+    /// the run it is in, address)`, choosing per run the largest page (1 GB, 2 MB, 4 KB) both addresses are
+    /// aligned to and the rest still fills. A leaf written over a table's entry retires that table and those
+    /// below it (they are reused, zeroed, for later tables). Without `alloc_table` a missing table is an error.
+    fn write_leaves(
+        &mut self,
+        hw: &mut Hw,
+        va: u64,
+        size: u64,
+        target: Target,
+        alloc_table: Option<&mut dyn FnMut() -> Result<u64, BootError>>,
+        entry: &mut dyn FnMut(usize, u64, u64, u64) -> u64,
+    ) -> Result<(), BootError> {
+        let step = hw.step;
+        let mut never_mapped = move || -> Result<u64, BootError> {
+            Err(BootError::Invalid { step, msg: format!("VA {va:#x} was never mapped") })
         };
-        if va < VA_BASE || va + size - 1 > VA_END || (va | size | addr) & 0xfff != 0 {
+        let create = alloc_table.is_some();
+        let alloc_table = alloc_table.unwrap_or(&mut never_mapped);
+        let mut addr = match target {
+            Target::Vram(a) | Target::System(a) => a,
+        };
+        if size == 0 || va < VA_BASE || va + size - 1 > VA_END || (va | size | addr) & 0xfff != 0 {
             return Err(BootError::Invalid {
                 step: hw.step,
                 msg: format!(
@@ -105,21 +138,22 @@ impl Vm {
         }
         let (mut rel, mut left) = (va - VA_BASE, size);
         while left > 0 {
-            // The largest page (1 GB, 2 MB, 4 KB) both addresses are aligned to and the rest still fills.
             let level = (1..=PTB).find(|&l| {
                 let page = 1u64 << SHIFTS[l];
                 rel % page == 0 && addr % page == 0 && left >= page
             });
             let level = level.expect("4 KB pages always fit");
             let page = 1u64 << SHIFTS[level];
-            let table = self.table(hw, rel, level, alloc_table)?;
+            let table = self.table(hw, rel, level, create, alloc_table)?;
             let index = (rel >> SHIFTS[level]) & 511;
             let count = (left / page).min(512 - index);
             let run = count * page;
-            let flags = pte_flags(self.card, level, false, frag(rel, run), uncached, system);
+            if level < PTB {
+                self.retire_below(level, rel, run);
+            }
             let mut bytes = Vec::with_capacity(count as usize * 8);
             for i in 0..count {
-                bytes.extend_from_slice(&(flags | ((addr + i * page) & ADDR_MASK)).to_le_bytes());
+                bytes.extend_from_slice(&entry(level, rel, run, addr + i * page).to_le_bytes());
             }
             hw.write_vram(table + index * 8, &bytes)?;
             rel += run;
@@ -129,12 +163,27 @@ impl Vm {
         Ok(())
     }
 
-    /// The table at `level` that holds `rel`'s entry, creating the tables above it.
+    /// Forgets the tables under leaves at `level` that cover VA offsets `rel..rel + run`.
+    fn retire_below(&mut self, level: usize, rel: u64, run: u64) {
+        let spare = &mut self.spare;
+        self.tables.retain(|&(l, key), &mut t| {
+            let start = key << SHIFTS[l - 1];
+            let retire = l > level && start >= rel && start < rel + run;
+            if retire {
+                spare.push(t);
+            }
+            !retire
+        });
+    }
+
+    /// The table at `level` that holds `rel`'s entry, creating the tables above it where `create` (from spare
+    /// tables, else `alloc_table`); otherwise a missing table is `alloc_table`'s error.
     fn table(
         &mut self,
         hw: &mut Hw,
         rel: u64,
         level: usize,
+        create: bool,
         alloc_table: &mut dyn FnMut() -> Result<u64, BootError>,
     ) -> Result<u64, BootError> {
         let mut table = self.root;
@@ -143,7 +192,10 @@ impl Vm {
             table = match self.tables.get(&key) {
                 Some(t) => *t,
                 None => {
-                    let child = alloc_table()?;
+                    let child = match if create { self.spare.pop() } else { None } {
+                        Some(t) => t,
+                        None => alloc_table()?,
+                    };
                     hw.write_vram(child, &[0u8; 4096])?;
                     let pde = pte_flags(self.card, l - 1, true, 0, false, false) | (child & ADDR_MASK);
                     hw.write_vram(table + ((rel >> SHIFTS[l - 1]) & 511) * 8, &pde.to_le_bytes())?;
@@ -158,6 +210,7 @@ impl Vm {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_bus::ScriptedBus;
     use super::*;
 
     #[test]
@@ -171,5 +224,45 @@ mod tests {
         assert_eq!(pte_flags(Card::Gfx1201, 3, false, 0, true, false), 1 | 0x70 | (3 << 54) | (1 << 63));
         assert_eq!(frag(0, 0x80000), 7);
         assert_eq!(frag(0x1000, 0x80000), 0);
+    }
+
+    /// The simulator's page walker (`pilot-usb-sim`, independent of this module) translating `va` in `bus`'s VRAM.
+    fn walk(bus: &ScriptedBus, root: u64, va: u64) -> Result<u64, String> {
+        use pilot_usb_sim::gpu::mem::{Context, HubView, Target as SimTarget};
+        let context = Context { start: VA_BASE, end: VA_END, root, levels: 4, gfx12: false };
+        let vram = bus.snapshot(8 << 20);
+        match (HubView { context: Some(context), ..HubView::default() }).translate(va, &vram)? {
+            (SimTarget::Vram(p), _) => Ok(p as u64),
+            (t, _) => Err(format!("{t:?}")),
+        }
+    }
+
+    #[test]
+    fn leaves_over_tables_and_tables_under_old_leaves_translate() {
+        let mut bus = ScriptedBus::new(Card::Gfx1100);
+        let disc = bus.disc.clone();
+        let (root, mut next_table) = (0x1000, 0x10_0000);
+        let mut tables = || -> Result<u64, BootError> {
+            next_table += 0x1000;
+            Ok(next_table)
+        };
+        let mut vm = Vm::new(Card::Gfx1100, root);
+        let window = vm.alloc_va(8 << 20, 8 << 20);
+        let big = (window + (2 << 20), 4 << 20, 2 << 20);
+        let small = (window + (2 << 20) + 0x3000, 0x2000, (2 << 20) + 0x3000);
+        // 4 KB pages, gone; 2 MB leaves over their table, gone; 4 KB pages under the old leaf again; the leaf.
+        for (va, size, p) in [small, big, small, big] {
+            let mut hw = Hw { bus: &mut bus, disc: &disc, step: "test" };
+            vm.map(&mut hw, va, size, Target::Vram(p), true, &mut tables).unwrap();
+            for off in [0, 0x1000, size - 4] {
+                assert_eq!(walk(&bus, root, va + off), Ok(p + off), "{size:#x} at {va:#x}, +{off:#x}");
+            }
+            assert!(walk(&bus, root, va + size).is_err(), "{size:#x} at {va:#x}: the page after it");
+            let mut hw = Hw { bus: &mut bus, disc: &disc, step: "test" };
+            vm.unmap(&mut hw, va, size, Target::Vram(p)).unwrap();
+            assert!(walk(&bus, root, va).is_err(), "{size:#x} at {va:#x} unmapped");
+        }
+        let mut hw = Hw { bus: &mut bus, disc: &disc, step: "test" };
+        assert!(vm.unmap(&mut hw, window + (6 << 20), 0x1000, Target::Vram(6 << 20)).is_err(), "never mapped");
     }
 }

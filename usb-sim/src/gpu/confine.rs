@@ -1,20 +1,25 @@
-//! Confinement of kernels: the GPU's own memory, which the hubs map but no kernel of a step has business
-//! touching, is refused to the emulator as if unmapped. A real card lets a VMID-0 kernel reach all of it (the
-//! system aperture spans VRAM); the simulator does not, so that a kernel that strays (a compiler bug, a resealed
-//! code object) into these regions is a fault naming the address and the dispatch instead of a silent read:
+//! Confinement of kernels. A kernel reaches VRAM only through what context 0's page table maps: the system
+//! aperture, which a real card lets a VMID-0 kernel use to reach all of VRAM, is refused to kernels (pilot's
+//! driver hands a kernel VAs only, so an aperture address in a kernel is a stray), and so is every VA no valid
+//! leaf maps. pilot's driver maps each allocation while it lives and leaves an unmapped page after it
+//! (`pilot-amd`'s `boot/vram.rs`), so a kernel that runs past the end of a buffer, into a freed one or into VRAM
+//! nothing holds faults here as on a card.
+//!
+//! Of what the page table maps, the GPU's own memory, which no kernel of a step has business touching, is refused
+//! as well (tinygrad's driver maps some of it, and so may a driver that maps everything):
 //! - every table of both hubs' context-0 page tables;
 //! - the IP discovery table (the last [`discovery::FROM_END`] bytes of VRAM);
 //! - each queue's ring and read-pointer write-back (GC hub), the PSP's ring and the TMR where the PSP keeps the
 //!   firmware it loaded (MM hub).
 //!
-//! Any refused kernel access (these regions, or memory no hub maps) is latched as the VM protection fault a card
-//! reports: `GCVM_L2_PROTECTION_FAULT_STATUS` nonzero (MAPPING_ERROR, bit 8, for unmapped memory;
-//! PERMISSION_FAULTS, bits 4-7, for a refused region; RW, bit 18, for a store) and
-//! `GCVM_L2_PROTECTION_FAULT_ADDR_LO32/HI32` the faulting page (address >> 12), which is what tinygrad's driver
-//! reads when a UTCL2 fault arrives (tinygrad runtime/support/am/ip.py, `AM_IH.interrupt_handler`).
+//! Any refused kernel access is latched as the VM protection fault a card reports:
+//! `GCVM_L2_PROTECTION_FAULT_STATUS` nonzero (MAPPING_ERROR, bit 8, for unmapped memory; PERMISSION_FAULTS, bits
+//! 4-7, for a refused region; RW, bit 18, for a store) and `GCVM_L2_PROTECTION_FAULT_ADDR_LO32/HI32` the faulting
+//! page (address >> 12), which is what tinygrad's driver reads when a UTCL2 fault arrives (tinygrad
+//! runtime/support/am/ip.py, `AM_IH.interrupt_handler`).
 //!
-//! Not refused: buffers, code, kernarg segments and signals, and VRAM the driver has not handed out (the
-//! simulator cannot tell a step's buffer from another allocation).
+//! Not refused: whatever the driver maps — a step's buffers, code, kernarg segments, scratch and signals, but
+//! also another loaded model's buffers: one VMID serves every model on the card (like one process's VM on Linux).
 
 use super::discovery;
 use super::mem::{table_pages, Fabric, Hub, HubView, Target};
@@ -55,7 +60,7 @@ impl Protected {
 }
 
 /// A kernel access the memory refused: the GPU address, its length, a store or a load, and the protected
-/// region it reached (`None`: memory no hub maps).
+/// region it reached (`None`: memory the page table does not map).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stray {
     pub addr: u64,
@@ -71,7 +76,11 @@ impl std::fmt::Display for Stray {
             Some(r) => {
                 write!(f, "a {}-byte {what} at {:#x} reaches {r}, which no kernel may touch", self.len, self.addr)
             }
-            None => write!(f, "a {}-byte {what} at {:#x} reaches memory no hub maps", self.len, self.addr),
+            None => write!(
+                f,
+                "a {}-byte {what} at {:#x} reaches memory the page table does not map (kernels reach nothing else)",
+                self.len, self.addr
+            ),
         }
     }
 }

@@ -20,7 +20,8 @@
 //! (refused) where gfx11 has TRAP_PRESENT. gfx12 waves get their workgroup ID in TTMP7/TTMP9 as well
 //! ([`pilot_rdna3::dispatch`]).
 //!
-//! Kernels are confined ([`super::confine`]): an access to the GPU's own memory, like one to memory no hub maps,
+//! Kernels are confined ([`super::confine`]): an access to the GPU's own memory, like one to memory the page table
+//! does not map,
 //! stops the dispatch and latches the VM protection fault; the fault names the dispatch (its number since
 //! power-on and program address), the instruction and the address.
 //!
@@ -156,7 +157,7 @@ impl Gpu {
             step_limit: pilot_rdna3::dispatch::DEFAULT_STEP_LIMIT,
             budget: pilot_rdna3::Budget::from_env()?,
         };
-        let ranges = self.hub_view(Hub::Gc).vram_ranges(fabric.vram());
+        let ranges = self.hub_view(Hub::Gc).context_ranges(fabric.vram());
         let protected = self.protected(fabric);
         let threads = threads()?;
         let vram = fabric.vram();

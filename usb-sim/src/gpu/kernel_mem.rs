@@ -1,5 +1,5 @@
-//! VRAM as a kernel on the emulator sees it: GC-hub addresses (the system aperture over the frame buffer and
-//! context 0's VRAM mappings, enumerated once per dispatch), bounds-checked and confined ([`super::confine`]);
+//! VRAM as a kernel on the emulator sees it: context 0's VRAM mappings in the GC hub (no system aperture;
+//! enumerated once per dispatch), bounds-checked and confined ([`super::confine`]);
 //! shared by the workgroups that run on several host threads. The first access refused is kept ([`Stray`]).
 //! Loads and stores are reported to the cache model ([`super::coherence`]).
 

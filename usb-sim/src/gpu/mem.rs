@@ -134,19 +134,31 @@ impl HubView {
         if lo < hi {
             out.push((lo, hi - lo, lo - FB_BASE));
         }
+        out.extend(self.context_ranges(vram));
+        merged(out)
+    }
+
+    /// The VRAM ranges context 0's page table maps (not the system aperture), as [`vram_ranges`](Self::vram_ranges).
+    pub fn context_ranges(&self, vram: &[u8]) -> Vec<(u64, u64, u64)> {
+        let mut out = Vec::new();
         if let Some(c) = self.context {
             leaves(&c, c.root, 0, c.start, vram, &mut out);
         }
-        out.sort_unstable();
-        let mut merged: Vec<(u64, u64, u64)> = Vec::with_capacity(out.len());
-        for (va, len, pa) in out {
-            match merged.last_mut() {
-                Some(m) if m.0 + m.1 == va && m.2 + m.1 == pa => m.1 += len,
-                _ => merged.push((va, len, pa)),
-            }
-        }
-        merged
+        merged(out)
     }
+}
+
+/// `ranges` sorted, contiguous neighbours merged.
+fn merged(mut ranges: Vec<(u64, u64, u64)>) -> Vec<(u64, u64, u64)> {
+    ranges.sort_unstable();
+    let mut merged: Vec<(u64, u64, u64)> = Vec::with_capacity(ranges.len());
+    for (va, len, pa) in ranges {
+        match merged.last_mut() {
+            Some(m) if m.0 + m.1 == va && m.2 + m.1 == pa => m.1 += len,
+            _ => merged.push((va, len, pa)),
+        }
+    }
+    merged
 }
 
 fn system(bus: u64, room: u64) -> Result<(Target, u64), String> {
