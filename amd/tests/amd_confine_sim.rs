@@ -2,9 +2,11 @@
 //! allocation while it lives, with an unmapped page after it, and kernels reach VRAM only through those mappings.
 //! A kernel that reads or writes one page past its buffer, or into a buffer that was freed, stops with the VM
 //! fault the card latches, and the wait reports it; the same read of a live neighbour runs (one VMID serves every
-//! allocation). Allocations of every size, freed and made again in any order, keep their mappings exact: SDMA
-//! copies through the same page table read back what was written, and a kernel copies through the last ones
-//! made. (Leaves replacing tables and the reverse: `pilot-amd`'s `boot/vm.rs` tests, on the simulator's walker.)
+//! allocation). Freeing unmaps and invalidates the TLB: without the invalidation the simulated TLB keeps the
+//! freed buffer reachable and the freed-buffer case fails. Allocations of every size, freed and made again in
+//! any order, keep their mappings exact: SDMA copies through the same page table read back what was written, and
+//! a kernel copies through the last ones made. (Leaves replacing tables and the reverse: `pilot-amd`'s
+//! `boot/vm.rs` tests, on the simulator's walker.)
 //!
 //! Firmware and clang-19 as in `amd_scratch_sim.rs`.
 

@@ -12,6 +12,12 @@
 //! - each queue's ring and read-pointer write-back (GC hub), the PSP's ring and the TMR where the PSP keeps the
 //!   firmware it loaded (MM hub).
 //!
+//! The TLB, for kernels: a translation a dispatch could use stays usable, even after its page-table entry
+//! changed, until the driver invalidates VMID 0 (`GCVM_INVALIDATE_ENG17_REQ`, as tinygrad's `flush_tlb` and
+//! Linux after every page-table update); a stale range gives way only where the table now maps the same VA.
+//! So a driver that unmaps a buffer without the invalidation leaves it reachable here, as a card may. (The
+//! CP, SDMA and the PSP walk the table on every access.)
+//!
 //! Any refused kernel access is latched as the VM protection fault a card reports:
 //! `GCVM_L2_PROTECTION_FAULT_STATUS` nonzero (MAPPING_ERROR, bit 8, for unmapped memory; PERMISSION_FAULTS, bits
 //! 4-7, for a refused region; RW, bit 18, for a store) and `GCVM_L2_PROTECTION_FAULT_ADDR_LO32/HI32` the faulting
@@ -123,6 +129,19 @@ impl Gpu {
             spans.extend(vram_pieces(&mm, addr, u64::from(bytes), vram, "the PSP's TMR (firmware)"));
         }
         Protected::new(spans)
+    }
+
+    /// The VRAM ranges a dispatch's kernels reach now: what context 0's page table maps, and what the TLB still
+    /// holds from earlier dispatches at VAs the table no longer maps (see the module docs).
+    pub(super) fn kernel_translations(&mut self, vram: &[u8]) -> Vec<(u64, u64, u64)> {
+        let mut ranges = self.hub_view(Hub::Gc).context_ranges(vram);
+        let overlaps =
+            |r: &(u64, u64, u64), rs: &[(u64, u64, u64)]| rs.iter().any(|c| r.0 < c.0 + c.1 && c.0 < r.0 + r.1);
+        let stale: Vec<_> = self.kernel_tlb.iter().filter(|r| !overlaps(r, &ranges)).copied().collect();
+        ranges.extend(stale);
+        ranges.sort_unstable();
+        self.kernel_tlb.clone_from(&ranges);
+        ranges
     }
 
     /// Latches `stray` as the VM protection fault (see the module docs); the first fault stays until a reset.

@@ -157,7 +157,7 @@ impl Gpu {
             step_limit: pilot_rdna3::dispatch::DEFAULT_STEP_LIMIT,
             budget: pilot_rdna3::Budget::from_env()?,
         };
-        let ranges = self.hub_view(Hub::Gc).context_ranges(fabric.vram());
+        let ranges = self.kernel_translations(fabric.vram());
         let protected = self.protected(fabric);
         let threads = threads()?;
         let vram = fabric.vram();

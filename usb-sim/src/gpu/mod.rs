@@ -104,6 +104,9 @@ pub struct Gpu {
     scratch_draws: scratch::Draws,
     /// CP DMA copies (DMA_DATA without CP_SYNC) still in flight: destination and bytes ([`pm4`]).
     cp_dma: Vec<(u64, Vec<u8>)>,
+    /// The GC hub's TLB as kernels see it: every VRAM mapping a dispatch could use since the last invalidation
+    /// of VMID 0 ([`confine`]).
+    kernel_tlb: Vec<(u64, u64, u64)>,
 }
 
 impl Gpu {
@@ -130,6 +133,7 @@ impl Gpu {
             coherence: coherence::Coherence::default(),
             scratch_draws: scratch::Draws::new(seed),
             cp_dma: Vec::new(),
+            kernel_tlb: Vec::new(),
         };
         // The AGP apertures are closed (BOT > TOP) until the driver opens them.
         gpu.set(Reg::MmAgpBot, 0xFF_FFFF);
@@ -336,6 +340,13 @@ impl Gpu {
                 if target != index {
                     self.write_reg(target, value, fabric);
                 }
+            }
+            // PER_VMID_INVALIDATE_REQ bit 0: VMID 0's translations are gone.
+            Reg::GcInvReq => {
+                if value & 1 != 0 {
+                    self.kernel_tlb.clear();
+                }
+                self.regs.insert(index, value);
             }
             // A flush request completes at once: DONE shows the requested bits.
             Reg::HdpFlushReq => {
