@@ -3,8 +3,10 @@
 //! ([`EmuDevice::with_arch`]; gfx1100 by default).
 //!
 //! It does what the USB device does, in process:
-//! - every buffer lives in one flat VRAM at a GPU address ([`VRAM_BASE`] up, 256-byte aligned); host
-//!   copies are bounds-checked per buffer, kernel accesses against the whole VRAM;
+//! - every buffer lives in one flat VRAM at a GPU address ([`VRAM_BASE`] up, page aligned, a page left
+//!   unused after each); host copies are bounds-checked per buffer, kernel accesses confined to the live
+//!   buffers and kernarg segments in whole pages ([`crate::confine`], as the `usb+amd` driver maps them), so
+//!   a kernel that runs past its buffer or into a freed one fails;
 //! - [`Device::load_program`] reads the kernel out of the code object twice, with pilot's reader
 //!   ([`pilot_amd_codeobj`], which produced the artifact's `amdgpu` record) and the emulator's loader, and
 //!   refuses a kernel on which they disagree; [`EmuDevice::dispatch_record`] gives the record the
@@ -31,13 +33,12 @@ use pilot_core::device::{
 };
 use pilot_core::target::{Arch, Backend, Target};
 
+use crate::confine::{Confined, Live, PAGE};
 use crate::{dispatch_parallel, CodeObjectKernel, Dispatch, SharedMemory, SharedVecMemory, Stats};
 use pilot_amd_codeobj::{CodeObject, Kernel};
 
 /// GPU address of the first VRAM byte (not 0, so a null pointer faults).
 pub const VRAM_BASE: u64 = 0x1_0000_0000;
-/// Buffer and kernarg alignment in VRAM.
-const ALIGN: u64 = 256;
 
 /// See the module docs.
 pub struct EmuDevice {
@@ -46,6 +47,8 @@ pub struct EmuDevice {
     vram: SharedVecMemory,
     /// `(address, size)` of each buffer; `None` once freed (VRAM is not reused).
     buffers: Vec<Option<(u64, u64)>>,
+    /// What kernels may reach: live buffers and kernarg segments.
+    live: Live,
     programs: Vec<Program>,
     steps: Vec<Vec<Op>>,
     threads: usize,
@@ -86,6 +89,7 @@ impl EmuDevice {
         EmuDevice {
             vram: SharedVecMemory::new(VRAM_BASE, 0, &[]),
             buffers: Vec::new(),
+            live: Live::default(),
             programs: Vec::new(),
             steps: Vec::new(),
             threads: threads.max(1),
@@ -122,12 +126,16 @@ impl EmuDevice {
         Ok(addr + offset)
     }
 
-    /// Reserves `size` bytes of VRAM aligned to `align`, zero-filled.
-    fn reserve(&mut self, size: u64, align: u64) -> DeviceResult<u64> {
-        let addr = (VRAM_BASE + self.vram.size() as u64).next_multiple_of(align);
-        let end = addr.checked_add(size).filter(|&e| e - VRAM_BASE <= self.max_vram);
+    /// Reserves `size` bytes of VRAM at a page, zero-filled, live for kernels in whole pages, with an unused
+    /// page after them.
+    fn reserve(&mut self, size: u64) -> DeviceResult<u64> {
+        let addr = (VRAM_BASE + self.vram.size() as u64).next_multiple_of(PAGE);
+        let pages = size.max(1).checked_next_multiple_of(PAGE);
+        let end =
+            pages.and_then(|p| addr.checked_add(p)?.checked_add(PAGE)).filter(|&e| e - VRAM_BASE <= self.max_vram);
         let Some(end) = end else { return Err(DeviceError::OutOfMemory { size: size as usize }) };
         self.vram.grow((end - VRAM_BASE) as usize).map_err(|_| DeviceError::OutOfMemory { size: size as usize })?;
+        self.live.insert(addr, size);
         Ok(addr)
     }
 
@@ -185,14 +193,15 @@ impl Device for EmuDevice {
     }
 
     fn alloc(&mut self, size: usize, _usage: BufferUse) -> DeviceResult<BufferId> {
-        let addr = self.reserve(size as u64, ALIGN)?;
+        let addr = self.reserve(size as u64)?;
         self.buffers.push(Some((addr, size as u64)));
         Ok(BufferId(self.buffers.len() as u32 - 1))
     }
 
     fn free(&mut self, buffer: BufferId) -> DeviceResult<()> {
-        self.address(buffer)?;
+        let (addr, _) = self.address(buffer)?;
         self.buffers[buffer.0 as usize] = None;
+        self.live.remove(addr);
         Ok(())
     }
 
@@ -288,8 +297,8 @@ impl Device for EmuDevice {
                         let addr = self.range("link_step", a.buffer, a.offset, 0)?;
                         kernarg[off as usize..off as usize + 8].copy_from_slice(&addr.to_le_bytes());
                     }
-                    let (program, align) = (program.0 as usize, u64::from(p.record.kernarg_align).max(64));
-                    let at = self.reserve(kernarg.len() as u64, align)?;
+                    let program = program.0 as usize;
+                    let at = self.reserve(kernarg.len() as u64)?;
                     self.vram.write(at, &kernarg).map_err(|_| unreachable_vram("link_step"))?;
                     let p = &self.programs[program];
                     let mut dispatch = Dispatch::for_kernel(&p.kernel, grid, *local, at)
@@ -314,7 +323,8 @@ impl Device for EmuDevice {
             match op {
                 Op::Dispatch { program, dispatch } => {
                     let kernel = &self.programs[*program].kernel;
-                    let ran = dispatch_parallel(kernel, dispatch, &self.vram, self.threads)
+                    let vram = Confined { mem: &self.vram, live: &self.live };
+                    let ran = dispatch_parallel(kernel, dispatch, &vram, self.threads)
                         .map_err(|e| DeviceError::Failed { op: "submit", reason: e.to_string() })?;
                     self.dispatches += 1;
                     self.ran.workgroups += ran.workgroups;

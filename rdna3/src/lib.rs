@@ -25,6 +25,7 @@
 //! What the emulator does not run it refuses with an [`EmuError`] naming the kernel and instruction:
 //! unknown encodings at decode, opcodes and modifiers without semantics here when they execute.
 
+pub mod confine;
 pub mod decode;
 mod decode_gfx12;
 pub mod device;

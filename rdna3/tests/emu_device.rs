@@ -26,6 +26,11 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void reverse(global flo
   y[GID] = t[63 - l];
 }
 __kernel void unpinned(global float *y) { y[GID] = 0.0f; }
+// y[g + offs[1]] = x[g + offs[0]]: offsets the compiler cannot see.
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void stray(global const int *x, global int *y, global const int *offs) {
+  y[GID + offs[1]] = x[GID + offs[0]];
+}
 "#;
 
 fn floats(b: &[u8]) -> Vec<f32> {
@@ -55,7 +60,7 @@ fn a_linked_step_replays_with_offsets_and_copies() {
     let y = dev.alloc(4 * 256, BufferUse::Output).unwrap();
     let copy = dev.alloc(4 * 256, BufferUse::Scratch).unwrap();
     let (xa, _) = dev.address(x).unwrap();
-    assert!(xa >= VRAM_BASE && xa % 256 == 0);
+    assert!(xa >= VRAM_BASE && xa % 4096 == 0);
     let xs: Vec<f32> = (0..300).map(|i| i as f32).collect();
     dev.copy_in(x, 0, &bytes(&xs)).unwrap();
     dev.copy_in(y, 0, &bytes(&[1.0; 256])).unwrap();
@@ -161,6 +166,42 @@ fn what_cannot_run_is_a_one_line_error() {
     );
     dev.free(y).unwrap();
     assert_eq!(err(dev.free(y).unwrap_err()), "invalid buffer handle 0");
+}
+
+/// #26 confinement: kernels reach live buffers and kernarg segments in whole pages, nothing between them, as the
+/// usb+amd driver maps them: the rest of a buffer's last page runs; a page past it, read or written, and a freed
+/// buffer fail the submission in one line.
+#[test]
+fn a_kernel_straying_past_its_buffer_or_into_a_freed_one_fails() {
+    let Some(co) = rdna3_support::build("emu_device", SOURCE) else { return };
+    let mut dev = EmuDevice::new(2);
+    let stray = dev.load_program(&spec("stray", &co, 3)).unwrap();
+    let [x, y, offs, z] = [0; 4].map(|_| dev.alloc(256, BufferUse::Input).unwrap());
+    let (xa, za) = (dev.address(x).unwrap().0, dev.address(z).unwrap().0);
+    dev.copy_in(x, 0, &(0..64i32).flat_map(|i| (3 * i).to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    dev.copy_in(z, 0, &[7; 256]).unwrap();
+    let args = [x, y, offs].map(|buffer| Arg { buffer, offset: 0 }).to_vec();
+    let step = dev.link_step(&[StepOp::Dispatch { program: stray, args, global: [64, 1, 1], local: [64, 1, 1] }]);
+    let step = step.unwrap();
+    let mut run = |dev: &mut EmuDevice, offs_v: [i32; 2]| {
+        dev.copy_in(offs, 0, &offs_v.iter().flat_map(|o| o.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+        dev.submit(step).map(|_| {
+            let mut out = [0u8; 256];
+            dev.copy_out(y, 0, &mut out).unwrap();
+            out.chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect::<Vec<_>>()
+        })
+    };
+    assert_eq!(run(&mut dev, [0, 0]).unwrap(), (0..64).map(|i| 3 * i).collect::<Vec<_>>());
+    assert_eq!(run(&mut dev, [960, 0]).unwrap()[..4], [0; 4], "the rest of x's page");
+    let to_z = ((za - xa) / 4) as i32;
+    assert_eq!(run(&mut dev, [to_z, 0]).unwrap()[0], 0x0707_0707, "a live neighbour");
+    for (offs_v, what) in [([1024, 0], "global_load"), ([0, 1024], "global_store")] {
+        let e = run(&mut dev, offs_v).unwrap_err().to_string();
+        assert!(e.starts_with("submit failed: rdna3 stray: `") && e.contains(what) && !e.contains('\n'), "{e}");
+    }
+    dev.free(z).unwrap();
+    let e = run(&mut dev, [to_z, 0]).unwrap_err().to_string();
+    assert!(e.starts_with("submit failed: rdna3 stray: `global_load"), "a freed buffer: {e}");
 }
 
 /// #26 item 13: the artifact's `amdgpu` record is checked on load, as the usb+amd device checks it.
