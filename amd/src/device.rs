@@ -25,7 +25,7 @@
 //! - `counters()` reports the bridge's USB transactions and bytes, and the transport's clock (modelled time on
 //!   the simulator).
 
-use super::boot::gmc::{self, Hub};
+use super::boot::gmc;
 use super::boot::hw::Hw;
 use super::boot::vram::GpuVram;
 use super::boot::{self, BootError, BootKind, BootOptions, Booted};
@@ -33,7 +33,7 @@ use super::bridge_bus::{BridgeBus, BusMap};
 use super::bus::GpuBus;
 use super::discovery::Discovery;
 use super::dma::SdmaDma;
-use super::queue::{ComputeMem, ComputeQueue, Mem, SdmaQueue, VaMap, BRIDGE_WINDOWS};
+use super::queue::{gpu_err, ComputeMem, ComputeQueue, Mem, SdmaQueue, VaMap, BRIDGE_WINDOWS};
 use super::scratch;
 use super::stage::{self, Staged};
 use super::step::{self, Kernel, Launch, RingSubmit, Scratch, ShRegs};
@@ -190,6 +190,7 @@ impl AmdDevice {
         let [(_, sdma_align), sdma_gart] = SdmaQueue::MEMORY;
         let (sdma_ring, sdma_gart) = (alloc((rings.sdma, sdma_align))?, alloc(sdma_gart)?);
         let signal = alloc((0x100, 0x100))?;
+        vram.flush(&mut hw)?;
         bus.write_vram(signal.paddr, &[0u8; 0x100])?;
         let compute = ComputeQueue::create(&mut bus, &booted.discovery, card, compute_mem)?;
         let sdma = SdmaQueue::create(&mut bus, &booted.discovery, card, sdma_ring, sdma_gart)?;
@@ -285,13 +286,23 @@ impl AmdDevice {
         Ok(Mem { paddr: m.paddr + offset, va: m.va + offset, size: len })
     }
 
+    /// Invalidates the GPU's TLB if a mapping changed since the last time ([`super::boot::vram`]): before every
+    /// use of memory by the GPU.
+    fn flush_tlb(&mut self) -> pilot_usb_bridge::Result<()> {
+        let Booted { discovery, vram, .. } = &mut self.booted;
+        let mut bus = BridgeBus::new(&mut self.bridge, self.bars);
+        vram.flush(&mut Hw { bus: &mut bus, disc: discovery, step: "TLB" }).map_err(|e| gpu_err("TLB", e.to_string()))
+    }
+
     /// Host bytes into VRAM at physical `paddr` through the pipelined copy.
     fn upload(&mut self, paddr: u64, data: &[u8]) -> pilot_usb_bridge::Result<()> {
+        self.flush_tlb()?;
         let mut dma = SdmaDma { queue: &mut self.sdma, bars: self.bars, va: self.va, packets: &mut self.dma_packets };
         self.copier.copy_in(&mut self.bridge, &mut dma, paddr, data)
     }
 
     fn download(&mut self, paddr: u64, buf: &mut [u8]) -> pilot_usb_bridge::Result<()> {
+        self.flush_tlb()?;
         let mut dma = SdmaDma { queue: &mut self.sdma, bars: self.bars, va: self.va, packets: &mut self.dma_packets };
         self.copier.copy_out(&mut self.bridge, &mut dma, paddr, buf)
     }
@@ -299,6 +310,7 @@ impl AmdDevice {
     /// One ring submission: the staged copy-ins (their image sent to the SRAM first), then the indirect buffer
     /// `ib` when given, then the next timeline value. Returns that value.
     fn submit_ring(&mut self, ib: Option<(u64, usize)>) -> DeviceResult<u64> {
+        self.flush_tlb().map_err(failed("submit"))?;
         let mut copies = heapless::Vec::new();
         if !self.staged.is_empty() {
             // A submission in flight may still be copying out of the SRAM image.
@@ -400,6 +412,8 @@ impl AmdDevice {
             Sym::Buffer(i) => buffers.get(i as usize).copied().flatten().map(|m| m.va),
             _ => None,
         })?;
+        // The step's memory is mapped now, so its submissions never wait for an invalidation.
+        self.flush_tlb().map_err(failed("link_step"))?;
         Ok((placed.stream, placed.stream_dwords))
     }
 }
@@ -597,7 +611,7 @@ fn map_windows(bus: &mut BridgeBus<'_>, booted: &mut Booted) -> Result<VaMap, Bo
     for (slot, &(bus_addr, size)) in windows.iter_mut().zip(&BRIDGE_WINDOWS) {
         *slot = (bus_addr, size, vram.map_system(&mut hw, bus_addr, size)?);
     }
-    gmc::flush_tlb(&mut hw, Hub::Gc, true)?;
+    vram.flush(&mut hw)?;
     Ok(VaMap { vram: vram.va(0), windows })
 }
 
