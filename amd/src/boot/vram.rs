@@ -10,12 +10,11 @@
 //! Allocations of 2 MB or more are 2 MB aligned so their mapping takes 2 MB leaves (one entry per 2 MB written
 //! over the bridge instead of 512).
 
-use super::gmc;
+use super::gmc::{self, Hub};
 use super::hw::Hw;
 use super::memory::{VramAllocator, PAGE};
 use super::vm::{Target, Vm};
 use super::BootError;
-use crate::boot::gmc::Hub;
 use std::collections::BTreeMap;
 
 const LARGE: u64 = 2 << 20;
@@ -42,11 +41,6 @@ impl GpuVram {
     /// The VA of VRAM physical address `paddr`.
     pub fn va(&self, paddr: u64) -> u64 {
         self.window + paddr
-    }
-
-    /// The page tables.
-    pub fn vm_mut(&mut self) -> &mut Vm {
-        &mut self.vm
     }
 
     /// `size` bytes (at least one page) at an `align`-aligned physical address, mapped at [`va`](Self::va) of
@@ -96,10 +90,5 @@ impl GpuVram {
         self.changed = true;
         vm.map(hw, va, size, Target::System(bus), true, &mut || alloc.alloc(PAGE, PAGE))?;
         Ok(va)
-    }
-
-    /// Free bytes of general memory.
-    pub fn available(&self) -> u64 {
-        self.alloc.available()
     }
 }
