@@ -18,7 +18,7 @@ use pilot_amd::device::AmdDevice;
 use pilot_amd_codeobj::CodeObject;
 use pilot_core::device::{Arg, BufferId, BufferUse, Device, ProgramFormat, ProgramId, ProgramSpec, StepId, StepOp};
 use pilot_rdna3::Isa;
-use pilot_test_support::amd_firmware_dir as firmware_dir;
+use pilot_test_support::{amd_firmware_dir as firmware_dir, Rng};
 use pilot_usb_sim::{Board, Simulator};
 use sim_device::{open, sim};
 
@@ -125,18 +125,6 @@ fn a_kernel_straying_past_its_buffer_or_into_a_freed_one_faults_on_gfx1201() {
     strays_fault(Isa::Gfx12, Board::Navi48);
 }
 
-/// A small deterministic generator (xorshift64*), so the churn is the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
 #[test]
 fn mappings_stay_exact_through_allocation_churn() {
     let Some(dir) = firmware_dir() else { return };
@@ -162,12 +150,12 @@ fn mappings_stay_exact_through_allocation_churn() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut live: Vec<(BufferId, Vec<u8>)> = Vec::new();
     for round in 0..60u32 {
-        if !live.is_empty() && rng.next().is_multiple_of(3) {
-            let gone = live.swap_remove(rng.next() as usize % live.len());
+        if !live.is_empty() && rng.next_u64().is_multiple_of(3) {
+            let gone = live.swap_remove(rng.next_u64() as usize % live.len());
             check(&mut dev, std::slice::from_ref(&gone), &format!("round {round}"));
             dev.free(gone.0).unwrap();
         } else {
-            live.push(fill(&mut dev, sizes[rng.next() as usize % sizes.len()], round));
+            live.push(fill(&mut dev, sizes[rng.next_u64() as usize % sizes.len()], round));
         }
     }
     check(&mut dev, &live, "the end");

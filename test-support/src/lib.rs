@@ -12,9 +12,11 @@
 pub mod bytes;
 pub mod ir3;
 pub mod require;
+pub mod rng;
 
 pub use bytes::{count_bytes, find_bytes};
 pub use require::{amd_firmware_dir, clang_19, missing, opencl_missing, required, venv_python, venv_python_or_fail};
+pub use rng::Rng;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

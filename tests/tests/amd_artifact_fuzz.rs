@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use pilot_core::target::Modes;
 use pilot_core::{Artifact, Device, Session, Target};
+use pilot_test_support::Rng;
 
 /// Address space of a child: the 512 MB simulated VRAM, the emulator and the compiler's runtime fit.
 const CHILD_VM_KB: u64 = 4 << 20;
@@ -62,26 +63,15 @@ fn child(path: &str, device: &str) {
     eprintln!("reached: step");
 }
 
-/// A small deterministic generator (xorshift64*), so a failing case is reproduced by its number.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
 fn mutate(bytes: &mut [u8], rng: &mut Rng) {
-    for _ in 0..1 + rng.next() % 3 {
+    for _ in 0..1 + rng.next_u64() % 3 {
         let n = bytes.len() as u64;
-        let at = (rng.next() % n) as usize;
-        match rng.next() % 4 {
-            0 => bytes[at] = rng.next() as u8,
-            1 => bytes[at] ^= 1 << (rng.next() % 8),
+        let at = (rng.next_u64() % n) as usize;
+        match rng.next_u64() % 4 {
+            0 => bytes[at] = rng.next_u64() as u8,
+            1 => bytes[at] ^= 1 << (rng.next_u64() % 8),
             2 if at + 8 <= bytes.len() => {
-                let v = [i64::MIN, -1, i64::MAX, 1 << 40, u32::MAX as i64 + 1][(rng.next() % 5) as usize];
+                let v = [i64::MIN, -1, i64::MAX, 1 << 40, u32::MAX as i64 + 1][(rng.next_u64() % 5) as usize];
                 bytes[at..at + 8].copy_from_slice(&v.to_le_bytes());
             }
             _ => bytes[at] = bytes[at].wrapping_add(1),
@@ -104,7 +94,7 @@ fn mutated_amd_artifacts_never_crash_hang_or_run_away() {
     for case in 0..cases {
         let mut bytes = valid.clone();
         mutate(&mut bytes, &mut rng);
-        if !rng.next().is_multiple_of(4) {
+        if !rng.next_u64().is_multiple_of(4) {
             pilot_tests::reseal(&mut bytes);
         }
         let path = dir.path().join(format!("case{case}.pkl"));
