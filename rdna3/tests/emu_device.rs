@@ -183,7 +183,7 @@ fn a_kernel_straying_past_its_buffer_or_into_a_freed_one_fails() {
     let args = [x, y, offs].map(|buffer| Arg { buffer, offset: 0 }).to_vec();
     let step = dev.link_step(&[StepOp::Dispatch { program: stray, args, global: [64, 1, 1], local: [64, 1, 1] }]);
     let step = step.unwrap();
-    let mut run = |dev: &mut EmuDevice, offs_v: [i32; 2]| {
+    let run = |dev: &mut EmuDevice, offs_v: [i32; 2]| {
         dev.copy_in(offs, 0, &offs_v.iter().flat_map(|o| o.to_le_bytes()).collect::<Vec<_>>()).unwrap();
         dev.submit(step).map(|_| {
             let mut out = [0u8; 256];
