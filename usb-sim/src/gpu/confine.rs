@@ -14,7 +14,7 @@
 //!
 //! The TLB, for kernels: a translation a dispatch could use stays usable, even after its page-table entry
 //! changed, until the driver invalidates VMID 0 (`GCVM_INVALIDATE_ENG17_REQ`, as tinygrad's `flush_tlb` and
-//! Linux after every page-table update); a stale range gives way only where the table now maps the same VA.
+//! Linux after every page-table update); a stale range gives way once the table maps any VA inside it again.
 //! So a driver that unmaps a buffer without the invalidation leaves it reachable here, as a card may. (The
 //! CP, SDMA and the PSP walk the table on every access.)
 //!
