@@ -342,9 +342,13 @@ impl Ctx {
         if a == b {
             return a;
         }
-        // A load guarded by `c` already reads as zero where `c` fails.
+        // A load guarded by `c` already reads as zero where `c` fails, converted or not.
         if self.const_value(b).is_some_and(|k| k.as_f64() == 0.0) {
-            if let Op::Load { valid: Some(v), .. } = self.op(a) {
+            let read = match self.op(a) {
+                Op::Cast(x) => *x,
+                _ => a,
+            };
+            if let Op::Load { valid: Some(v), .. } = self.op(read) {
                 if *v == c {
                     return a;
                 }

@@ -57,6 +57,37 @@ fn linearize(ctx: &Ctx, n: N, scale: i64, out: &mut Linear) {
     }
 }
 
+/// Equal terms merged, zero coefficients dropped; first-seen order.
+fn merge(terms: Vec<(N, i64)>) -> Vec<(N, i64)> {
+    let mut merged: Vec<(N, i64)> = Vec::new();
+    for (t, k) in terms {
+        match merged.iter_mut().find(|(u, _)| *u == t) {
+            Some(m) => m.1 += k,
+            None => merged.push((t, k)),
+        }
+    }
+    merged.retain(|&(_, k)| k != 0);
+    merged
+}
+
+/// An integer node as `(Σ coef·term, constant)`: sums and products by constants flattened, equal
+/// terms merged; every other node (a variable, a division, ...) is a term.
+pub fn linear_form(ctx: &Ctx, n: N) -> (Vec<(N, i64)>, i64) {
+    let mut l = Linear { terms: vec![], constant: 0 };
+    linearize(ctx, n, 1, &mut l);
+    (merge(l.terms), l.constant)
+}
+
+/// `Σ coef·term + constant` built through the simplifying constructors.
+pub fn from_linear(ctx: &mut Ctx, terms: &[(N, i64)], constant: i64) -> N {
+    let mut acc = ctx.int(constant);
+    for &(t, k) in terms {
+        let kt = ctx.mul_i(t, k);
+        acc = ctx.add(acc, kt);
+    }
+    acc
+}
+
 fn rebuild(ctx: &mut Ctx, terms: &[(N, i64)], constant: i64) -> N {
     let mut acc: Option<N> = None;
     for &(t, k) in terms {
@@ -79,6 +110,41 @@ fn rebuild(ctx: &mut Ctx, terms: &[(N, i64)], constant: i64) -> N {
             ctx.intern(Op::Binary(BinOp::Add, a, c), INDEX)
         }
     }
+}
+
+/// `(g·q + r) / (g·m) → q / m` and `(g·q + r) % (g·m) → (q % m)·g + r` for a factor `g > 1` of
+/// `k = g·m` that divides the coefficients of `q`'s terms, where the rest `r` stays in `[0, g)`:
+/// the lanes `j` of `(4·v + j) / 32` all read `v / 8`. `l` is non-negative, `k > 1`.
+fn common_factor(ctx: &mut Ctx, op: BinOp, l: &Linear, k: i64) -> Option<N> {
+    let mut factors: Vec<i64> = l.terms.iter().map(|&(_, c)| gcd(c, k)).filter(|&g| g > 1 && g < k).collect();
+    factors.sort_unstable_by(|a, b| b.cmp(a));
+    factors.dedup();
+    for g in factors {
+        let (q, r): (Vec<_>, Vec<_>) = l.terms.iter().partition(|&&(_, c)| c % g == 0);
+        let r_const = l.constant % g;
+        let r_n = rebuild(ctx, &r, r_const);
+        if !range(ctx, r_n).is_some_and(|(lo, hi)| lo >= 0 && hi < g) {
+            continue;
+        }
+        let q: Vec<(N, i64)> = q.iter().map(|&(t, c)| (t, c / g)).collect();
+        let q_n = rebuild(ctx, &q, (l.constant - r_const) / g);
+        return Some(if op == BinOp::Div {
+            ctx.div_i(q_n, k / g)
+        } else {
+            let m = ctx.rem_i(q_n, k / g);
+            let scaled = ctx.mul_i(m, g);
+            ctx.add(scaled, r_n)
+        });
+    }
+    None
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.abs(), b.abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 fn nonneg(ctx: &Ctx, n: N) -> bool {
@@ -120,15 +186,7 @@ pub fn binary(ctx: &mut Ctx, op: BinOp, a: N, b: N) -> Option<N> {
             let mut l = Linear { terms: vec![], constant: 0 };
             linearize(ctx, a, 1, &mut l);
             linearize(ctx, b, if op == BinOp::Sub { -1 } else { 1 }, &mut l);
-            // Merge equal terms.
-            let mut merged: Vec<(N, i64)> = Vec::new();
-            for (t, k) in l.terms {
-                match merged.iter_mut().find(|(u, _)| *u == t) {
-                    Some(m) => m.1 += k,
-                    None => merged.push((t, k)),
-                }
-            }
-            merged.retain(|&(_, k)| k != 0);
+            let merged = merge(l.terms);
             Some(rebuild(ctx, &merged, l.constant))
         }
         BinOp::Mul if kb == Some(0) || ka == Some(0) => Some(ctx.int(0)),
@@ -166,6 +224,9 @@ pub fn binary(ctx: &mut Ctx, op: BinOp, a: N, b: N) -> Option<N> {
             let whole_const = l.constant - rest_const;
             let rest_n = rebuild(ctx, &rest, rest_const);
             let rest_small = rest.is_empty() || upper(ctx, rest_n).is_some_and(|hi| hi < k);
+            if let Some(n) = common_factor(ctx, op, &l, k) {
+                return Some(n);
+            }
             if whole.is_empty() && whole_const == 0 {
                 // (x / a) / b → x / (a*b)
                 if let (BinOp::Div, Op::Binary(BinOp::Div, x, j)) = (op, ctx.op(a).clone()) {

@@ -205,3 +205,23 @@ fn boolean_and_or_with_known_sides() {
     let pq = c.and(p, q);
     assert!(matches!(c.op(pq), Op::Binary(BinOp::And, ..)));
 }
+
+#[test]
+fn a_factor_shared_with_the_divisor_comes_out_when_the_rest_stays_below_it() {
+    // The four lanes j of (4·v + j) / 32 all read v / 8; % gives (v % 8)·4 + j.
+    let (mut c, vs, n) = vars(&[40, 4]);
+    let v4 = c.mul_i(n[0], 4);
+    let x = c.add(v4, n[1]);
+    let q = c.div_i(x, 32);
+    let want_q = c.div_i(n[0], 8);
+    assert_eq!(q, want_q);
+    agrees(&c, &vs, q, |a| (4 * a[0] + a[1]) / 32);
+    let r = c.rem_i(x, 32);
+    agrees(&c, &vs, r, |a| (4 * a[0] + a[1]) % 32);
+    assert!(matches!(c.op(r), Op::Binary(BinOp::Add, ..)), "no division left over the lanes");
+    // A rest that can reach the factor keeps the division: (4·v + j + 1) / 32 with j up to 3.
+    let x1 = c.add_i(x, 1);
+    let q1 = c.div_i(x1, 32);
+    agrees(&c, &vs, q1, |a| (4 * a[0] + a[1] + 1) / 32);
+    assert_ne!(c.div_i(n[0], 8), q1);
+}

@@ -113,15 +113,26 @@ impl NodeCtx<'_> {
         let laid = p.permute(&xs, &perm);
         let laid = p.cast(&laid, stored);
         let image = p.realize_image(&laid, height, width, &name);
-        // Back to the padded tensor's shape and axis order.
-        let back = p.reshape(&image, &laid.shape);
-        let mut inverse = vec![0usize; perm.len()];
-        for (j, &src) in perm.iter().enumerate() {
-            inverse[src] = j;
-        }
-        let unpermuted = p.permute(&back, &inverse);
-        let merged = p.reshape(&unpermuted, &xp.shape);
-        let view = p.cast(&merged, x.dtype);
+        // Back to the padded tensor's shape and axis order, read at pixel (row, column · A/4 + a / 4)
+        // and channel a % 4 directly: rows and columns stay linear in the coordinates (no reshape's
+        // division over them), so a guard a later pad adds is one the image's border can give.
+        let vars = p.ctx.fresh_vars(&xp.shape);
+        let mut linear = |axes: &[usize]| {
+            axes.iter().fold(p.ctx.int(0), |acc, &a| {
+                let scaled = p.ctx.mul_i(acc, xp.shape[a] as i64);
+                let v = p.ctx.var(vars[a]);
+                p.ctx.add(scaled, v)
+            })
+        };
+        let (y, column) = (linear(rows), linear(cols));
+        let a = p.ctx.var(vars[axis]);
+        let (pixel, lane) = (p.ctx.div_i(a, 4), p.ctx.rem_i(a, 4));
+        let column = p.ctx.mul_i(column, packed as i64);
+        let x_px = p.ctx.add(column, pixel);
+        let at = HashMap::from([(image.vars[0], y), (image.vars[1], x_px), (image.vars[2], lane)]);
+        let read = substitute(&mut p.ctx, image.expr, &at, None);
+        let view = Lazy { dtype: stored, shape: xp.shape.clone(), vars, expr: read };
+        let view = p.cast(&view, x.dtype);
         self.remember_image(key, view.clone());
         Some(view)
     }
@@ -155,19 +166,28 @@ pub(super) fn conv(
     if padded_w * cin.div_ceil(4) > mode.max_width || weight_width > mode.max_width {
         return None;
     }
-    // As on the CPU: with padding, an expensive producer (a reduction) is computed first, so that the
-    // padded image is a cheap copy and no guarded read lands inside the producer's loops.
-    // Without padding (spatial or channel) the producer is computed straight into the image.
-    let padded = w.pad_lo.iter().chain(&w.pad_hi).any(|&p| p != 0) || cin % 4 != 0;
-    let reuse = (cout / groups * kh * kw) as f64 / w.strides.iter().product::<usize>() as f64;
-    let x = if padded { c.reduce_input(x, reuse) } else { x.clone() };
-    let p = c.p();
-    let xp = p.pad(&x, &[0, 0, w.pad_lo[0], w.pad_lo[1]], &[0, 0, w.pad_hi[0], w.pad_hi[1]], 0.0);
-    let ximg = c.to_image(&xp, 1, &[0, 2], &[3])?;
-    let wimg = if depthwise {
-        c.weight_image(wt, 0, &[2], &[1, 3], xp.numel())?
+    // Without padding (spatial or channel) the producer is computed straight into the image. So it
+    // is with spatial padding alone on one image: the window reads the unpadded image through
+    // guards that the image's border gives, which the renderers drop (`target::cl::texel`), as
+    // tinygrad reads padded images. Otherwise, as on the CPU, an expensive producer (a reduction)
+    // is computed first, so that the padded image is a cheap copy and no guarded read lands inside
+    // the producer's loops.
+    let (lo, hi) = ([0, 0, w.pad_lo[0], w.pad_lo[1]], [0, 0, w.pad_hi[0], w.pad_hi[1]]);
+    let spatial = lo.iter().chain(&hi).any(|&p| p != 0);
+    let activations: usize = (0..4).map(|a| (x.shape[a] as i64 + lo[a] + hi[a]).max(0) as usize).product();
+    let ximg = if spatial && n == 1 && cin % 4 == 0 && lo.iter().chain(&hi).all(|&p| p >= 0) {
+        let ximg = c.to_image(x, 1, &[0, 2], &[3])?;
+        c.p().pad(&ximg, &lo, &hi, 0.0)
     } else {
-        c.weight_image(wt, 1, &[0], &[2, 3], xp.numel())?
+        let reuse = (cout / groups * kh * kw) as f64 / w.strides.iter().product::<usize>() as f64;
+        let x = if spatial || cin % 4 != 0 { c.reduce_input(x, reuse) } else { x.clone() };
+        let xp = c.p().pad(&x, &lo, &hi, 0.0);
+        c.to_image(&xp, 1, &[0, 2], &[3])?
+    };
+    let wimg = if depthwise {
+        c.weight_image(wt, 0, &[2], &[1, 3], activations)?
+    } else {
+        c.weight_image(wt, 1, &[0], &[2, 3], activations)?
     };
 
     let p = c.p();

@@ -3,6 +3,7 @@
 
 pub mod prepare;
 pub mod render;
+pub mod texel;
 pub mod tune;
 
 use pilot_core::device::ProgramFormat;

@@ -6,7 +6,7 @@
 //!   the four channel loads share one `read_imagef`.
 //! - Reductions at the same place in the unrolled roots are given one variable (lockstep fusion),
 //!   so the renderer runs them as one loop with several accumulators.
-//! - Every image load gets its pixel coordinates and channel as IR nodes, simplified.
+//! - Every image load gets its pixel coordinates, channel and remaining guard as IR nodes (`texel`).
 //!
 //! The prepared roots are for the renderer only: lockstep fusion deliberately binds one variable in
 //! several Reduce nodes, which the IR's invariant elsewhere (one binder per variable) forbids, so they
@@ -14,16 +14,9 @@
 
 use std::collections::HashMap;
 
+use super::texel::{locate, Texel};
 use crate::ir::{subst::substitute, BinOp, Ctx, Op, RedOp, N};
 use crate::program::{Image, Kernel, Program};
-
-/// Where an image load reads: pixel `(x, y)` and channel `c` (0..4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Texel {
-    pub x: N,
-    pub y: N,
-    pub c: N,
-}
 
 /// A kernel ready to render.
 pub struct Prepared {
@@ -63,13 +56,9 @@ pub fn prepare(p: &mut Program, k: &Kernel) -> Prepared {
     }
     let mut texels = HashMap::new();
     for n in ctx.toposort(&roots) {
-        if let Op::Load { buf, index, .. } = *ctx.op(n) {
-            if let Some(im) = images.get(&buf) {
-                let px = ctx.div_i(index, 4);
-                let x = ctx.rem_i(px, im.width as i64);
-                let y = ctx.div_i(px, im.width as i64);
-                let c = ctx.rem_i(index, 4);
-                texels.insert(n, Texel { x, y, c });
+        if let Op::Load { buf, index, valid } = *ctx.op(n) {
+            if let Some(&im) = images.get(&buf) {
+                texels.insert(n, locate(ctx, im, index, valid));
             }
         }
     }

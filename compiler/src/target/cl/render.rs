@@ -12,7 +12,8 @@ use std::fmt::Write;
 
 use pilot_core::DType;
 
-use super::prepare::{Prepared, Texel};
+use super::prepare::Prepared;
+use super::texel::Texel;
 use crate::error::{CompileError, Result};
 use crate::ir::{BinOp, Const, Ctx, Op, RedOp, UnOp, N};
 use crate::program::{Kernel, Program};
@@ -255,7 +256,7 @@ pub fn render_for(p: &Program, k: &Kernel, prep: &Prepared, locals: bool, float6
 /// The children `n` is computed from: for an image load, its validity and texel coordinates.
 pub(crate) fn deps(ctx: &Ctx, prep: &Prepared, n: N) -> Vec<N> {
     match (ctx.op(n), prep.texels.get(&n)) {
-        (Op::Load { valid, .. }, Some(t)) => valid.iter().copied().chain([t.x, t.y, t.c]).collect(),
+        (Op::Load { .. }, Some(t)) => t.valid.iter().copied().chain([t.x, t.y, t.c]).collect(),
         _ => ctx.children(n),
     }
 }
@@ -428,7 +429,7 @@ impl Emitter<'_> {
         let expr = match self.ctx.op(n).clone() {
             Op::Var(_) | Op::Const(_) | Op::Reduce { .. } => unreachable!("not emitted as a value"),
             Op::Load { buf, index, valid } => match self.prep.texels.get(&n) {
-                Some(&t) => self.texel(buf, t, valid, &pad),
+                Some(&t) => self.texel(buf, t, &pad),
                 None => {
                     let idx = self.value(index);
                     let idx = match valid {
@@ -469,15 +470,15 @@ impl Emitter<'_> {
     }
 
     /// One channel of a pixel; the pixel is read once per (image, x, y, validity) and scope.
-    fn texel(&mut self, buf: u32, t: Texel, valid: Option<N>, pad: &str) -> String {
-        let key = (buf, t.x, t.y, valid);
+    fn texel(&mut self, buf: u32, t: Texel, pad: &str) -> String {
+        let key = (buf, t.x, t.y, t.valid);
         let px = match self.texel_names.get(&key) {
             Some(px) => px.clone(),
             None => {
                 let px = format!("px{}", self.texel_names.len());
                 let coord = format!("(int2)((int)({}), (int)({}))", self.index(t.x), self.index(t.y));
                 let read = format!("read_imagef(b{buf}, smp, {coord})");
-                let read = match valid {
+                let read = match t.valid {
                     Some(v) => format!("{} ?{read} : (float4)(0.0f)", self.value(v)),
                     None => read,
                 };

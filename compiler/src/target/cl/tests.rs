@@ -1,5 +1,6 @@
 //! The OpenCL renderer on small hand-built kernels: work-item mapping, accumulators, half storage
-//! and images (writes by pixel, reads through the sampler, guarded reads counted as gated).
+//! and images (writes by pixel, reads through the sampler, guarded reads counted as gated, guards the
+//! border gives dropped).
 
 use pilot_core::gates::read_image_counts;
 use pilot_core::DType;
@@ -79,17 +80,31 @@ fn images_are_written_by_pixel_and_read_through_the_sampler() {
 }
 
 #[test]
-fn padded_image_reads_are_gated_and_half_images_store_half() {
+fn padded_image_reads_leave_the_border_to_the_sampler_and_half_images_store_half() {
     let mut p = Program::new();
     let x = p.input(0, DType::F16, &[2, 3, 4]);
     let img = p.realize_image(&x, 2, 3, "img");
-    let padded = p.pad(&img, &[1, 0, 0], &[1, 0, 0], 0.0);
+    // Rows and columns padded: a read outside the image is the sampler's transparent black.
+    let padded = p.pad(&img, &[1, 2, 0], &[1, 1, 0], 0.0);
     p.realize(&padded, BufKind::Output(0), "out");
     let ks = render_all(&mut p);
     assert!(ks[0].source.contains("vload_half("), "a half input is read as float:\n{}", ks[0].source);
     let src = &ks[1].source;
+    assert_eq!(read_image_counts(src), (1, 0), "{src}");
+    assert!(!src.contains("?read_imagef("), "{src}");
+    assert_eq!(ks[1].global, [4, 6, 4]);
+}
+
+#[test]
+fn guards_the_border_cannot_give_stay() {
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[2, 3, 4]);
+    let img = p.realize_image(&x, 2, 3, "img");
+    // Padding the channels inside a pixel: channel -1 of a pixel is the previous pixel's last.
+    let padded = p.pad(&img, &[0, 0, 1], &[0, 0, 1], 0.0);
+    p.realize(&padded, BufKind::Output(0), "out");
+    let src = &render_all(&mut p)[1].source;
     assert_eq!(read_image_counts(src), (1, 1), "{src}");
     assert!(src.contains("?read_imagef(") && src.contains(": (float4)(0.0f)"), "{src}");
     assert!(src.contains("pl_channel(px0,"), "a channel chosen at run time:\n{src}");
-    assert_eq!(ks[1].global, [4, 3, 4]);
 }

@@ -22,8 +22,9 @@ use crate::error::{CompileError, Result};
 use crate::ir::{simplify, Const, Ctx, Op, INDEX, N};
 use crate::lazy::strides;
 use crate::program::{Kernel, Program};
-use crate::target::cl::prepare::{Prepared, Texel};
+use crate::target::cl::prepare::Prepared;
 use crate::target::cl::render::{deps, live_order, ClKernel};
+use crate::target::cl::texel::Texel;
 use crate::target::scoping::free_vars_by;
 
 /// Where each argument is bound in an ir3 program.
@@ -441,7 +442,7 @@ impl Emitter<'_> {
         let v = match self.ctx.op(n).clone() {
             Op::Var(_) | Op::Const(_) | Op::Reduce { .. } => unreachable!("not emitted as a value"),
             Op::Load { buf, index, valid } => match self.prep.texels.get(&n) {
-                Some(&t) => self.texel(buf, t, valid),
+                Some(&t) => self.texel(buf, t),
                 None => self.load(buf, index, valid, d),
             },
             Op::Unary(op, x) => {
@@ -532,13 +533,13 @@ impl Emitter<'_> {
     }
 
     /// One channel of an image pixel; the pixel is read once per (image, x, y, validity).
-    fn texel(&mut self, buf: u32, t: Texel, valid: Option<N>) -> Def {
-        let key = (buf, t.x, t.y, valid);
+    fn texel(&mut self, buf: u32, t: Texel) -> Def {
+        let key = (buf, t.x, t.y, t.valid);
         let px = match self.pixels.get(&key) {
             Some(&px) => px,
             None => {
                 let (mut x, mut y) = (self.int32(t.x), self.int32(t.y));
-                let cond = valid.map(|v| {
+                let cond = t.valid.map(|v| {
                     let (vd, vv, vb) = (self.ctx.dtype(v), self.value(v), self.ibits(v));
                     alu::truthy(&mut self.s, vv, vd, vb)
                 });
