@@ -49,7 +49,7 @@ fn lower_branch(c: &mut NodeCtx<'_>, g: &Graph) -> Result<Vec<Lazy>> {
         let outs = f(&mut NodeCtx { l: &mut *c.l, node })?;
         for (name, x) in node.outputs.iter().zip(outs) {
             if !name.is_empty() {
-                let x = settle(c.l, name, x);
+                let x = settle(c.l, node, name, x);
                 if !c.l.p.is_constant(&x) {
                     c.l.sources.derive(name, node.inputs.iter().chain(&node.captured()));
                 }

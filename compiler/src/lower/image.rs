@@ -133,7 +133,10 @@ impl NodeCtx<'_> {
         let read = substitute(&mut p.ctx, image.expr, &at, None);
         let view = Lazy { dtype: stored, shape: xp.shape.clone(), vars, expr: read };
         let view = p.cast(&view, x.dtype);
+        // The view itself, asked for the same image, is that image.
+        let own = ImageKey { expr: view.expr, vars: view.vars.clone(), shape: view.shape.clone(), ..key.clone() };
         self.remember_image(key, view.clone());
+        self.remember_image(own, view.clone());
         Some(view)
     }
 }
@@ -181,7 +184,8 @@ pub(super) fn conv(
     } else {
         let reuse = (cout / groups * kh * kw) as f64 / w.strides.iter().product::<usize>() as f64;
         let x = if spatial || cin % 4 != 0 { c.reduce_input(x, reuse) } else { x.clone() };
-        let xp = c.p().pad(&x, &lo, &hi, 0.0);
+        // Unpadded, `x` itself: an image view of it is then found as the image it is.
+        let xp = if spatial { c.p().pad(&x, &lo, &hi, 0.0) } else { x };
         c.to_image(&xp, 1, &[0, 2], &[3])?
     };
     let wimg = if depthwise {

@@ -45,7 +45,7 @@ mod training;
 mod window;
 pub mod winograd;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use pilot_core::DType;
 
@@ -125,6 +125,10 @@ struct Lowerer {
     images: Option<image::ImageMode>,
     /// Images already packed, by what they hold (see [`image::ImageKey`]): consumers share them.
     packed: HashMap<image::ImageKey, Lazy>,
+    /// Values some convolution reads as its input (in image mode: see [`settle`]).
+    conv_inputs: HashSet<String>,
+    /// Values some MatMul or Gemm reads as its left operand (in image mode: see [`settle`]).
+    matmul_inputs: HashSet<String>,
     limits: budget::Limits,
     /// The run-time inputs each value is computed from, for errors that suggest `--const`.
     sources: pin::Sources,
@@ -299,7 +303,8 @@ impl NodeCtx<'_> {
     /// is what lets it vectorize. A producer with a reduction is realized first (guarding its loads
     /// would slow its own loop); an elementwise one is computed by the copy itself. With a stride
     /// `s > 1` along the last axis, the copy also splits that axis into its `s` phases
-    /// (`x[.., j*s + p]` stored at `[.., p, j]`), so the window loop reads contiguous memory.
+    /// (`x[.., j*s + p]` stored at `[.., p, j]`), so the window loop reads contiguous memory; on the
+    /// GPU targets (no CPU vector lanes) an unpadded strided input is not copied for that.
     pub fn windowed_input(
         &mut self,
         x: &Lazy,
@@ -310,7 +315,7 @@ impl NodeCtx<'_> {
         stride: usize,
     ) -> Lazy {
         let padded = pad_lo.iter().chain(pad_hi).any(|&v| v != 0);
-        if !padded && stride <= 1 {
+        if !padded && (stride <= 1 || self.cpu_lanes() == 0) {
             return self.reduce_input(x, reuse);
         }
         // The copy computes an elementwise producer once per element itself (one kernel less).
@@ -451,6 +456,8 @@ pub fn lower_pinned(
         opset,
         images,
         packed: HashMap::new(),
+        conv_inputs: first_inputs(g, &["Conv"]),
+        matmul_inputs: first_inputs(g, &["MatMul", "Gemm"]),
         limits,
         sources: pin::Sources::default(),
         winograd,
@@ -526,7 +533,7 @@ pub fn lower_pinned(
                 continue;
             }
             NodeCtx { l: &mut l, node }.check_value(&format!("output `{name}`"), x.dtype, &x.shape)?;
-            let x = settle(&mut l, name, x);
+            let x = settle(&mut l, node, name, x);
             if !l.p.is_constant(&x) {
                 l.sources.derive(name, node.inputs.iter().chain(&node.captured()));
             }
@@ -566,8 +573,19 @@ pub fn lower_pinned(
     Ok(Lowered { program: l.p, inputs, outputs })
 }
 
+/// The values the nodes of these types take as their first input.
+fn first_inputs(g: &crate::onnx::Graph, ops: &[&str]) -> HashSet<String> {
+    g.nodes.iter().filter(|n| ops.contains(&n.op_type.as_str())).filter_map(|n| n.inputs.first().cloned()).collect()
+}
+
 /// Decides what becomes of a node's output: folded to a constant, realized, or left lazy.
-fn settle(l: &mut Lowerer, name: &str, x: Lazy) -> Lazy {
+///
+/// In image mode a value realized for several consumers, one of them a convolution or a matrix
+/// product, is realized as the image that consumer reads (a convolution's input of batch 1 and
+/// whole pixels of channels, a product's left operand with whole pixels along K: the layouts
+/// [`image::conv`] and [`image::matmul`] read without a copy), so every consumer reads that one
+/// image, as tinygrad's image mode does, instead of a buffer and an image copied from it.
+fn settle(l: &mut Lowerer, node: &Node, name: &str, x: Lazy) -> Lazy {
     let p = &mut l.p;
     if p.is_buffer_view(&x).is_some() {
         return x;
@@ -583,7 +601,20 @@ fn settle(l: &mut Lowerer, name: &str, x: Lazy) -> Lazy {
         return p.realize(&x, BufKind::Scratch, name);
     }
     if uses > 1 && (p.ctx.has_reduce(x.expr) || p.ctx.cost_capped(x.expr, 4) >= 4) {
-        return p.realize(&x, BufKind::Scratch, name);
+        let image = if x.rank() == 4 && x.shape[0] == 1 && x.shape[1].is_multiple_of(4) && l.conv_inputs.contains(name)
+        {
+            Some((&[0, 2][..], &[3][..]))
+        } else if x.rank() == 2 && x.shape[1].is_multiple_of(4) && l.matmul_inputs.contains(name) {
+            Some((&[0][..], &[][..]))
+        } else {
+            None
+        };
+        if let (Some(_), Some((rows, cols))) = (l.images, image) {
+            if let Some(view) = (NodeCtx { l: &mut *l, node }).to_image(&x, 1, rows, cols) {
+                return view;
+            }
+        }
+        return l.p.realize(&x, BufKind::Scratch, name);
     }
     x
 }
