@@ -573,9 +573,16 @@ pub fn lower_pinned(
     Ok(Lowered { program: l.p, inputs, outputs })
 }
 
-/// The values the nodes of these types take as their first input.
+/// The values the nodes of these types take as their first input, less the graph's outputs (an
+/// output keeps its full-precision buffer).
 fn first_inputs(g: &crate::onnx::Graph, ops: &[&str]) -> HashSet<String> {
-    g.nodes.iter().filter(|n| ops.contains(&n.op_type.as_str())).filter_map(|n| n.inputs.first().cloned()).collect()
+    let outputs: HashSet<&String> = g.outputs.iter().map(|o| &o.name).collect();
+    g.nodes
+        .iter()
+        .filter(|n| ops.contains(&n.op_type.as_str()))
+        .filter_map(|n| n.inputs.first().cloned())
+        .filter(|i| !outputs.contains(i))
+        .collect()
 }
 
 /// Decides what becomes of a node's output: folded to a constant, realized, or left lazy.
