@@ -9,8 +9,9 @@
 //! with a zeroed border colour for ir3's `isam`), so a read outside the image gives zero — what a
 //! failed guard gives. Where the index splits into `4 · (width · Y + X) + C` with `X`, `Y` linear
 //! and `C` in `0..4`, a condition whose failure always puts `(X, Y)` outside the image is dropped
-//! (tinygrad does the same for image loads: `simplify_valid_load` in `codegen/simplify.py`). A
-//! padded convolution then reads its unpadded input image with no select per tap.
+//! (tinygrad does the same for image loads: `_drop_valid_stmts` and `simplify_valid_image_load` in
+//! `codegen/late/coalesce.py`). A padded convolution then reads its unpadded input image with no
+//! select per tap.
 //!
 //! Sound because `X` is proven to stay in `0..width` wherever the whole guard holds, from the
 //! guard's own bounds, before anything is dropped: there the 2-D read is the flat read (the flat
