@@ -146,6 +146,24 @@ PILOT_EXPORT void pilot_ir3_store_global(struct pilot_ir3 *p, nir_def *addr, nir
    nir_build_store_global(&p->b, val, addr, .align_mul = val->bit_size / 8, .write_mask = 1);
 }
 
+/* `components` (1 to 4) consecutive 32-bit words from word `words` past the 64-bit address `base`:
+ * Mesa's `ldg` (a constant offset) or `ldg.a` (a register offset, which the a6xx scales by 4), no
+ * 64-bit address arithmetic. Word alignment is enough for a vector (ir3_mem_access_size_align). */
+PILOT_EXPORT nir_def *pilot_ir3_load_global_at(struct pilot_ir3 *p, nir_def *base, nir_def *words,
+                                               unsigned components)
+{
+   nir_builder *b = &p->b;
+   return nir_load_global_ir3(b, components, 32, nir_unpack_64_2x32(b, base), words,
+                              .access = ACCESS_CAN_REORDER, .align_mul = 4, .range_base = 0, .range = ~0);
+}
+
+/* The store of a 32-bit `val` at `words` 32-bit words past `base` (`stg` / `stg.a`). */
+PILOT_EXPORT void pilot_ir3_store_global_at(struct pilot_ir3 *p, nir_def *base, nir_def *words, nir_def *val)
+{
+   nir_builder *b = &p->b;
+   nir_store_global_ir3(b, val, nir_unpack_64_2x32(b, base), words, .align_mul = 4);
+}
+
 static nir_def *coord(struct pilot_ir3 *p, nir_def *x, nir_def *y)
 {
    nir_builder *b = &p->b;

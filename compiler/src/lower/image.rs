@@ -178,7 +178,15 @@ pub(super) fn conv(
     let (lo, hi) = ([0, 0, w.pad_lo[0], w.pad_lo[1]], [0, 0, w.pad_hi[0], w.pad_hi[1]]);
     let spatial = lo.iter().chain(&hi).any(|&p| p != 0);
     let activations: usize = (0..4).map(|a| (x.shape[a] as i64 + lo[a] + hi[a]).max(0) as usize).product();
-    let ximg = if spatial && n == 1 && cin % 4 == 0 && lo.iter().chain(&hi).all(|&p| p >= 0) {
+    let ximg = if groups == 1 && cin < 4 {
+        // Fewer than four channels fill no pixel (a camera's one or three planes): the window reads
+        // the input where it is, its channels padded with zeros to one pixel, rather than an image
+        // mostly empty that a kernel would first pack.
+        let reuse = (cout * kh * kw) as f64 / w.strides.iter().product::<usize>() as f64;
+        let x = c.reduce_input(x, reuse);
+        let (clo, chi) = ([0, 0, lo[2], lo[3]], [0, 4 - cin as i64, hi[2], hi[3]]);
+        c.p().pad(&x, &clo, &chi, 0.0)
+    } else if spatial && n == 1 && cin % 4 == 0 && lo.iter().chain(&hi).all(|&p| p >= 0) {
         let ximg = c.to_image(x, 1, &[0, 2], &[3])?;
         c.p().pad(&ximg, &lo, &hi, 0.0)
     } else {
@@ -242,18 +250,34 @@ pub(super) fn conv(
     Some(y)
 }
 
-/// `a (M, K) @ b (K, N)` with a constant `b`, both read as images packed along K, or `None` when
-/// the image path does not apply.
+/// `a (M, K) @ b (K, N)` with a constant `b` read as an image packed along K, or `None` when the
+/// image path does not apply. A matrix `a` (M > 1) is read as an image packed along K too; a single
+/// row (a batch-1 vector) is read from its buffer: every work-item reads the same K values, which
+/// the buffer serves as well as the texture cache would, and no kernel packs it. Its producer is
+/// realized first when it carries computation worth not repeating for each of the N outputs.
 pub(super) fn matmul(c: &mut NodeCtx<'_>, a: &Lazy, b: &Lazy) -> Option<Lazy> {
     c.images()?;
     if a.rank() != 2 || b.rank() != 2 || a.shape[1] != b.shape[0] || !c.p().is_constant(b) {
         return None;
     }
     let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
-    // A K that is not a multiple of 4 pads the packed axis: then, as for convolutions, an expensive
-    // producer is computed first. Otherwise it is computed straight into the image.
-    let a = if k % 4 != 0 { c.reduce_input(a, n as f64) } else { a.clone() };
-    let aimg = c.to_image(&a, 1, &[0], &[])?;
+    let aimg = if m == 1 {
+        // K padded to whole quads. A producer worth realizing is realized padded, so the product
+        // reads whole quads without a guard; a buffer is read as it is, guarded past K.
+        let pad = (k.div_ceil(4) * 4 - k) as i64;
+        let p = c.p();
+        if p.is_buffer_view(a).is_some() || p.is_constant(a) {
+            p.pad(a, &[0, 0], &[0, pad], 0.0)
+        } else {
+            let padded = p.pad(a, &[0, 0], &[0, pad], 0.0);
+            c.reduce_input(&padded, n as f64)
+        }
+    } else {
+        // A K that is not a multiple of 4 pads the packed axis: then, as for convolutions, an
+        // expensive producer is computed first. Otherwise it is computed straight into the image.
+        let a = if k % 4 != 0 { c.reduce_input(a, n as f64) } else { a.clone() };
+        c.to_image(&a, 1, &[0], &[])?
+    };
     let bimg = c.weight_image(b, 0, &[1], &[], a.numel())?;
     let p = c.p();
     let vars = p.ctx.fresh_vars(&[m, n]);

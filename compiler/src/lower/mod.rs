@@ -36,6 +36,7 @@ mod patch_transpose;
 pub mod pin;
 mod quant;
 mod reduce;
+mod rejoin;
 mod resize;
 mod rnn;
 mod rotary;
@@ -129,6 +130,8 @@ struct Lowerer {
     conv_inputs: HashSet<String>,
     /// Values some MatMul or Gemm reads as its left operand (in image mode: see [`settle`]).
     matmul_inputs: HashSet<String>,
+    /// Values read several times whose reads rejoin at one elementwise node ([`rejoin`]).
+    rejoining: HashSet<String>,
     limits: budget::Limits,
     /// The run-time inputs each value is computed from, for errors that suggest `--const`.
     sources: pin::Sources,
@@ -458,6 +461,7 @@ pub fn lower_pinned(
         packed: HashMap::new(),
         conv_inputs: first_inputs(g, &["Conv"]),
         matmul_inputs: first_inputs(g, &["MatMul", "Gemm"]),
+        rejoining: rejoin::rejoining(g),
         limits,
         sources: pin::Sources::default(),
         winograd,
@@ -589,7 +593,7 @@ fn first_inputs(g: &crate::onnx::Graph, ops: &[&str]) -> HashSet<String> {
 ///
 /// In image mode a value realized for several consumers, one of them a convolution or a matrix
 /// product, is realized as the image that consumer reads (a convolution's input of batch 1 and
-/// whole pixels of channels, a product's left operand with whole pixels along K: the layouts
+/// whole pixels of channels, a product's left operand of several rows with whole pixels along K: the layouts
 /// [`image::conv`] and [`image::matmul`] read without a copy), so every consumer reads that one
 /// image, as tinygrad's image mode does, instead of a buffer and an image copied from it.
 fn settle(l: &mut Lowerer, node: &Node, name: &str, x: Lazy) -> Lazy {
@@ -603,7 +607,12 @@ fn settle(l: &mut Lowerer, node: &Node, name: &str, x: Lazy) -> Lazy {
             return p.constant(t);
         }
     }
-    let uses = l.uses.get(name).copied().unwrap_or(0);
+    let mut uses = l.uses.get(name).copied().unwrap_or(0);
+    // On the GPU targets a value whose reads rejoin is computed where they meet. The CPU target's
+    // kernels are tuned on the realized layout and keep it.
+    if l.lanes == 0 && l.rejoining.contains(name) {
+        uses = 1;
+    }
     if p.ctx.depth(x.expr) > MAX_FUSED_DEPTH {
         return p.realize(&x, BufKind::Scratch, name);
     }
@@ -611,7 +620,7 @@ fn settle(l: &mut Lowerer, node: &Node, name: &str, x: Lazy) -> Lazy {
         let image = if x.rank() == 4 && x.shape[0] == 1 && x.shape[1].is_multiple_of(4) && l.conv_inputs.contains(name)
         {
             Some((&[0, 2][..], &[3][..]))
-        } else if x.rank() == 2 && x.shape[1].is_multiple_of(4) && l.matmul_inputs.contains(name) {
+        } else if x.rank() == 2 && x.shape[0] > 1 && x.shape[1].is_multiple_of(4) && l.matmul_inputs.contains(name) {
             Some((&[0][..], &[][..]))
         } else {
             None

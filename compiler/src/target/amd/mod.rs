@@ -36,7 +36,7 @@ impl Codegen for Amd {
         let mut sources = Vec::with_capacity(p.kernels.len());
         for i in 0..p.kernels.len() {
             let k = p.kernels[i].clone();
-            let prep = prepare::prepare(p, &k);
+            let prep = prepare::prepare(p, &k, false);
             // gfx1100 and gfx1201 have `double` (the prelude enables cl_khr_fp64).
             let ck = render::render_for(p, &k, &prep, true, true)?;
             let local = ck.local.unwrap_or_else(|| default_local(ck.global));

@@ -78,7 +78,7 @@ fn build(p: &mut Program, target: &Target, opts: &ClOptions) -> Result<Built> {
     let mut kernels = Vec::new();
     for i in 0..p.kernels.len() {
         let k = p.kernels[i].clone();
-        let prep = prepare::prepare(p, &k);
+        let prep = prepare::prepare(p, &k, nolocals);
         let ck = render::render(p, &k, &prep, !nolocals)?;
         source.push('\n');
         source.push_str(&ck.source);

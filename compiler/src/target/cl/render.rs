@@ -112,8 +112,14 @@ pub fn render_for(p: &Program, k: &Kernel, prep: &Prepared, locals: bool, float6
     args.extend(inputs);
 
     let free = free_vars_by(ctx, &order, |n| deps(ctx, prep, n));
-    let out_vars: Vec<(u32, usize)> =
-        k.vars.iter().zip(&k.shape).map(|(&v, &e)| (v, e)).filter(|&(v, _)| Some(v) != prep.unrolled).collect();
+    let out_vars: Vec<(u32, usize)> = k
+        .vars
+        .iter()
+        .zip(&k.shape)
+        .map(|(&v, &e)| (v, e))
+        .filter(|&(v, _)| Some(v) != prep.unrolled)
+        .chain(prep.quad)
+        .collect();
     let out_set: HashSet<u32> = out_vars.iter().map(|&(v, _)| v).collect();
     // Loop depth of each reduction variable: one below the deepest variable its reductions use.
     let mut depth: HashMap<u32, usize> = HashMap::new();
@@ -238,14 +244,22 @@ pub fn render_for(p: &Program, k: &Kernel, prep: &Prepared, locals: bool, float6
         }
         None => {
             let flat = flat_index(k);
-            let v = e.value(prep.roots[0]);
             let guard = if shared { "if (lid == 0) " } else { "" };
-            if out_buf.dtype == DType::F16 {
-                let _ = writeln!(e.out, "  {guard}vstore_half({v}, {flat}, b{});", k.out);
-            } else if out_buf.dtype == DType::BF16 {
-                let _ = writeln!(e.out, "  {guard}b{}[{flat}] = pl_bf16_bits({v});", k.out);
-            } else {
-                let _ = writeln!(e.out, "  {guard}b{}[{flat}] = {v};", k.out);
+            for (j, &root) in prep.roots.iter().enumerate() {
+                let v = e.value(root);
+                // Four outputs per work-item: root j is the last axis at 4·quad + j.
+                let (open, close) = match (prep.unrolled, prep.quad) {
+                    (Some(last), Some((q, _))) => (format!("{{ const long v{last} = v{q} * 4 + {j}; "), " }"),
+                    _ => (String::new(), ""),
+                };
+                let store = if out_buf.dtype == DType::F16 {
+                    format!("vstore_half({v}, {flat}, b{});", k.out)
+                } else if out_buf.dtype == DType::BF16 {
+                    format!("b{}[{flat}] = pl_bf16_bits({v});", k.out)
+                } else {
+                    format!("b{}[{flat}] = {v};", k.out)
+                };
+                let _ = writeln!(e.out, "  {open}{guard}{store}{close}");
             }
         }
     }

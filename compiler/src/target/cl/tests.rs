@@ -15,7 +15,7 @@ fn render_all(p: &mut Program) -> Vec<ClKernel> {
     (0..p.kernels.len())
         .map(|i| {
             let k = p.kernels[i].clone();
-            let prep = prepare(p, &k);
+            let prep = prepare(p, &k, false);
             render(p, &k, &prep, true).unwrap()
         })
         .collect()
@@ -107,4 +107,62 @@ fn guards_the_border_cannot_give_stay() {
     assert_eq!(read_image_counts(src), (1, 1), "{src}");
     assert!(src.contains("?read_imagef(") && src.contains(": (float4)(0.0f)"), "{src}");
     assert!(src.contains("pl_channel(px0,"), "a channel chosen at run time:\n{src}");
+}
+
+/// Renders every kernel of `p` as the no-locals targets do (`--nolocals`, ir3).
+fn render_all_per_item(p: &mut Program) -> Vec<ClKernel> {
+    (0..p.kernels.len())
+        .map(|i| {
+            let k = p.kernels[i].clone();
+            let prep = prepare(p, &k, true);
+            render(p, &k, &prep, false).unwrap()
+        })
+        .collect()
+}
+
+/// `y[n] = Σ_k x[k]·w[k, n]` over `n` outputs: a vector every output reads, a matrix it does not share.
+fn product(p: &mut Program, n: usize) {
+    let x = p.input(0, DType::F32, &[8, 1]);
+    let w = p.input(1, DType::F32, &[8, n]);
+    let xe = p.expand(&x, &[8, n]);
+    let prod = p.binary(BinOp::Mul, &xe, &w);
+    let y = p.reduce(RedOp::Sum, &prod, &[0]);
+    p.realize(&y, BufKind::Output(0), "y");
+}
+
+#[test]
+fn a_wide_reduction_writes_four_outputs_per_work_item_that_share_the_vector() {
+    let mut p = Program::new();
+    product(&mut p, 1 << 15);
+    let k = &render_all_per_item(&mut p)[0];
+    let src = &k.source;
+    assert_eq!(k.global, [1 << 13, 1, 1], "a quarter of the outputs:\n{src}");
+    assert_eq!(src.matches("for (").count(), 1, "the four outputs' reductions are one loop:\n{src}");
+    assert_eq!(src.matches("b0[").count(), 1, "the vector is read once per iteration:\n{src}");
+    assert_eq!(src.matches("b1[").count(), 4, "{src}");
+    for j in 0..4 {
+        assert!(src.contains(&format!(" * 4 + {j}; b2[")), "output {j} stored at 4·q + {j}:\n{src}");
+    }
+    // With local reductions (or too few outputs to fill the GPU) a work-item keeps one output.
+    let mut p = Program::new();
+    product(&mut p, 1 << 15);
+    assert_eq!(render_all(&mut p)[0].global, [1 << 15, 1, 1]);
+    let mut p = Program::new();
+    product(&mut p, 1024);
+    assert_eq!(render_all_per_item(&mut p)[0].global, [1024, 1, 1]);
+}
+
+#[test]
+fn outermost_reductions_of_one_extent_share_a_loop() {
+    let mut p = Program::new();
+    let a = p.input(0, DType::F32, &[8, 16]);
+    let b = p.input(1, DType::F32, &[8, 16]);
+    let sa = p.reduce(RedOp::Sum, &a, &[0]);
+    let eb = p.unary(UnOp::Exp, &b);
+    let sb = p.reduce(RedOp::Max, &eb, &[0]);
+    let y = p.binary(BinOp::Mul, &sa, &sb);
+    p.realize(&y, BufKind::Output(0), "y");
+    let src = &render_all_per_item(&mut p)[0].source;
+    assert_eq!(src.matches("for (").count(), 1, "{src}");
+    assert!(src.contains("acc") && src.contains("pl_fmax(acc"), "both accumulators in the one loop:\n{src}");
 }

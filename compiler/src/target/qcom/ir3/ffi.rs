@@ -60,6 +60,8 @@ struct Api {
     global_id: unsafe extern "C" fn(Raw, u32) -> Raw,
     load_global: unsafe extern "C" fn(Raw, Raw, u32) -> Raw,
     store_global: unsafe extern "C" fn(Raw, Raw, Raw),
+    load_global_at: unsafe extern "C" fn(Raw, Raw, Raw, u32) -> Raw,
+    store_global_at: unsafe extern "C" fn(Raw, Raw, Raw, Raw),
     image_load: unsafe extern "C" fn(Raw, u32, Raw, Raw) -> Raw,
     image_store: unsafe extern "C" fn(Raw, u32, Raw, Raw, Raw),
     channel: unsafe extern "C" fn(Raw, Raw, u32) -> Raw,
@@ -134,6 +136,8 @@ fn open() -> std::result::Result<Api, String> {
         global_id: sym!("pilot_ir3_global_id"),
         load_global: sym!("pilot_ir3_load_global"),
         store_global: sym!("pilot_ir3_store_global"),
+        load_global_at: sym!("pilot_ir3_load_global_at"),
+        store_global_at: sym!("pilot_ir3_store_global_at"),
         image_load: sym!("pilot_ir3_image_load"),
         image_store: sym!("pilot_ir3_image_store"),
         channel: sym!("pilot_ir3_channel"),
@@ -236,6 +240,20 @@ impl Shader {
     pub fn store_global(&mut self, addr: Def, val: Def) {
         // SAFETY: defs of this shader.
         unsafe { (self.api.store_global)(self.raw, addr.0, val.0) }
+    }
+
+    /// `components` (1..=4) consecutive 32-bit words from word `words` (a 32-bit def) past the
+    /// 64-bit address `base`.
+    pub fn load_global_at(&mut self, base: Def, words: Def, components: u32) -> Def {
+        debug_assert!((1..=4).contains(&components));
+        // SAFETY: defs of this shader.
+        Self::def(unsafe { (self.api.load_global_at)(self.raw, base.0, words.0, components) }, "a global load")
+    }
+
+    /// Stores the 32-bit `val` at word `words` (a 32-bit def) past the 64-bit address `base`.
+    pub fn store_global_at(&mut self, base: Def, words: Def, val: Def) {
+        // SAFETY: defs of this shader.
+        unsafe { (self.api.store_global_at)(self.raw, base.0, words.0, val.0) }
     }
 
     /// Pixel (x, y) of read image `index` as four floats.

@@ -26,7 +26,7 @@ pub fn build(p: &mut Program, target: &pilot_core::Target, opts: &ClOptions, gat
     let mut codes = Vec::new();
     for i in 0..p.kernels.len() {
         let k = p.kernels[i].clone();
-        let prep = prepare::prepare(p, &k);
+        let prep = prepare::prepare(p, &k, true);
         let ck = cl_render::render(p, &k, &prep, false)?;
         source.push('\n');
         source.push_str(&ck.source);

@@ -27,6 +27,9 @@ use crate::target::cl::render::{deps, live_order, ClKernel};
 use crate::target::cl::texel::Texel;
 use crate::target::scoping::free_vars_by;
 
+/// A four-word load: its buffer and the linear form (terms, constant) of its first word's index.
+type QuadKey = (u32, Vec<(N, i64)>, i64);
+
 /// Where each argument is bound in an ir3 program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Binding {
@@ -84,8 +87,14 @@ pub fn compile(p: &Program, k: &Kernel, prep: &Prepared, ck: &ClKernel, local: [
     }
     let order = live_order(ctx, prep);
     let free = free_vars_by(ctx, &order, |n| deps(ctx, prep, n));
-    let out_vars: Vec<(u32, usize)> =
-        k.vars.iter().zip(&k.shape).map(|(&v, &e)| (v, e)).filter(|&(v, _)| Some(v) != prep.unrolled).collect();
+    let out_vars: Vec<(u32, usize)> = k
+        .vars
+        .iter()
+        .zip(&k.shape)
+        .map(|(&v, &e)| (v, e))
+        .filter(|&(v, _)| Some(v) != prep.unrolled)
+        .chain(prep.quad)
+        .collect();
     let out_set: HashSet<u32> = out_vars.iter().map(|&(v, _)| v).collect();
     let mut depth: HashMap<u32, usize> = HashMap::new();
     for &n in order.iter().rev() {
@@ -126,6 +135,7 @@ pub fn compile(p: &Program, k: &Kernel, prep: &Prepared, ck: &ClKernel, local: [
         ptrs,
         textures,
         pixels: HashMap::new(),
+        quads: HashMap::new(),
         by_scope,
         scope,
         depth,
@@ -174,21 +184,35 @@ pub fn compile(p: &Program, k: &Kernel, prep: &Prepared, ck: &ClKernel, local: [
             // The output's byte size bounds every flat offset: 32 bits when it fits in i32.
             let st = strides(&k.shape);
             let ob = if out_buf.nbytes() <= i32::MAX as usize { 32 } else { 64 };
-            let mut flat = e.s.imm(ob, 0);
-            for ((&v, &stv), &d) in k.vars.iter().zip(&st).zip(&k.shape) {
-                if d > 1 {
-                    let vv = e.var_value(v);
-                    let vw = alu::resize(&mut e.s, vv, 32, false, ob);
-                    let kk = e.s.imm(ob, stv as u64);
-                    let t = e.s.alu("imul", &[vw, kk]);
-                    flat = e.s.alu("iadd", &[flat, t]);
+            let vals: Vec<Def> = prep
+                .roots
+                .iter()
+                .map(|&root| {
+                    let v = e.value(root);
+                    e.storage_value(v, ctx.dtype(root), out_buf.dtype, e.ibits(root))
+                })
+                .collect();
+            for (j, v) in vals.into_iter().enumerate() {
+                // Four outputs per work-item: root j is the last axis at 4·quad + j.
+                if let (Some(last), Some((q, _))) = (prep.unrolled, prep.quad) {
+                    let qv = e.var_value(q);
+                    let (four, jj) = (e.s.imm(32, 4), e.s.imm(32, j as u64));
+                    let at = e.s.alu("imul", &[qv, four]);
+                    let at = e.s.alu("iadd", &[at, jj]);
+                    e.bind_var(last, at);
                 }
+                let mut flat = e.s.imm(ob, 0);
+                for ((&v, &stv), &d) in k.vars.iter().zip(&st).zip(&k.shape) {
+                    if d > 1 {
+                        let vv = e.var_value(v);
+                        let vw = alu::resize(&mut e.s, vv, 32, false, ob);
+                        let kk = e.s.imm(ob, stv as u64);
+                        let t = e.s.alu("imul", &[vw, kk]);
+                        flat = e.s.alu("iadd", &[flat, t]);
+                    }
+                }
+                e.store(k.out, flat, ob, out_buf.dtype, v);
             }
-            let root = prep.roots[0];
-            let v = e.value(root);
-            let v = e.storage_value(v, ctx.dtype(root), out_buf.dtype, e.ibits(root));
-            let addr = e.address(k.out, flat, ob, out_buf.dtype);
-            e.s.store_global(addr, v);
         }
     }
     e.s.compile()
@@ -223,6 +247,8 @@ struct Emitter<'a> {
     textures: HashMap<u32, u32>,
     /// Pixels read so far, by (image, x, y, validity).
     pixels: HashMap<(u32, N, N, Option<N>), Def>,
+    /// Four-word buffer loads by (buffer, the linear terms and constant of their first word).
+    quads: HashMap<QuadKey, Def>,
     by_scope: HashMap<Option<u32>, Vec<N>>,
     scope: HashMap<N, Option<u32>>,
     depth: HashMap<u32, usize>,
@@ -301,6 +327,19 @@ impl Emitter<'_> {
         let off = alu::resize(&mut self.s, off, bits, true, 64);
         let base = self.ptrs[&buf];
         self.s.alu("iadd", &[base, off])
+    }
+
+    /// Stores `v` (already in `dtype`'s storage form) as element `index` (a def of `bits` bits) of
+    /// buffer `buf`. A 32-bit element at a 32-bit index is addressed by the store itself (a word
+    /// offset from the buffer's base); others by 64-bit address arithmetic.
+    fn store(&mut self, buf: u32, index: Def, bits: u32, dtype: DType, v: Def) {
+        if bits == 32 && dtype.size() == 4 {
+            let base = self.ptrs[&buf];
+            self.s.store_global_at(base, index, v);
+        } else {
+            let addr = self.address(buf, index, bits, dtype);
+            self.s.store_global(addr, v);
+        }
     }
 
     /// Bits the byte offset of element `index` of a `size`-byte type needs: 32 when it fits in i32.
@@ -511,8 +550,18 @@ impl Emitter<'_> {
             let z = self.s.imm(ob, 0);
             idx = self.s.alu("bcsel", &[c, idx, z]);
         }
-        let addr = self.address(buf, idx, ob, storage);
-        let raw = self.s.load_global(addr, 8 * storage.size() as u32);
+        let raw = if ob == 32 && storage.size() == 4 {
+            match cond.is_none().then(|| self.quad(buf, index)).flatten() {
+                Some(raw) => raw,
+                None => {
+                    let base = self.ptrs[&buf];
+                    self.s.load_global_at(base, idx, 1)
+                }
+            }
+        } else {
+            let addr = self.address(buf, idx, ob, storage);
+            self.s.load_global(addr, 8 * storage.size() as u32)
+        };
         let v = match storage {
             DType::F16 => self.s.alu("f2f32", &[raw]),
             DType::BF16 => alu::bf16_value(&mut self.s, raw),
@@ -530,6 +579,38 @@ impl Emitter<'_> {
             }
             None => v,
         }
+    }
+
+    /// Element `index` of 32-bit buffer `buf` as one word of a four-word load (`ldg` of 4), or
+    /// `None` where that does not apply. `index` must be `4·q + lane` with `q` linear in the
+    /// variables: the four words from `4·q` are read once and shared by the loads of its four
+    /// lanes, which a pixel of an image would give. A buffer of whole quads holds all four words
+    /// wherever it holds one (an unguarded load is in bounds).
+    fn quad(&mut self, buf: u32, index: N) -> Option<Def> {
+        if !self.p.bufs[buf as usize].nbytes().is_multiple_of(16) {
+            return None;
+        }
+        let (terms, constant) = simplify::linear_form(self.ctx, index);
+        if terms.iter().any(|&(_, k)| k % 4 != 0) {
+            return None;
+        }
+        let lane = constant.rem_euclid(4);
+        let key = (buf, terms, constant - lane);
+        let words = match self.quads.get(&key) {
+            Some(&w) => w,
+            None => {
+                let mut idx = self.at_width(index, 32);
+                if lane != 0 {
+                    let back = self.s.imm(32, (-lane) as u64);
+                    idx = self.s.alu("iadd", &[idx, back]);
+                }
+                let base = self.ptrs[&buf];
+                let w = self.s.load_global_at(base, idx, 4);
+                self.quads.insert(key, w);
+                w
+            }
+        };
+        Some(self.s.channel(words, lane as u32))
     }
 
     /// One channel of an image pixel; the pixel is read once per (image, x, y, validity).
