@@ -40,6 +40,20 @@ pub struct Prepared {
     pub texels: HashMap<N, Texel>,
 }
 
+impl Prepared {
+    /// The output variables a work-item is indexed by, with their extents: `k`'s, less the one the
+    /// roots were unrolled over, plus the quad variable that replaces it, if any.
+    pub fn item_vars(&self, k: &Kernel) -> Vec<(u32, usize)> {
+        k.vars
+            .iter()
+            .zip(&k.shape)
+            .map(|(&v, &e)| (v, e))
+            .filter(|&(v, _)| Some(v) != self.unrolled)
+            .chain(self.quad)
+            .collect()
+    }
+}
+
 /// Rewrites `k` for rendering; `p.ctx` gains the new nodes. `quads`: buffer kernels may compute
 /// four outputs per work-item (the targets that do not reduce across a work-group).
 pub fn prepare(p: &mut Program, k: &Kernel, quads: bool) -> Prepared {

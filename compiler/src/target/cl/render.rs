@@ -112,14 +112,7 @@ pub fn render_for(p: &Program, k: &Kernel, prep: &Prepared, locals: bool, float6
     args.extend(inputs);
 
     let free = free_vars_by(ctx, &order, |n| deps(ctx, prep, n));
-    let out_vars: Vec<(u32, usize)> = k
-        .vars
-        .iter()
-        .zip(&k.shape)
-        .map(|(&v, &e)| (v, e))
-        .filter(|&(v, _)| Some(v) != prep.unrolled)
-        .chain(prep.quad)
-        .collect();
+    let out_vars = prep.item_vars(k);
     let out_set: HashSet<u32> = out_vars.iter().map(|&(v, _)| v).collect();
     // Loop depth of each reduction variable: one below the deepest variable its reductions use.
     let mut depth: HashMap<u32, usize> = HashMap::new();

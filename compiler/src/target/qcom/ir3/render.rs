@@ -87,14 +87,7 @@ pub fn compile(p: &Program, k: &Kernel, prep: &Prepared, ck: &ClKernel, local: [
     }
     let order = live_order(ctx, prep);
     let free = free_vars_by(ctx, &order, |n| deps(ctx, prep, n));
-    let out_vars: Vec<(u32, usize)> = k
-        .vars
-        .iter()
-        .zip(&k.shape)
-        .map(|(&v, &e)| (v, e))
-        .filter(|&(v, _)| Some(v) != prep.unrolled)
-        .chain(prep.quad)
-        .collect();
+    let out_vars = prep.item_vars(k);
     let out_set: HashSet<u32> = out_vars.iter().map(|&(v, _)| v).collect();
     let mut depth: HashMap<u32, usize> = HashMap::new();
     for &n in order.iter().rev() {
