@@ -116,6 +116,18 @@ def heaviest(pilot, pkl, top):
     return names[:top]
 
 
+def same_kernel(k, units):
+    """`k`, or the kernel of another build named as `k` past its `kN_` number."""
+    if any(f"void {k}(" in text for text in units.values()):
+        return k
+    tail = k.split("_", 1)[1] if "_" in k else k
+    for text in units.values():
+        m = re.search(r"void (k\d+_%s)\(" % re.escape(tail), text)
+        if m:
+            return m.group(1)
+    return k
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="bench-out/full")
@@ -141,8 +153,12 @@ def main():
                 env = dict(os.environ, PILOT_DUMP_C=d)
                 subprocess.run([a.pilot, "compile", path, "-o", os.path.join(d, "m.pkl")] + rest + pilot_flags,
                                check=True, stdout=subprocess.DEVNULL, env=env)
+                units = {u: open(u).read() for u in glob.glob(os.path.join(d, "*.c"))}
                 for k in hot:
-                    unit = next((u for u in glob.glob(os.path.join(d, "*.c")) if f"void {k}(" in open(u).read()), None)
+                    # Kernels are numbered per build and the builds may differ in a kernel's split (the vector
+                    # width decides some layouts): the same node's kernel is found by its name past `kN_`.
+                    k = same_kernel(k, units)
+                    unit = next((u for u, text in units.items() if f"void {k}(" in text), None)
                     if unit is None:
                         print(f"| {name} | {k} | {isa} | not in the {isa} build (kernels differ) | | | | |")
                         continue
