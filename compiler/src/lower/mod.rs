@@ -593,9 +593,9 @@ fn first_inputs(g: &crate::onnx::Graph, ops: &[&str]) -> HashSet<String> {
 ///
 /// In image mode a value realized for several consumers, one of them a convolution or a matrix
 /// product, is realized as the image that consumer reads (a convolution's input of batch 1 and
-/// whole pixels of channels, a product's left operand of several rows with whole pixels along K: the layouts
-/// [`image::conv`] and [`image::matmul`] read without a copy), so every consumer reads that one
-/// image, as tinygrad's image mode does, instead of a buffer and an image copied from it.
+/// whole pixels of channels, a product's left operand of several rows with whole pixels along K:
+/// the layouts [`image::conv`] and [`image::matmul`] read without a copy), so every consumer reads
+/// that one image, as tinygrad's image mode does, instead of a buffer and an image copied from it.
 fn settle(l: &mut Lowerer, node: &Node, name: &str, x: Lazy) -> Lazy {
     let p = &mut l.p;
     if p.is_buffer_view(&x).is_some() {
