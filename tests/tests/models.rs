@@ -303,6 +303,33 @@ fn image_mode_reads_images_and_nolocals_has_no_local_memory() {
     }
 }
 
+/// Kernel names of `model` compiled in the car's mode (`--image --float16 --nolocals`) for OpenCL.
+fn car_mode_kernels(model: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let art = dir.path().join("car.pkl");
+    let mut opts = Mode::ClImageHalf.options();
+    opts.target.nolocals = true;
+    pilot_compiler::compile(&test_models().join(model), &art, &opts, &|_| {}).unwrap();
+    let a = Artifact::open(&art).unwrap();
+    let source = std::str::from_utf8(a.blob(a.manifest.programs[0].blob)).unwrap();
+    pilot_core::gates::kernel_sources(source).into_iter().map(|(name, _)| name.to_string()).collect()
+}
+
+/// A GRU step in the car's mode is one kernel: its products read the batch-1 vectors from their buffers
+/// (no kernel packs them into images), the update gate is computed where its two reads rejoin, and the
+/// gates' products over one vector share a loop. dmonitoring's one-plane input is read where it is.
+#[test]
+fn car_mode_steps_a_gru_in_one_kernel_and_packs_no_vector() {
+    let policy = car_mode_kernels("policy.onnx");
+    // Summary mean, the input Gemm's operand and product, four GRU steps, two head products, the output.
+    assert!(policy.len() <= 10, "{} kernels: {policy:?}", policy.len());
+    assert!(!policy.iter().any(|k| k.contains("MatMul") && k.ends_with("_image")), "a packed vector: {policy:?}");
+    assert!(!policy.iter().any(|k| k.contains("sigmoid")), "the update gate realized: {policy:?}");
+    let dmonitoring = car_mode_kernels("dmonitoring.onnx");
+    assert!(dmonitoring.len() <= 7, "{} kernels: {dmonitoring:?}", dmonitoring.len());
+    assert!(!dmonitoring[0].ends_with("Conv_3_image"), "the one-plane input packed: {dmonitoring:?}");
+}
+
 #[test]
 fn plain_opencl_reads_no_images() {
     let dir = tempfile::tempdir().unwrap();
