@@ -5,7 +5,8 @@
 //! - With `quads`, a kernel writing a buffer computes four consecutive outputs of its last axis in
 //!   one work-item where its reduction reads an operand that axis does not index (the vector of a
 //!   matrix-vector product, a convolution's weights): the four outputs share those reads, as the
-//!   channels of a pixel do.
+//!   channels of a pixel do. With `quads` too, outermost reductions of one extent share a variable,
+//!   so they run as one loop.
 //! - Innermost reductions of extent 4 that read images (the 4 channels of a pixel) are unrolled, so
 //!   the four channel loads share one `read_imagef`.
 //! - Reductions at the same place in the unrolled roots are given one variable (lockstep fusion),
@@ -29,7 +30,7 @@ const QUAD_MIN_ITEMS: usize = 4096;
 
 /// A kernel ready to render.
 pub struct Prepared {
-    /// One root per output element a work-item writes (four for an image pixel).
+    /// One root per output element a work-item writes (four for an image pixel or a quad).
     pub roots: Vec<N>,
     /// The variable the roots were unrolled over (the image channel, or the last output axis of
     /// a buffer kernel: root `j` is that axis at `4·quad + j`), if any.
@@ -54,8 +55,9 @@ impl Prepared {
     }
 }
 
-/// Rewrites `k` for rendering; `p.ctx` gains the new nodes. `quads`: buffer kernels may compute
-/// four outputs per work-item (the targets that do not reduce across a work-group).
+/// Rewrites `k` for rendering; `p.ctx` gains the new nodes. `quads` (the targets that do not reduce
+/// across a work-group): buffer kernels may compute four outputs per work-item, and outermost
+/// reductions of one extent share a loop.
 pub fn prepare(p: &mut Program, k: &Kernel, quads: bool) -> Prepared {
     let images: HashMap<u32, Image> =
         p.bufs.iter().enumerate().filter_map(|(i, b)| b.image.map(|im| (i as u32, im))).collect();
