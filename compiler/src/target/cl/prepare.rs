@@ -117,7 +117,7 @@ pub fn prepare(p: &mut Program, k: &Kernel, quads: bool) -> Prepared {
 /// several products of one GRU step). Only reductions whose bodies hold no reduction are merged:
 /// such a body never reads another reduction's result, which a shared loop could not provide.
 fn merge_siblings(ctx: &mut Ctx, roots: &[N]) -> Vec<N> {
-    // The reductions not inside another reduction's body, children first.
+    // The reductions not inside another reduction's body (sorted below, for a stable choice).
     let mut outer = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut stack: Vec<N> = roots.to_vec();

@@ -10,15 +10,20 @@ use super::render::{render, ClKernel};
 use crate::ir::{BinOp, RedOp, UnOp};
 use crate::program::{BufKind, Program};
 
-/// Renders every kernel of `p`, as the back end does.
-fn render_all(p: &mut Program) -> Vec<ClKernel> {
+/// Renders every kernel of `p`, as the back end does with local reductions (`locals`) or without.
+fn render_with(p: &mut Program, locals: bool) -> Vec<ClKernel> {
     (0..p.kernels.len())
         .map(|i| {
             let k = p.kernels[i].clone();
-            let prep = prepare(p, &k, false);
-            render(p, &k, &prep, true).unwrap()
+            let prep = prepare(p, &k, !locals);
+            render(p, &k, &prep, locals).unwrap()
         })
         .collect()
+}
+
+/// Renders every kernel of `p`, as the back end does.
+fn render_all(p: &mut Program) -> Vec<ClKernel> {
+    render_with(p, true)
 }
 
 #[test]
@@ -111,13 +116,7 @@ fn guards_the_border_cannot_give_stay() {
 
 /// Renders every kernel of `p` as the no-locals targets do (`--nolocals`, ir3).
 fn render_all_per_item(p: &mut Program) -> Vec<ClKernel> {
-    (0..p.kernels.len())
-        .map(|i| {
-            let k = p.kernels[i].clone();
-            let prep = prepare(p, &k, true);
-            render(p, &k, &prep, false).unwrap()
-        })
-        .collect()
+    render_with(p, false)
 }
 
 /// `y[n] = Σ_k x[k]·w[k, n]` over `n` outputs: a vector every output reads, a matrix it does not share.
