@@ -206,6 +206,11 @@ typedef float pl_v16 __attribute__((vector_size(64)));
 #else
 #define PL_SIMD _Pragma("GCC ivdep")
 #endif
+#ifdef __clang__
+#define PL_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define PL_UNROLL _Pragma("GCC unroll 64")
+#endif
 "#,
     functions!()
 );

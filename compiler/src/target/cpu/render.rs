@@ -261,6 +261,9 @@ pub(super) struct Renderer<'a> {
     pub suffix: String,
     /// A variable rendered as an expression (the blocked variable plus the replica's offset).
     pub var_override: Option<(u32, String)>,
+    /// A second variable rendered as an expression (a register tile's inner variable at a vector's
+    /// offset), beside [`Renderer::var_override`].
+    pub inner_override: Option<(u32, String)>,
     /// Comparisons whose value is known in the loop being emitted (see [`super::peel`]).
     pub known: HashMap<N, bool>,
     /// Partial results of an innermost reduction folded side by side (0: one at a time).
@@ -278,6 +281,7 @@ impl<'a> Renderer<'a> {
             blocked: Default::default(),
             suffix: String::new(),
             var_override: None,
+            inner_override: None,
             known: HashMap::new(),
             reduce_lanes: 0,
         }
@@ -295,10 +299,11 @@ impl Renderer<'_> {
             return if k { "((u8)1)" } else { "((u8)0)" }.into();
         }
         match self.ctx.op(n) {
-            Op::Var(v) => match &self.var_override {
-                Some((o, e)) if o == v => e.clone(),
-                _ => format!("v{v}"),
-            },
+            Op::Var(v) => [&self.inner_override, &self.var_override]
+                .into_iter()
+                .flatten()
+                .find(|(o, _)| o == v)
+                .map_or_else(|| format!("v{v}"), |(_, e)| e.clone()),
             Op::Const(c) => literal(*c, self.ctx.dtype(n)),
             _ => self.names[&n].replace('@', &self.suffix),
         }

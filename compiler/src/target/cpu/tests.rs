@@ -7,7 +7,11 @@ use super::render::render;
 
 /// A 4-lane vector unit with 16 registers (SSE): register tiles of 4 × 2 accumulators.
 const SCALAR4: VecUnit = VecUnit { lanes: 4, regs: 16 };
+use std::collections::HashMap;
+
+use crate::ir::subst::substitute;
 use crate::ir::{BinOp, RedOp, UnOp};
+use crate::lazy::Lazy;
 use crate::program::{BufKind, Program};
 
 /// The line index of the first line containing `needle`.
@@ -28,6 +32,54 @@ pub(super) fn matmul(m: usize, kk: usize, n: usize) -> Program {
     let out = p.reshape(&sum, &[m, n]);
     p.realize(&out, BufKind::Output(0), "mm");
     p
+}
+
+/// A depthwise `k`×`k` convolution of `c` channels over an `h`×`w` output from an input padded as
+/// `lower::LowerCtx::windowed_input` pads it (its slack rows after the last one):
+/// `out[c, y, x] = Σ_dy Σ_dx x[c, y + dy, x + dx] · wt[c, dy, dx]`.
+pub(super) fn depthwise(c: usize, h: usize, w: usize, k: usize) -> Program {
+    let mut p = Program::new();
+    let (hp, wp) = (h + k - 1, w + k - 1);
+    let hp = hp + crate::lower::ROW_SLACK.div_ceil(wp);
+    let x = p.input(0, DType::F32, &[c, hp, wp]);
+    let wt = p.input(1, DType::F32, &[c, k, k]);
+    let shape = vec![c, h, w];
+    let vars = p.ctx.fresh_vars(&shape);
+    let (dy, dx) = (p.ctx.fresh_var(k as u64), p.ctx.fresh_var(k as u64));
+    let [vc, vy, vx, vdy, vdx] = [vars[0], vars[1], vars[2], dy, dx].map(|v| p.ctx.var(v));
+    let (row, col) = (p.ctx.add(vy, vdy), p.ctx.add(vx, vdx));
+    let xv =
+        substitute(&mut p.ctx, x.expr, &HashMap::from([(x.vars[0], vc), (x.vars[1], row), (x.vars[2], col)]), None);
+    let wv =
+        substitute(&mut p.ctx, wt.expr, &HashMap::from([(wt.vars[0], vc), (wt.vars[1], vdy), (wt.vars[2], vdx)]), None);
+    let prod = p.ctx.mul(xv, wv);
+    let inner = p.ctx.reduce(RedOp::Sum, dx, k as u64, prod);
+    let sum = p.ctx.reduce(RedOp::Sum, dy, k as u64, inner);
+    let out = Lazy { dtype: DType::F32, shape, vars, expr: sum };
+    p.realize(&out, BufKind::Output(0), "dw");
+    p
+}
+
+#[test]
+fn a_depthwise_convolution_on_a_narrow_row_replicates_its_output_rows() {
+    // 14 output rows of 14: no variable shares the input row (each channel and row reads its
+    // own), so the output rows are replicated, each loading its own input rows, and the 5×5
+    // window is unrolled so that a row is loaded once for every output row reading it.
+    let p = depthwise(8, 14, 14, 5);
+    let unit = VecUnit { lanes: 16, regs: 32 };
+    let ck = render(&p, &p.kernels[0], unit, None);
+    let src = &ck.source;
+    assert!(ck.tilings.iter().any(|t| t.block == 7) && ck.tilings.iter().any(|t| t.block == 14), "{:?}", ck.tilings);
+    assert!(ck.tilings.iter().all(|t| 14 % t.block == 0), "{:?}", ck.tilings);
+    // Untimed: 14 replicas of one 16-lane vector (the row of 14 overhangs into the slack).
+    assert!(src.contains("pl_v16 acc0_u13_v0 = {0};") && !src.contains("acc0_u14"), "{src}");
+    assert_eq!(src.matches("PL_UNROLL for").count(), 2, "{src}");
+    // Each replica loads its own input row: the vector loads name the replica.
+    assert!(src.contains("const pl_v16 f") && src.contains("_u13_0 = ({"), "{src}");
+    // A wide row keeps one accumulator chain per vector, without replicas.
+    let wide = depthwise(8, 14, 64, 5);
+    let src = render(&wide, &wide.kernels[0], unit, None).source;
+    assert!(!src.contains("PL_UNROLL") && !src.contains("_u1"), "{src}");
 }
 
 #[test]

@@ -33,6 +33,8 @@ pub(super) struct TileBody {
     pub replica: Vec<N>,
     /// Operands loaded as vectors, each straight from its buffer or through a tile array.
     pub operands: Vec<(N, Operand)>,
+    /// Operands that depend on the blocked variable: loaded by each replica (always contiguous).
+    pub per_replica: Vec<N>,
     /// Every node that depends on the inner variable but not on the blocked one (computed in the
     /// scalar loop when some operand needs a tile array).
     pub shared: Vec<N>,
@@ -107,8 +109,10 @@ pub(super) fn runs_of(ctx: &Ctx, free: &HashMap<N, Vec<u32>>, index: N, var: u32
 ///
 /// From the body down, float adds, subtractions, products and negations that depend on the inner
 /// variable are computed on vectors (once per replica); the first node below them that is anything
-/// else is an operand, loaded as a vector. Operands must not depend on the blocked variable: one
-/// vector of an operand serves every replica. `aligned` is `(lanes, extent)` when every vector the
+/// else is an operand, loaded as a vector. Operands must not depend on the blocked variable (one
+/// vector of an operand serves every replica) unless `replicated`: then an operand that does is
+/// loaded by each replica for itself, straight from its buffer (a depthwise convolution blocked
+/// over its output rows: each row reads its own input rows). `aligned` is `(lanes, extent)` when every vector the
 /// tiles load starts at a multiple of `lanes` of the inner variable (of `extent` values): loads that
 /// run by one only within such runs ([`runs_of`]) are then contiguous too.
 #[allow(clippy::too_many_arguments)]
@@ -120,6 +124,7 @@ pub(super) fn classify(
     body: N,
     inner: u32,
     blocked: Option<u32>,
+    replicated: bool,
     aligned: Option<(usize, usize)>,
 ) -> Option<TileBody> {
     if op != RedOp::Sum || dtype != DType::F32 {
@@ -141,7 +146,7 @@ pub(super) fn classify(
             vector_set.insert(n);
             stack.extend(ctx.children(n));
         } else {
-            if ctx.dtype(n) != DType::F32 || blocked.is_some_and(|b| uses(n, b)) {
+            if ctx.dtype(n) != DType::F32 || (!replicated && blocked.is_some_and(|b| uses(n, b))) {
                 return None;
             }
             operand_set.insert(n);
@@ -165,9 +170,14 @@ pub(super) fn classify(
             };
             (n, kind)
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let per_replica: Vec<N> =
+        operands.iter().map(|&(n, _)| n).filter(|&n| blocked.is_some_and(|b| uses(n, b))).collect();
+    if per_replica.iter().any(|n| operands.iter().any(|(o, k)| o == n && *k == Operand::Staged)) {
+        return None;
+    }
     let shared = order.iter().copied().filter(|&n| uses(n, inner) && blocked.is_none_or(|b| !uses(n, b))).collect();
-    Some(TileBody { replica, operands, shared })
+    Some(TileBody { replica, operands, per_replica, shared })
 }
 
 /// The vector type of `lanes` floats (declared in the prelude).
@@ -205,9 +215,15 @@ impl Geometry {
 /// The most accumulator vectors per replica of any register tile.
 pub(super) const MAX_TILE_VECTORS: usize = 8;
 
+/// Most replicas of a replicated blocked variable (see [`classify`]).
+pub(super) const MAX_REPLICAS: usize = 16;
+
 /// The register-tile shapes worth timing for a kernel: `block` replicas (4, 8 or 16 dividing
 /// `blocked`) × `vectors` keeping between half the unit's registers and all but four of them as
-/// accumulators (fewer leave multiply-adds waiting on each other; more spill the operands), or,
+/// accumulators (fewer leave multiply-adds waiting on each other; more spill the operands); where
+/// the replicas load their own operands (`replicated`), any block from 2 to [`MAX_REPLICAS`]
+/// dividing `blocked` with 4 to all but eight registers as accumulators (the rest hold the rows
+/// loaded for several replicas); or,
 /// without a blocked variable, 2 to [`MAX_TILE_VECTORS`] vectors; each of a width that fits the row
 /// of `extent` or may overhang it (`overhang(vectors)`) and computes at most 1/8 more points than
 /// the tightest such width.
@@ -215,10 +231,12 @@ pub(super) fn candidates(
     unit: super::isa::VecUnit,
     lanes: usize,
     blocked: Option<usize>,
+    replicated: bool,
     extent: usize,
     overhang: &dyn Fn(usize) -> bool,
 ) -> Vec<super::upcast::Tiling> {
     let (blocks, lo, hi): (Vec<usize>, usize, usize) = match blocked {
+        Some(e) if replicated => ((2..=MAX_REPLICAS).filter(|b| e % b == 0).collect(), 4, unit.regs.saturating_sub(8)),
         Some(e) => {
             ([4, 8, 16].into_iter().filter(|b| e % b == 0).collect(), unit.regs / 2, unit.regs.saturating_sub(4))
         }
@@ -298,7 +316,7 @@ pub(super) fn emit_chain(
     let ctx = r.ctx;
     for j in 0..g.vectors {
         let off = j * g.lanes;
-        for &(n, kind) in &tb.operands {
+        for &(n, kind) in tb.operands.iter().filter(|(n, _)| !tb.per_replica.contains(n)) {
             let load = match kind {
                 Operand::Staged => format!("*(const {vt} *)&s{}[{off}]", n.0),
                 Operand::Contiguous { buf, index } => contiguous_load(r, &vt, buf, index, inner, off, ind),
@@ -307,8 +325,15 @@ pub(super) fn emit_chain(
         }
         for &u in reps {
             set_rep(r, u);
+            for &(n, kind) in tb.operands.iter().filter(|(n, _)| tb.per_replica.contains(n)) {
+                let Operand::Contiguous { buf, index } = kind else { unreachable!("classify refuses staged ones") };
+                let load = contiguous_load(r, &vt, buf, index, inner, off, ind);
+                let _ = writeln!(r.out, "{pad}const {vt} f{}_u{u}_{j} = {load};", n.0);
+            }
             let operand = |r: &Renderer<'_>, x: N| -> String {
-                if tb.operands.iter().any(|(o, _)| *o == x) {
+                if tb.per_replica.contains(&x) {
+                    format!("f{}_u{u}_{j}", x.0)
+                } else if tb.operands.iter().any(|(o, _)| *o == x) {
                     format!("f{}_{j}", x.0)
                 } else if tb.replica.contains(&x) {
                     format!("p{}_u{u}_{j}", x.0)
@@ -348,8 +373,7 @@ pub(super) fn emit_chain(
 /// inner variable at `x0 + off`: the index nodes rendered inside a statement expression.
 fn contiguous_load(r: &mut Renderer<'_>, vt: &str, buf: u32, index: N, inner: u32, off: usize, ind: usize) -> String {
     let saved_out = std::mem::take(&mut r.out);
-    let saved_override = r.var_override.take();
-    r.var_override = Some((inner, format!("(x0 + {off})")));
+    let saved_override = r.inner_override.replace((inner, format!("(x0 + {off})")));
     let ctx = r.ctx;
     let deps: Vec<N> = ctx
         .toposort(&[index])
@@ -361,7 +385,7 @@ fn contiguous_load(r: &mut Renderer<'_>, vt: &str, buf: u32, index: N, inner: u3
     }
     let idx = r.value(index);
     let body = std::mem::replace(&mut r.out, saved_out);
-    r.var_override = saved_override;
+    r.inner_override = saved_override;
     let lines: Vec<&str> = body.lines().map(str::trim).collect();
     format!("({{ {} {vt} v_; __builtin_memcpy(&v_, &b{buf}[{idx}], sizeof v_); v_; }})", lines.join(" "))
 }

@@ -234,19 +234,35 @@ fn time_all(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::matmul;
+    use super::super::tests::{depthwise, matmul};
     use super::*;
 
     #[test]
     fn every_tile_shape_gives_the_same_bits() {
-        let cpu = CpuTarget::new(std::env::consts::ARCH, None).unwrap();
-        let unit = cpu.vec_unit();
+        let unit = CpuTarget::new(std::env::consts::ARCH, None).unwrap().vec_unit();
         let p = matmul(48, 70, 200);
-        let k = &p.kernels[0];
-        let tilings = render::render(&p, k, unit, None).tilings;
+        let tilings = render::render(&p, &p.kernels[0], unit, None).tilings;
         assert!(tilings.len() >= 2, "a 48x200 product offers several tile shapes: {tilings:?}");
         assert!(tilings.iter().any(|t| t.tiles_outside) && tilings.iter().any(|t| !t.tiles_outside), "{tilings:?}");
-        let variants: Vec<CKernel> = tilings.iter().enumerate().map(|(n, &t)| variant(&p, 0, unit, t, n)).collect();
+        same_bits(&p);
+    }
+
+    #[test]
+    fn every_replicated_shape_of_a_depthwise_convolution_gives_the_same_bits() {
+        let unit = CpuTarget::new(std::env::consts::ARCH, None).unwrap().vec_unit();
+        let p = depthwise(6, 14, 14, 5);
+        let tilings = render::render(&p, &p.kernels[0], unit, None).tilings;
+        assert!(tilings.iter().any(|t| t.block > 1) && tilings.iter().any(|t| t.block == 1), "{tilings:?}");
+        same_bits(&p);
+    }
+
+    /// Every tile shape `p`'s one kernel offers renders other source and writes the same output bits.
+    fn same_bits(p: &Program) {
+        let cpu = CpuTarget::new(std::env::consts::ARCH, None).unwrap();
+        let unit = cpu.vec_unit();
+        let k = &p.kernels[0];
+        let tilings = render::render(p, k, unit, None).tilings;
+        let variants: Vec<CKernel> = tilings.iter().enumerate().map(|(n, &t)| variant(p, 0, unit, t, n)).collect();
         let mut src = super::super::cmath::PRELUDE.to_string() + &variants[0].source;
         for v in &variants[1..] {
             assert_ne!(
@@ -312,7 +328,7 @@ mod tests {
     #[test]
     fn shapes_keep_half_to_all_but_four_registers_as_accumulators() {
         let unit = VecUnit { lanes: 16, regs: 32 };
-        let shapes = super::super::tile::candidates(unit, 16, Some(48), 320, &|_| false);
+        let shapes = super::super::tile::candidates(unit, 16, Some(48), false, 320, &|_| false);
         for t in &shapes {
             assert!((16..=28).contains(&(t.block * t.vectors)), "{t:?}");
             assert!(t.block * t.vectors * 16 >= 16 && 48 % t.block == 0, "{t:?}");
@@ -322,7 +338,7 @@ mod tests {
         // 4 × 6 vectors (96 wide) computes 384 points for 320: more than 1/8 over the tightest.
         assert!(!has(4, 6), "{shapes:?}");
         // Without a blocked variable: 2 to 8 vectors of one replica.
-        let unblocked = super::super::tile::candidates(unit, 16, None, 320, &|_| true);
+        let unblocked = super::super::tile::candidates(unit, 16, None, false, 320, &|_| true);
         assert!(unblocked.iter().all(|t| t.block == 1 && (2..=8).contains(&t.vectors)), "{unblocked:?}");
     }
 }

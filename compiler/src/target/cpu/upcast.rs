@@ -178,20 +178,33 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
     // Every tile starts at a multiple of `lanes` where the row is a whole number of vectors (a part's
     // range is whole vectors, a last tile shifted back ends at the row's end).
     let aligned = inner_extent.is_multiple_of(lanes).then_some((lanes, inner_extent));
-    let tiles: Option<Vec<tile::TileBody>> = if blocked_var.is_some() || short {
+    // Replicated tiles may take wider vectors than `lanes` (below): they claim no aligned runs.
+    let classify_all = |vb: Option<u32>, replicated: bool| -> Option<Vec<tile::TileBody>> {
+        let aligned = if replicated { None } else { aligned };
         chains
             .iter()
-            .map(|c| tile::classify(ctx, &free, c.op, ctx.dtype(c.top), c.body, vl, blocked_var, aligned))
+            .map(|c| tile::classify(ctx, &free, c.op, ctx.dtype(c.top), c.body, vl, vb, replicated, aligned))
             .collect()
-    } else {
-        None
     };
-    let blocked_extent =
-        blocked_var.map_or(0, |vb| k.shape[k.vars.iter().position(|&v| v == vb).expect("a kernel var")]);
+    let mut tiles: Option<Vec<tile::TileBody>> =
+        if blocked_var.is_some() || short { classify_all(blocked_var, false) } else { None };
+    let extent_of = |vb: u32| k.shape[k.vars.iter().position(|&v| v == vb).expect("a kernel var")];
+    // Replicated blocking: where no variable shares the loads and every chain is a short window (a
+    // depthwise convolution), an outer variable stepped by a block of replicas that each load their
+    // own operands. Their sums are independent (a narrow row alone chains every multiply-add on one
+    // accumulator), and with the window's loops unrolled the C compiler loads an input row once for
+    // every replica that reads it (output rows y..y+b of a 5×5 window read rows y..y+b+4).
+    let replicated = (blocked_var.is_none() && tiles.is_some())
+        .then(|| replicated_var(ctx, &bodies, &outer, vl, &free, &|v| extent_of(v)))
+        .flatten()
+        .and_then(|rv| Some((rv, classify_all(Some(rv), true)?)));
+    let mut blocked_var = blocked_var;
+    let mut blocked_extent = blocked_var.map_or(0, extent_of);
     // Tiles may overhang the row's end (lanes computed and not stored) where every load they make
     // stays inside its buffer; the width then need not fit the row.
-    let overhang_for = |vectors: usize| {
-        tiles.is_some()
+    let tileable = tiles.is_some();
+    let overhang_lanes = |lanes: usize, vectors: usize| {
+        tileable
             && bodies.iter().all(|&n| match *ctx.op(n) {
                 Op::Load { buf, index, valid: None } if uses(n, vl) => {
                     let reach = inner_extent + lanes * vectors;
@@ -200,24 +213,64 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
                 _ => true,
             })
     };
-    let tilings = if tiles.is_some() {
-        tile::candidates(unit, lanes, blocked_var.map(|_| blocked_extent), inner_extent, &overhang_for)
+    let overhang_for = |vectors: usize| overhang_lanes(lanes, vectors);
+    // Replicas hold one accumulator per vector: a row of more than half the unit's lanes takes whole
+    // vectors where they may overhang it (a row of 14 one vector of 16, not two of 8).
+    let replicated_lanes =
+        if inner_extent > unit.lanes / 2 && overhang_lanes(unit.lanes, 1) { unit.lanes.max(lanes) } else { lanes };
+    let replicated_tilings = replicated.as_ref().map_or(Vec::new(), |&(rv, _)| {
+        let overhang = |vectors: usize| overhang_lanes(replicated_lanes, vectors);
+        tile::candidates(unit, replicated_lanes, Some(extent_of(rv)), true, inner_extent, &overhang)
+    });
+    let mut tilings: Vec<Tiling> = if tiles.is_some() {
+        tile::candidates(unit, lanes, blocked_var.map(|_| blocked_extent), false, inner_extent, &overhang_for)
             .into_iter()
             .flat_map(|t| [t, Tiling { tiles_outside: true, ..t }].into_iter().take(if t.block > 1 { 2 } else { 1 }))
             .collect()
     } else {
         Vec::new()
     };
+    tilings.extend(&replicated_tilings);
     let chosen = tiling.filter(|t| tilings.contains(t));
+    // Untimed, a row of at most two vectors takes the replicas: the most accumulators within the
+    // unit's budget, else the fewest.
+    let replicate = match chosen {
+        Some(t) => replicated_tilings.contains(&t).then_some(t),
+        None if inner_extent <= 2 * replicated_lanes => replicated_tilings
+            .iter()
+            .filter(|t| t.block * t.vectors <= unit.acc_budget())
+            .max_by_key(|t| t.block * t.vectors)
+            .or(replicated_tilings.first())
+            .copied(),
+        None => None,
+    };
+    let mut tile_lanes = lanes;
+    let replicate = replicate.zip(replicated).map(|(t, (rv, rtiles))| {
+        tile_lanes = replicated_lanes;
+        blocked_var = Some(rv);
+        blocked_extent = extent_of(rv);
+        tiles = Some(rtiles);
+        t
+    });
     let tiles_outside = chosen.is_some_and(|t| t.tiles_outside);
-    let (block, geometry, overhang) = match chosen {
-        Some(t) => (t.block.max(BLOCK), Some(tile::Geometry { lanes, vectors: t.vectors }), overhang_for(t.vectors)),
+    let (block, geometry, overhang) = match replicate.or(chosen) {
+        Some(t) if replicate.is_some() => (
+            t.block,
+            Some(tile::Geometry { lanes: tile_lanes, vectors: t.vectors }),
+            overhang_lanes(tile_lanes, t.vectors),
+        ),
+        Some(t) => (
+            t.block.max(BLOCK),
+            Some(tile::Geometry { lanes: tile_lanes, vectors: t.vectors }),
+            overhang_for(t.vectors),
+        ),
         None => {
             let block = if tiles.is_some() && blocked_extent % 8 == 0 && unit.acc_budget() >= 16 { 8 } else { BLOCK };
             let replicas = if blocked_var.is_some() { block } else { 1 };
             let max_vectors = (unit.acc_budget() / replicas).clamp(1, MAX_VECTORS);
             let overhang = overhang_for(max_vectors);
-            let geometry = tiles.as_ref().and_then(|_| tile::Geometry::fit(lanes, max_vectors, inner_extent, overhang));
+            let geometry =
+                tiles.as_ref().and_then(|_| tile::Geometry::fit(tile_lanes, max_vectors, inner_extent, overhang));
             (block, geometry, overhang)
         }
     };
@@ -297,7 +350,7 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
             .expect("an outer loop has extent > 1")
     });
     let (lo, hi, inner_parts) = if inner_pos == split {
-        split::inner_range(inner_extent as u64, lanes as u64)
+        split::inner_range(inner_extent as u64, tile_lanes as u64)
     } else {
         ("0".to_string(), format!("{inner_extent}"), 1)
     };
@@ -404,12 +457,14 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
                 }
             }
         };
+        let unroll_window = std::cell::Cell::new(false);
         let mut open_loops = |r: &mut Renderer<'_>, indent: usize| -> usize {
             let mut ind = indent;
             for (j, &(rv, extent)) in rvars.iter().enumerate() {
                 let pad = "  ".repeat(ind);
                 let step = if Some(rv) == unroll { K_UNROLL } else { 1 };
-                let _ = writeln!(r.out, "{pad}for (i64 v{rv} = 0; v{rv} < {extent}; v{rv} += {step}) {{");
+                let pragma = if unroll_window.get() { "PL_UNROLL " } else { "" };
+                let _ = writeln!(r.out, "{pad}{pragma}for (i64 v{rv} = 0; v{rv} < {extent}; v{rv} += {step}) {{");
                 ind += 1;
                 let deeper: Vec<u32> = rvars[j + 1..].iter().map(|x| x.0).collect();
                 let pred = |n: N| p1.contains(&n) && uses(n, rv) && !uses(n, vl) && !deeper.iter().any(|&d| uses(n, d));
@@ -429,6 +484,7 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
         if let Some((tb, g)) = tiled {
             let _ = writeln!(r.out, "{pad}if (xt - x0 == {width}) {{");
             let acc_name = |u: usize| acc.replace('@', &if blocked_chain { format!("_u{u}") } else { String::new() });
+            unroll_window.set(replicate.is_some());
             tile::emit_chain(
                 &mut r,
                 tb,
@@ -442,6 +498,7 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
                 &mut open_loops,
                 &mut close_loops,
             );
+            unroll_window.set(false);
             let _ = writeln!(r.out, "{pad}}} else {{");
             scalar_indent += 1;
         }
@@ -537,4 +594,25 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
     r.out.push_str("}\n");
     let parts = outer_split.map_or(inner_parts, |s| s.parts());
     Some(CKernel { name: k.name.clone(), source: r.out, args, parts, tilings })
+}
+
+/// The outer variable a short window's register tile replicates where no variable shares its loads
+/// ([`tile::classify`] with `replicated`): one that some load along the inner variable depends on,
+/// with the fewest loads depending on it (a depthwise convolution's output row, on which only the
+/// input depends, before its channel, on which the weight depends too), the innermost among equals.
+fn replicated_var(
+    ctx: &crate::ir::Ctx,
+    bodies: &[N],
+    outer: &[u32],
+    vl: u32,
+    free: &std::collections::HashMap<N, Vec<u32>>,
+    extent: &dyn Fn(u32) -> usize,
+) -> Option<u32> {
+    let loads: Vec<N> = bodies.iter().copied().filter(|&n| matches!(ctx.op(n), Op::Load { .. })).collect();
+    outer
+        .iter()
+        .enumerate()
+        .filter(|&(_, &v)| extent(v) >= 2 && loads.iter().any(|n| free[n].contains(&v) && free[n].contains(&vl)))
+        .min_by_key(|&(depth, &v)| (loads.iter().filter(|n| free[n].contains(&v)).count(), std::cmp::Reverse(depth)))
+        .map(|(_, &v)| v)
 }
