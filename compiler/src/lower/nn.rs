@@ -650,7 +650,10 @@ fn pool(c: &mut NodeCtx<'_>, op: RedOp) -> Result<Vec<Lazy>> {
     let fill = if op == RedOp::Max { f64::NEG_INFINITY } else { 0.0 };
     let lo = [&[0, 0][..], &w.pad_lo].concat();
     let hi = [&[0, 0][..], &w.pad_hi].concat();
-    let xp = if op == RedOp::Max {
+    // A max window over short rows reads a padded copy instead: the CPU's register tiles then run
+    // it unguarded, output rows side by side (guarded, a row of 10 peels into loops of a few points).
+    let short_rows = c.cpu_lanes() > 0 && w.out.last().is_some_and(|&e| e <= 2 * c.cpu_lanes());
+    let xp = if op == RedOp::Max && !short_rows {
         c.guarded_window(&x, &w.pad_lo, &w.pad_hi, fill, reuse)
     } else {
         c.windowed_input(&x, &w.pad_lo, &w.pad_hi, fill, reuse, *w.strides.last().unwrap_or(&1))

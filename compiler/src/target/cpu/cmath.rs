@@ -206,6 +206,12 @@ typedef float pl_v16 __attribute__((vector_size(64)));
 #else
 #define PL_SIMD _Pragma("GCC ivdep")
 #endif
+/* pl_fmaxf on float vectors, lane by lane: NaN where either lane is NaN, else the larger (bitwise
+   selects over the comparison masks, which both clang and GCC vector extensions allow in C). */
+#define PL_VMAX(a, b) ({ __typeof__(a) a_ = (a), b_ = (b); __typeof__(a_ > b_) gt_ = a_ > b_; \
+  __typeof__(gt_) nan_ = (a_ != a_) | (b_ != b_); \
+  __typeof__(gt_) r_ = ((__typeof__(gt_))a_ & gt_) | ((__typeof__(gt_))b_ & ~gt_); \
+  (__typeof__(a_))((r_ & ~nan_) | ((__typeof__(gt_))(a_ * 0.0f + (float)PL_NAN) & nan_)); })
 #ifdef __clang__
 #define PL_UNROLL _Pragma("clang loop unroll(full)")
 #else

@@ -60,6 +60,38 @@ pub(super) fn depthwise(c: usize, h: usize, w: usize, k: usize) -> Program {
     p
 }
 
+/// A `k`×`k` max pooling of `c` channels over an `h`×`w` output from a padded input, as
+/// [`depthwise`] reads it: `out[c, y, x] = max_dy max_dx x[c, y + dy, x + dx]`.
+pub(super) fn max_pool(c: usize, h: usize, w: usize, k: usize) -> Program {
+    let mut p = Program::new();
+    let (hp, wp) = (h + k - 1, w + k - 1);
+    let x = p.input(0, DType::F32, &[c, hp + crate::lower::ROW_SLACK.div_ceil(wp), wp]);
+    let shape = vec![c, h, w];
+    let vars = p.ctx.fresh_vars(&shape);
+    let (dy, dx) = (p.ctx.fresh_var(k as u64), p.ctx.fresh_var(k as u64));
+    let [vc, vy, vx, vdy, vdx] = [vars[0], vars[1], vars[2], dy, dx].map(|v| p.ctx.var(v));
+    let (row, col) = (p.ctx.add(vy, vdy), p.ctx.add(vx, vdx));
+    let xv =
+        substitute(&mut p.ctx, x.expr, &HashMap::from([(x.vars[0], vc), (x.vars[1], row), (x.vars[2], col)]), None);
+    let inner = p.ctx.reduce(RedOp::Max, dx, k as u64, xv);
+    let max = p.ctx.reduce(RedOp::Max, dy, k as u64, inner);
+    p.realize(&Lazy { dtype: DType::F32, shape, vars, expr: max }, BufKind::Output(0), "pool");
+    p
+}
+
+#[test]
+fn a_max_pooling_on_short_rows_keeps_its_maxima_in_registers() {
+    let p = max_pool(4, 10, 10, 5);
+    let unit = VecUnit { lanes: 16, regs: 32 };
+    let ck = render(&p, &p.kernels[0], unit, None);
+    let src = &ck.source;
+    // Ten output rows side by side, each a vector of 16 lanes starting at -inf, folded by PL_VMAX.
+    assert!(ck.tilings.iter().any(|t| t.block == 10), "{:?}", ck.tilings);
+    assert!(src.contains("pl_v16 acc0_u9_v0 = ((pl_v16){0}) - (float)PL_INF;"), "{src}");
+    assert!(src.contains("acc0_u9_v0 = PL_VMAX(acc0_u9_v0, f"), "{src}");
+    assert_eq!(src.matches("PL_UNROLL for").count(), 2, "{src}");
+}
+
 #[test]
 fn a_depthwise_convolution_on_a_narrow_row_replicates_its_output_rows() {
     // 14 output rows of 14: no variable shares the input row (each channel and row reads its

@@ -29,6 +29,8 @@ use crate::ir::{BinOp, Ctx, Op, RedOp, UnOp, N};
 
 /// How a chain's body is computed on register tiles.
 pub(super) struct TileBody {
+    /// How the accumulators fold the body: a sum, or a maximum (pooling).
+    pub op: RedOp,
     /// Per-replica nodes in topological order.
     pub replica: Vec<N>,
     /// Operands loaded as vectors, each straight from its buffer or through a tile array.
@@ -127,7 +129,7 @@ pub(super) fn classify(
     replicated: bool,
     aligned: Option<(usize, usize)>,
 ) -> Option<TileBody> {
-    if op != RedOp::Sum || dtype != DType::F32 {
+    if !matches!(op, RedOp::Sum | RedOp::Max) || dtype != DType::F32 {
         return None;
     }
     let uses = |n: N, v: u32| free[&n].contains(&v);
@@ -177,7 +179,7 @@ pub(super) fn classify(
         return None;
     }
     let shared = order.iter().copied().filter(|&n| uses(n, inner) && blocked.is_none_or(|b| !uses(n, b))).collect();
-    Some(TileBody { replica, operands, per_replica, shared })
+    Some(TileBody { op, replica, operands, per_replica, shared })
 }
 
 /// The vector type of `lanes` floats (declared in the prelude).
@@ -291,9 +293,11 @@ pub(super) fn emit_chain(
     let pad = "  ".repeat(indent);
     let vt = vtype(g.lanes);
     let width = g.width();
+    // The identity: zero, or -inf for a maximum (a vector minus a scalar subtracts it from every lane).
+    let init = if tb.op == RedOp::Max { format!("(({vt}){{0}}) - (float)PL_INF") } else { "{0}".to_string() };
     for &u in reps {
         for j in 0..g.vectors {
-            let _ = writeln!(r.out, "{pad}{vt} {}_v{j} = {{0}};", acc(u));
+            let _ = writeln!(r.out, "{pad}{vt} {}_v{j} = {init};", acc(u));
         }
     }
     let staged: Vec<N> = tb.operands.iter().filter(|(_, k)| *k == Operand::Staged).map(|(n, _)| *n).collect();
@@ -356,7 +360,11 @@ pub(super) fn emit_chain(
                 };
                 let _ = writeln!(r.out, "{pad}const {vt} p{}_u{u}_{j} = {e};", n.0);
             }
-            let _ = writeln!(r.out, "{pad}{}_v{j} += {};", acc(u), operand(r, body));
+            let (a, x) = (format!("{}_v{j}", acc(u)), operand(r, body));
+            let _ = match tb.op {
+                RedOp::Max => writeln!(r.out, "{pad}{a} = PL_VMAX({a}, {x});"),
+                _ => writeln!(r.out, "{pad}{a} += {x};"),
+            };
         }
     }
     close_loops(r, ind);

@@ -234,7 +234,7 @@ fn time_all(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{depthwise, matmul};
+    use super::super::tests::{depthwise, matmul, max_pool};
     use super::*;
 
     #[test]
@@ -256,8 +256,34 @@ mod tests {
         same_bits(&p);
     }
 
-    /// Every tile shape `p`'s one kernel offers renders other source and writes the same output bits.
-    fn same_bits(p: &Program) {
+    #[test]
+    fn every_shape_of_a_max_pooling_gives_the_same_bits() {
+        let unit = CpuTarget::new(std::env::consts::ARCH, None).unwrap().vec_unit();
+        let (c, h, w, k) = (5, 10, 10, 5);
+        let p = max_pool(c, h, w, k);
+        let tilings = render::render(&p, &p.kernels[0], unit, None).tilings;
+        assert!(tilings.iter().any(|t| t.block > 1) && tilings.iter().any(|t| t.block == 1), "{tilings:?}");
+        // A NaN in a window makes its maximum NaN, as the scalar path's pl_fmaxf does.
+        let (x, out) = same_bits_with(&p, 97);
+        let wp = w + k - 1;
+        let plane = x.len() / c;
+        for (i, &got) in out.iter().enumerate() {
+            let (ch, y, xx) = (i / (h * w), i / w % h, i % w);
+            let window = (0..k * k).map(|t| x[ch * plane + (y + t / k) * wp + xx + t % k]);
+            let want =
+                window.fold(f32::NEG_INFINITY, |m, v| if m.is_nan() || v.is_nan() { f32::NAN } else { m.max(v) });
+            assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()), "output {i}: {got} != {want}");
+        }
+        assert!(out.iter().any(|v| v.is_nan()) && out.iter().any(|v| !v.is_nan()), "NaNs reach some windows only");
+    }
+
+    /// Every tile shape `p`'s one kernel offers renders other source and writes the same output bits;
+    /// every `nan_every`-th input element (when not 0) is a NaN. Returns the first input and the output.
+    fn same_bits(p: &Program) -> (Vec<f32>, Vec<f32>) {
+        same_bits_with(p, 0)
+    }
+
+    fn same_bits_with(p: &Program, nan_every: usize) -> (Vec<f32>, Vec<f32>) {
         let cpu = CpuTarget::new(std::env::consts::ARCH, None).unwrap();
         let unit = cpu.vec_unit();
         let k = &p.kernels[0];
@@ -277,16 +303,21 @@ mod tests {
         let code = super::super::cc::compile_all(&[("t".into(), src)], &cc, &cpu).unwrap().remove(0);
         let mut dev = CpuDevice::try_new(1).unwrap();
         let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut fill = |n: usize| -> Vec<u8> {
+        let mut fill = |n: usize| -> Vec<f32> {
             (0..n)
-                .flat_map(|_| {
+                .map(|i| {
                     rng ^= rng << 13;
                     rng ^= rng >> 7;
                     rng ^= rng << 17;
-                    ((rng >> 40) as f32 / (1u64 << 24) as f32 - 0.5).to_le_bytes()
+                    if nan_every > 0 && i % nan_every == nan_every - 1 {
+                        f32::NAN
+                    } else {
+                        (rng >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                    }
                 })
                 .collect()
         };
+        let mut first_input = Vec::new();
         let ids: Vec<BufferId> = variants[0]
             .args
             .iter()
@@ -294,7 +325,11 @@ mod tests {
                 let buf = &p.bufs[b as usize];
                 let id = dev.alloc(buf.nbytes(), BufferUse::Scratch).unwrap();
                 if b != k.out {
-                    dev.copy_in(id, 0, &fill(buf.numel)).unwrap();
+                    let values = fill(buf.numel);
+                    dev.copy_in(id, 0, &values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+                    if first_input.is_empty() {
+                        first_input = values;
+                    }
                 }
                 id
             })
@@ -323,6 +358,7 @@ mod tests {
         for (t, out) in tilings.iter().zip(&outputs) {
             assert!(out == &outputs[0], "shape {t:?} gives other bits than {:?}", tilings[0]);
         }
+        (first_input, outputs[0].chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect())
     }
 
     #[test]
