@@ -300,14 +300,20 @@ impl NodeCtx<'_> {
     }
 
     /// The input of a windowed reduction (convolution, pooling), padded spatially with `fill`, and
-    /// with [`ROW_SLACK`] elements (whole rows of fill) after the last row when the stride is 1.
+    /// with [`ROW_SLACK`] elements (whole rows of fill) after the last row unless its phases are
+    /// split (below).
     ///
     /// Padding is materialized: the window loop then reads plain memory with no bounds guards, which
     /// is what lets it vectorize. A producer with a reduction is realized first (guarding its loads
     /// would slow its own loop); an elementwise one is computed by the copy itself. With a stride
-    /// `s > 1` along the last axis, the copy also splits that axis into its `s` phases
-    /// (`x[.., j*s + p]` stored at `[.., p, j]`), so the window loop reads contiguous memory; on the
-    /// GPU targets (no CPU vector lanes) an unpadded strided input is not copied for that.
+    /// `s > 2` along the last axis (and `s = 2` off the CPU), the copy also splits that axis into its
+    /// `s` phases (`x[.., j*s + p]` stored at `[.., p, j]`), so the window loop reads contiguous
+    /// memory; on the GPU targets (no CPU vector lanes) an unpadded strided input is not copied for
+    /// that. Where several output channels share each load (`shared`: an ungrouped convolution),
+    /// the CPU reads a stride of 2 itself (two vectors, the even lanes kept, the cost shared): an
+    /// unpadded input is not copied, a padded one is copied in place order (its elementwise producer
+    /// vectorized, where the split's stride-2 reads took gathers). A depthwise convolution or a
+    /// pooling, whose every load feeds one output channel, keeps the split.
     pub fn windowed_input(
         &mut self,
         x: &Lazy,
@@ -316,20 +322,24 @@ impl NodeCtx<'_> {
         fill: f64,
         reuse: f64,
         stride: usize,
+        shared: bool,
     ) -> Lazy {
         let padded = pad_lo.iter().chain(pad_hi).any(|&v| v != 0);
-        if !padded && (stride <= 1 || self.cpu_lanes() == 0) {
+        // The CPU's register tiles read a stride of 2 as two vectors and keep the even lanes
+        // (`target/cpu/tile.rs`): no phase split where output channels share those loads.
+        let split = stride > 1 && !(stride == 2 && shared && self.cpu_lanes() > 0);
+        if !padded && !(split && self.cpu_lanes() > 0) {
             return self.reduce_input(x, reuse);
         }
         // The copy computes an elementwise producer once per element itself (one kernel less).
         let x = if self.l.p.ctx.has_reduce(x.expr) { self.reduce_input(x, reuse) } else { x.clone() };
         let r = x.rank();
         let width = (x.shape[r - 1] as i64 + pad_lo[pad_lo.len() - 1] + pad_hi[pad_hi.len() - 1]).max(0) as usize;
-        let extra = (width.div_ceil(stride.max(1)) * stride.max(1) - width) as i64;
         let lo = [&[0, 0][..], pad_lo].concat();
         let mut hi = [&[0, 0][..], pad_hi].concat();
-        hi[r - 1] += extra;
-        if stride <= 1 && r >= 3 && width > 0 {
+        if split {
+            hi[r - 1] += (width.div_ceil(stride) * stride - width) as i64;
+        } else if r >= 3 && width > 0 {
             hi[r - 2] += ROW_SLACK.div_ceil(width) as i64;
         }
         let p = &mut self.l.p;
@@ -338,7 +348,7 @@ impl NodeCtx<'_> {
             return xp;
         }
         let name = format!("{}_pad", self.node.name);
-        if stride <= 1 {
+        if !split {
             return p.realize(&xp, BufKind::Scratch, &name);
         }
         let w = xp.shape[r - 1];

@@ -163,7 +163,9 @@ fn conv(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     if channels_inner(c, &x, &wt, groups, &w) {
         return channels_inner_conv(c, &x, bias.as_ref(), &w, reuse).map(|y| vec![y]);
     }
-    let xp = c.windowed_input(&x, &w.pad_lo, &w.pad_hi, 0.0, reuse, *w.strides.last().unwrap_or(&1));
+    // The CPU's register tiles block output channels by 4 or more where they share an input row.
+    let shared = cout / groups >= 4;
+    let xp = c.windowed_input(&x, &w.pad_lo, &w.pad_hi, 0.0, reuse, *w.strides.last().unwrap_or(&1), shared);
     let p = c.p();
     let mut shape = vec![n, cout];
     shape.extend_from_slice(&w.out);
@@ -234,7 +236,8 @@ fn channels_inner_conv(c: &mut NodeCtx<'_>, x: &Lazy, bias: Option<&Lazy>, w: &W
     let mut moved_shape = vec![cin];
     moved_shape.extend_from_slice(&w.kernel);
     moved_shape.push(cout);
-    let xp = c.windowed_input(x, &w.pad_lo, &w.pad_hi, 0.0, reuse, *w.strides.last().unwrap_or(&1));
+    // Broadcast scalars: a stride costs these loads nothing.
+    let xp = c.windowed_input(x, &w.pad_lo, &w.pad_hi, 0.0, reuse, *w.strides.last().unwrap_or(&1), true);
     let name = format!("{}_ci", c.node.name);
     let p = c.p();
     let wt = p.constant(Tensor::from_f64(DType::F32, moved_shape, &moved));
@@ -656,7 +659,7 @@ fn pool(c: &mut NodeCtx<'_>, op: RedOp) -> Result<Vec<Lazy>> {
     let xp = if op == RedOp::Max && !short_rows {
         c.guarded_window(&x, &w.pad_lo, &w.pad_hi, fill, reuse)
     } else {
-        c.windowed_input(&x, &w.pad_lo, &w.pad_hi, fill, reuse, *w.strides.last().unwrap_or(&1))
+        c.windowed_input(&x, &w.pad_lo, &w.pad_hi, fill, reuse, *w.strides.last().unwrap_or(&1), false)
     };
     let p = c.p();
     let mut shape = x.shape[..2].to_vec();

@@ -269,7 +269,7 @@ pub(super) fn lower(
     let reuse = (alg.alpha() * alg.alpha()) as f64 / alg.m as f64;
     // A padded copy, as for the direct convolution: read through guards instead, the rows would be
     // gathered once per transformed row ξ (F(4, 3)'s six do not form a register block).
-    let xp = c.windowed_input(x, &lo, &hi, 0.0, reuse, 1);
+    let xp = c.windowed_input(x, &lo, &hi, 0.0, reuse, 1, true);
     let name = c.node.name.clone();
     Ok(Some(conv(c.p(), alg, &xp, transform_weights(alg, &g), bias, &w.out, &name)))
 }

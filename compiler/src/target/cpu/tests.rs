@@ -79,6 +79,43 @@ pub(super) fn max_pool(c: usize, h: usize, w: usize, k: usize) -> Program {
     p
 }
 
+/// A `k`×`k` stride-2 convolution of `cin` to `cout` channels over an `h`×`w` output from a padded
+/// input read in place (its slack rows after the last one): `out[o, y, x] = Σ_c Σ_dy Σ_dx x[c, 2y + dy, 2x + dx] · wt[o, c, dy, dx]`.
+pub(super) fn conv_stride2(cin: usize, cout: usize, h: usize, w: usize, k: usize) -> Program {
+    let mut p = Program::new();
+    let (hp, wp) = (2 * h + k - 2, 2 * w + k - 2);
+    let x = p.input(0, DType::F32, &[cin, hp + crate::lower::ROW_SLACK.div_ceil(wp), wp]);
+    let wt = p.input(1, DType::F32, &[cout, cin, k, k]);
+    let shape = vec![cout, h, w];
+    let vars = p.ctx.fresh_vars(&shape);
+    let (ci, dy, dx) = (p.ctx.fresh_var(cin as u64), p.ctx.fresh_var(k as u64), p.ctx.fresh_var(k as u64));
+    let [vo, vy, vx, vc, vdy, vdx] = [vars[0], vars[1], vars[2], ci, dy, dx].map(|v| p.ctx.var(v));
+    let (y2, x2) = (p.ctx.mul_i(vy, 2), p.ctx.mul_i(vx, 2));
+    let (row, col) = (p.ctx.add(y2, vdy), p.ctx.add(x2, vdx));
+    let xv =
+        substitute(&mut p.ctx, x.expr, &HashMap::from([(x.vars[0], vc), (x.vars[1], row), (x.vars[2], col)]), None);
+    let map = HashMap::from([(wt.vars[0], vo), (wt.vars[1], vc), (wt.vars[2], vdy), (wt.vars[3], vdx)]);
+    let wv = substitute(&mut p.ctx, wt.expr, &map, None);
+    let prod = p.ctx.mul(xv, wv);
+    let sx = p.ctx.reduce(RedOp::Sum, dx, k as u64, prod);
+    let sy = p.ctx.reduce(RedOp::Sum, dy, k as u64, sx);
+    let sum = p.ctx.reduce(RedOp::Sum, ci, cin as u64, sy);
+    p.realize(&Lazy { dtype: DType::F32, shape, vars, expr: sum }, BufKind::Output(0), "conv");
+    p
+}
+
+#[test]
+fn a_stride_2_window_loads_two_vectors_and_keeps_the_even_lanes() {
+    let p = conv_stride2(3, 16, 8, 40, 3);
+    let unit = VecUnit { lanes: 16, regs: 32 };
+    let src = render(&p, &p.kernels[0], unit, None).source;
+    // Output channels share the input row: one strided load per tap serves every replica.
+    assert!(src.contains("acc0_u3_v0"), "{src}");
+    let evens: Vec<String> = (0..16).map(|i| (2 * i).to_string()).collect();
+    assert!(src.contains(&format!("__builtin_shufflevector(lo_, hi_, {})", evens.join(", "))), "{src}");
+    assert!(!src.contains("float s"), "no staged operand: {src}");
+}
+
 #[test]
 fn a_max_pooling_on_short_rows_keeps_its_maxima_in_registers() {
     let p = max_pool(4, 10, 10, 5);

@@ -46,6 +46,9 @@ pub(super) struct TileBody {
 pub(super) enum Operand {
     /// An unguarded load whose index steps by one along the inner variable.
     Contiguous { buf: u32, index: N },
+    /// An unguarded load whose index steps by two (a stride-2 window): two contiguous vectors,
+    /// their even lanes kept. It reads one element past the last it keeps.
+    Strided { buf: u32, index: N },
     /// Computed by the scalar loop into a tile array.
     Staged,
 }
@@ -128,6 +131,7 @@ pub(super) fn classify(
     blocked: Option<u32>,
     replicated: bool,
     aligned: Option<(usize, usize)>,
+    strided_fits: &dyn Fn(u32, N) -> bool,
 ) -> Option<TileBody> {
     if !matches!(op, RedOp::Sum | RedOp::Max) || dtype != DType::F32 {
         return None;
@@ -167,6 +171,11 @@ pub(super) fn classify(
                         || aligned.is_some_and(|(lanes, extent)| runs_of(ctx, free, index, inner, lanes, extent)) =>
                 {
                     Operand::Contiguous { buf, index }
+                }
+                Op::Load { buf, index, valid: None }
+                    if coefficient(ctx, free, index, inner) == Some(2) && strided_fits(buf, index) =>
+                {
+                    Operand::Strided { buf, index }
                 }
                 _ => Operand::Staged,
             };
@@ -323,15 +332,19 @@ pub(super) fn emit_chain(
         for &(n, kind) in tb.operands.iter().filter(|(n, _)| !tb.per_replica.contains(n)) {
             let load = match kind {
                 Operand::Staged => format!("*(const {vt} *)&s{}[{off}]", n.0),
-                Operand::Contiguous { buf, index } => contiguous_load(r, &vt, buf, index, inner, off, ind),
+                Operand::Contiguous { buf, index } => contiguous_load(r, &vt, buf, index, inner, off, ind, 1),
+                Operand::Strided { buf, index } => contiguous_load(r, &vt, buf, index, inner, off, ind, 2),
             };
             let _ = writeln!(r.out, "{pad}const {vt} f{}_{j} = {load};", n.0);
         }
         for &u in reps {
             set_rep(r, u);
             for &(n, kind) in tb.operands.iter().filter(|(n, _)| tb.per_replica.contains(n)) {
-                let Operand::Contiguous { buf, index } = kind else { unreachable!("classify refuses staged ones") };
-                let load = contiguous_load(r, &vt, buf, index, inner, off, ind);
+                let load = match kind {
+                    Operand::Contiguous { buf, index } => contiguous_load(r, &vt, buf, index, inner, off, ind, 1),
+                    Operand::Strided { buf, index } => contiguous_load(r, &vt, buf, index, inner, off, ind, 2),
+                    Operand::Staged => unreachable!("classify refuses staged ones"),
+                };
                 let _ = writeln!(r.out, "{pad}const {vt} f{}_u{u}_{j} = {load};", n.0);
             }
             let operand = |r: &Renderer<'_>, x: N| -> String {
@@ -377,9 +390,20 @@ pub(super) fn emit_chain(
     }
 }
 
-/// A vector load of `lanes` consecutive elements from `b{buf}` starting where `index` points for the
-/// inner variable at `x0 + off`: the index nodes rendered inside a statement expression.
-fn contiguous_load(r: &mut Renderer<'_>, vt: &str, buf: u32, index: N, inner: u32, off: usize, ind: usize) -> String {
+/// A vector load of `lanes` elements from `b{buf}` starting where `index` points for the inner
+/// variable at `x0 + off`, `stride` (1 or 2) apart: the index nodes rendered inside a statement
+/// expression; stride 2 loads twice as many consecutive elements and keeps the even ones.
+#[allow(clippy::too_many_arguments)]
+fn contiguous_load(
+    r: &mut Renderer<'_>,
+    vt: &str,
+    buf: u32,
+    index: N,
+    inner: u32,
+    off: usize,
+    ind: usize,
+    stride: usize,
+) -> String {
     let saved_out = std::mem::take(&mut r.out);
     let saved_override = r.inner_override.replace((inner, format!("(x0 + {off})")));
     let ctx = r.ctx;
@@ -395,6 +419,16 @@ fn contiguous_load(r: &mut Renderer<'_>, vt: &str, buf: u32, index: N, inner: u3
     let body = std::mem::replace(&mut r.out, saved_out);
     r.inner_override = saved_override;
     let lines: Vec<&str> = body.lines().map(str::trim).collect();
+    if stride == 2 {
+        let lanes: usize = vt.trim_start_matches("pl_v").parse().expect("a pl_vN type");
+        let even: Vec<String> = (0..lanes).map(|i| (2 * i).to_string()).collect();
+        return format!(
+            "({{ {} {vt} lo_, hi_; __builtin_memcpy(&lo_, &b{buf}[{idx}], sizeof lo_); \
+             __builtin_memcpy(&hi_, &b{buf}[({idx}) + {lanes}], sizeof hi_); __builtin_shufflevector(lo_, hi_, {}); }})",
+            lines.join(" "),
+            even.join(", ")
+        );
+    }
     format!("({{ {} {vt} v_; __builtin_memcpy(&v_, &b{buf}[{idx}], sizeof v_); v_; }})", lines.join(" "))
 }
 

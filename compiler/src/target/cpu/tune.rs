@@ -234,7 +234,7 @@ fn time_all(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{depthwise, matmul, max_pool};
+    use super::super::tests::{conv_stride2, depthwise, matmul, max_pool};
     use super::*;
 
     #[test]
@@ -257,6 +257,29 @@ mod tests {
     }
 
     #[test]
+    fn every_shape_of_a_stride_2_convolution_gives_the_same_bits() {
+        let (cin, cout, h, w, k) = (3, 16, 8, 40, 3);
+        let p = conv_stride2(cin, cout, h, w, k);
+        let (inputs, out) = same_bits(&p);
+        // And the values of the convolution (f64 reference): every lane kept is the right phase.
+        let (x, wt) = (&inputs[0], &inputs[1]);
+        let wp = 2 * w + k - 2;
+        let hp = 2 * h + k - 2 + crate::lower::ROW_SLACK.div_ceil(wp);
+        for (i, &got) in out.iter().enumerate() {
+            let (o, y, xx) = (i / (h * w), i / w % h, i % w);
+            let mut want = 0f64;
+            for c in 0..cin {
+                for t in 0..k * k {
+                    let (dy, dx) = (t / k, t % k);
+                    want += x[(c * hp + 2 * y + dy) * wp + 2 * xx + dx] as f64
+                        * wt[((o * cin + c) * k + dy) * k + dx] as f64;
+                }
+            }
+            assert!((got as f64 - want).abs() < 1e-5, "output {i}: {got} != {want}");
+        }
+    }
+
+    #[test]
     fn every_shape_of_a_max_pooling_gives_the_same_bits() {
         let unit = CpuTarget::new(std::env::consts::ARCH, None).unwrap().vec_unit();
         let (c, h, w, k) = (5, 10, 10, 5);
@@ -264,7 +287,8 @@ mod tests {
         let tilings = render::render(&p, &p.kernels[0], unit, None).tilings;
         assert!(tilings.iter().any(|t| t.block > 1) && tilings.iter().any(|t| t.block == 1), "{tilings:?}");
         // A NaN in a window makes its maximum NaN, as the scalar path's pl_fmaxf does.
-        let (x, out) = same_bits_with(&p, 97);
+        let (inputs, out) = same_bits_with(&p, 97);
+        let x = &inputs[0];
         let wp = w + k - 1;
         let plane = x.len() / c;
         for (i, &got) in out.iter().enumerate() {
@@ -278,12 +302,13 @@ mod tests {
     }
 
     /// Every tile shape `p`'s one kernel offers renders other source and writes the same output bits;
-    /// every `nan_every`-th input element (when not 0) is a NaN. Returns the first input and the output.
-    fn same_bits(p: &Program) -> (Vec<f32>, Vec<f32>) {
+    /// every `nan_every`-th input element (when not 0) is a NaN. Returns the inputs (in the
+    /// kernel's argument order) and the output.
+    fn same_bits(p: &Program) -> (Vec<Vec<f32>>, Vec<f32>) {
         same_bits_with(p, 0)
     }
 
-    fn same_bits_with(p: &Program, nan_every: usize) -> (Vec<f32>, Vec<f32>) {
+    fn same_bits_with(p: &Program, nan_every: usize) -> (Vec<Vec<f32>>, Vec<f32>) {
         let cpu = CpuTarget::new(std::env::consts::ARCH, None).unwrap();
         let unit = cpu.vec_unit();
         let k = &p.kernels[0];
@@ -317,7 +342,7 @@ mod tests {
                 })
                 .collect()
         };
-        let mut first_input = Vec::new();
+        let mut inputs = Vec::new();
         let ids: Vec<BufferId> = variants[0]
             .args
             .iter()
@@ -327,9 +352,7 @@ mod tests {
                 if b != k.out {
                     let values = fill(buf.numel);
                     dev.copy_in(id, 0, &values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
-                    if first_input.is_empty() {
-                        first_input = values;
-                    }
+                    inputs.push(values);
                 }
                 id
             })
@@ -358,7 +381,7 @@ mod tests {
         for (t, out) in tilings.iter().zip(&outputs) {
             assert!(out == &outputs[0], "shape {t:?} gives other bits than {:?}", tilings[0]);
         }
-        (first_input, outputs[0].chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect())
+        (inputs, outputs[0].chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect())
     }
 
     #[test]

@@ -178,12 +178,18 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
     // Every tile starts at a multiple of `lanes` where the row is a whole number of vectors (a part's
     // range is whole vectors, a last tile shifted back ends at the row's end).
     let aligned = inner_extent.is_multiple_of(lanes).then_some((lanes, inner_extent));
+    // A stride-2 load reads one element past the last it keeps: it must stay in its buffer.
+    let strided_fits = |buf: u32, index: N| {
+        tile::max_index(ctx, &free, index, vl, inner_extent).is_some_and(|m| m + 1 < p.bufs[buf as usize].numel as i64)
+    };
     // Replicated tiles may take wider vectors than `lanes` (below): they claim no aligned runs.
     let classify_all = |vb: Option<u32>, replicated: bool| -> Option<Vec<tile::TileBody>> {
         let aligned = if replicated { None } else { aligned };
         chains
             .iter()
-            .map(|c| tile::classify(ctx, &free, c.op, ctx.dtype(c.top), c.body, vl, vb, replicated, aligned))
+            .map(|c| {
+                tile::classify(ctx, &free, c.op, ctx.dtype(c.top), c.body, vl, vb, replicated, aligned, &strided_fits)
+            })
             .collect()
     };
     let mut tiles: Option<Vec<tile::TileBody>> =
@@ -208,7 +214,10 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
             && bodies.iter().all(|&n| match *ctx.op(n) {
                 Op::Load { buf, index, valid: None } if uses(n, vl) => {
                     let reach = inner_extent + lanes * vectors;
-                    tile::max_index(ctx, &free, index, vl, reach).is_some_and(|m| m < p.bufs[buf as usize].numel as i64)
+                    // A stride-2 vector reads one element past its last lane.
+                    let past = i64::from(tile::coefficient(ctx, &free, index, vl) == Some(2));
+                    tile::max_index(ctx, &free, index, vl, reach)
+                        .is_some_and(|m| m + past < p.bufs[buf as usize].numel as i64)
                 }
                 _ => true,
             })
