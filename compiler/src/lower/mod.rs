@@ -314,6 +314,7 @@ impl NodeCtx<'_> {
     /// unpadded input is not copied, a padded one is copied in place order (its elementwise producer
     /// vectorized, where the split's stride-2 reads took gathers). A depthwise convolution or a
     /// pooling, whose every load feeds one output channel, keeps the split.
+    #[allow(clippy::too_many_arguments)]
     pub fn windowed_input(
         &mut self,
         x: &Lazy,
@@ -328,7 +329,8 @@ impl NodeCtx<'_> {
         // The CPU's register tiles read a stride of 2 as two vectors and keep the even lanes
         // (`target/cpu/tile.rs`): no phase split where output channels share those loads.
         let split = stride > 1 && !(stride == 2 && shared && self.cpu_lanes() > 0);
-        if !padded && !(split && self.cpu_lanes() > 0) {
+        let copied = padded || (split && self.cpu_lanes() > 0);
+        if !copied {
             return self.reduce_input(x, reuse);
         }
         // The copy computes an elementwise producer once per element itself (one kernel less).
