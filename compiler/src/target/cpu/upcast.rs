@@ -312,7 +312,9 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
     };
     let along_reduction = streamed.iter().any(|&n| innermost.iter().any(|&rv| coefficient_of(n, rv) == Some(1)));
     let along_output = streamed.iter().any(|&n| coefficient_of(n, vl) == Some(1));
-    if along_reduction && !along_output && geometry.is_none() {
+    // A row's maximum is not tiled either (its tiles would gather along the row).
+    let tiled_max = chains.iter().any(|c| c.op == RedOp::Max);
+    if along_reduction && !along_output && (geometry.is_none() || tiled_max) {
         return None;
     }
     let reps: Vec<usize> = (0..if blocked_var.is_some() { block } else { 1 }).collect();
