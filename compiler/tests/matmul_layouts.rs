@@ -1,7 +1,8 @@
 //! The layouts the CPU lowering gives a product's right operand, through the whole CPU pipeline
 //! (lowering, the C register tiles' loads, clang, the runtime) against products computed here in f64:
 //! a constant stored in panels of 16 columns (`lower::nn::panels`, and which operands it packs), and a
-//! computed operand read as a transpose copied row-major first (`lower::nn::contiguous_columns`).
+//! computed operand read as a transpose copied row-major first (`lower::nn::contiguous_columns`); and a
+//! convolution's constant weight stored in panels of 16 output channels (`lower::nn::conv_panels`).
 
 mod common;
 
@@ -154,4 +155,92 @@ fn a_product_by_a_transposed_input_reads_a_row_major_copy() {
     session.step(&[xt.data.as_slice(), zz.data.as_slice()]).unwrap();
     let got = Tensor { dtype: xt.dtype, shape: vec![1, m, n], data: session.outputs()[0].clone() };
     close(&got, &Tensor::from_f32(vec![1, m, n], &product(&x, &zt, m, k, n))).unwrap();
+}
+
+fn ints(name: &str, v: &[i64]) -> pb::AttributeProto {
+    pb::AttributeProto { name: Some(name.into()), r#type: Some(7), ints: v.to_vec(), ..Default::default() }
+}
+
+/// A 3×3 convolution, padding 1, of `x: [1, cin, h, w]` by a constant `w: [cout, cin, 3, 3]`.
+fn conv_model(cin: usize, cout: usize, h: usize, w: usize, weight: &[f32]) -> Vec<u8> {
+    let graph = pb::GraphProto {
+        name: Some("conv".into()),
+        node: vec![pb::NodeProto {
+            name: Some("conv".into()),
+            op_type: Some("Conv".into()),
+            input: vec!["x".into(), "w".into()],
+            output: vec!["y".into()],
+            attribute: vec![ints("kernel_shape", &[3, 3]), ints("pads", &[1, 1, 1, 1])],
+            ..Default::default()
+        }],
+        input: vec![value("x", &[1, cin as i64, h as i64, w as i64])],
+        output: vec![value("y", &[1, cout as i64, h as i64, w as i64])],
+        initializer: vec![floats("w", &[cout as i64, cin as i64, 3, 3], weight)],
+        ..Default::default()
+    };
+    model_bytes(graph)
+}
+
+/// The shapes of the constants the kernels of `model` read, lowered for a 16-lane CPU.
+fn read_constants(model: &[u8]) -> Vec<Vec<usize>> {
+    let model = pilot_compiler::onnx::load_bytes(model, None).unwrap();
+    let lowered = pilot_compiler::lower::lower_pinned(
+        &model,
+        &Default::default(),
+        &Default::default(),
+        None,
+        Default::default(),
+        pilot_compiler::lower::winograd::Policy::Off,
+        16,
+    )
+    .unwrap();
+    let p = &lowered.program;
+    let read: std::collections::BTreeSet<u32> = p.kernels.iter().flat_map(|k| p.kernel_inputs(k)).collect();
+    read.iter()
+        .filter_map(|&b| match &p.bufs[b as usize].kind {
+            BufKind::Weight(t) => Some(t.shape.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_convolution_stores_its_weight_in_panels_of_output_channels() {
+    let shapes = |cin: usize, cout: usize| read_constants(&conv_model(cin, cout, 40, 40, &values(4, cout * cin * 9)));
+    assert_eq!(shapes(8, 32), [vec![2, 72, 16]], "32 output channels: 2 panels of 16 by cin·3·3");
+    assert_eq!(shapes(8, 24), [vec![24, 8, 3, 3]], "24 output channels are not whole panels");
+}
+
+#[test]
+fn a_convolution_by_panels_runs_on_the_cpu_like_a_plain_one() {
+    let (cin, cout, h, w) = (5, 32, 9, 40);
+    let weight = values(5, cout * cin * 9);
+    let x = values(6, cin * h * w);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conv.onnx");
+    std::fs::write(&path, conv_model(cin, cout, h, w, &weight)).unwrap();
+    let art = dir.path().join("conv.pkl");
+    let opts = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Cpu).unwrap());
+    pilot_compiler::compile(&path, &art, &opts, &|_| {}).unwrap();
+    let artifact = pilot_core::Artifact::open(&art).unwrap();
+    let mut session = pilot_core::Session::new(artifact, Box::new(pilot_core::cpu::CpuDevice::new(2))).unwrap();
+    let xt = Tensor::from_f32(vec![1, cin, h, w], &x);
+    session.step(&[xt.data.as_slice()]).unwrap();
+    let got = Tensor { dtype: xt.dtype, shape: vec![1, cout, h, w], data: session.outputs()[0].clone() };
+    let mut want = vec![0f32; cout * h * w];
+    for (i, out) in want.iter_mut().enumerate() {
+        let (o, y, xx) = (i / (h * w), i / w % h, i % w);
+        let mut s = 0f64;
+        for c in 0..cin {
+            for t in 0..9 {
+                let (yy, xs) = (y as i64 + (t / 3) as i64 - 1, xx as i64 + (t % 3) as i64 - 1);
+                if (0..h as i64).contains(&yy) && (0..w as i64).contains(&xs) {
+                    s += f64::from(x[(c * h + yy as usize) * w + xs as usize])
+                        * f64::from(weight[(o * cin + c) * 9 + t]);
+                }
+            }
+        }
+        *out = s as f32;
+    }
+    close(&got, &Tensor::from_f32(vec![1, cout, h, w], &want)).unwrap();
 }

@@ -165,6 +165,7 @@ fn conv(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
     }
     // The CPU's register tiles block output channels by 4 or more where they share an input row.
     let shared = cout / groups >= 4;
+    let wt = if groups == 1 { conv_panels(c, wt) } else { wt };
     let xp = c.windowed_input(&x, &w.pad_lo, &w.pad_hi, 0.0, reuse, *w.strides.last().unwrap_or(&1), shared);
     let p = c.p();
     let mut shape = vec![n, cout];
@@ -239,9 +240,13 @@ fn channels_inner_conv(c: &mut NodeCtx<'_>, x: &Lazy, bias: Option<&Lazy>, w: &W
     // Broadcast scalars: a stride costs these loads nothing.
     let xp = c.windowed_input(x, &w.pad_lo, &w.pad_hi, 0.0, reuse, *w.strides.last().unwrap_or(&1), true);
     let name = format!("{}_ci", c.node.name);
-    let p = c.p();
-    let wt = p.constant(Tensor::from_f64(DType::F32, moved_shape, &moved));
     let positions: usize = w.out.iter().product();
+    // Panels of output channels where the tiles block positions (as a product's right operand).
+    let k_len = moved.len() / cout;
+    let wt = c.p().constant(Tensor::from_f64(DType::F32, vec![k_len, cout], &moved));
+    let wt = panels(c, wt, x.shape[0] * positions.next_multiple_of(4));
+    let p = c.p();
+    let wt = p.reshape(&wt, &moved_shape);
     // Register tiles block a dimension by 4: from 16 positions (at most 3/16 recomputed) they are
     // computed in whole blocks unless the batch blocks, the ones past the end repeating the last and
     // sliced off the view.
@@ -508,6 +513,33 @@ fn panels(c: &mut NodeCtx<'_>, b: Lazy, rows: usize) -> Lazy {
     let packed = p.constant(t);
     let back = p.permute(&packed, &[1, 0, 2]);
     p.reshape(&back, &[k, n])
+}
+
+/// A constant float32 convolution weight `[cout, cin, k...]` stored in panels of [`PANEL`] output
+/// channels (`[cout / PANEL, cin·k…, PANEL]`) on the CPU and read back as before: the register
+/// tiles, whose replicas are consecutive output channels, then read their weights for one step of
+/// the reduction from one cache line, the whole block's from one stream (the 16 rows of a plain
+/// weight are 16 streams; a weight that must come from memory every step streams at a fraction of
+/// that speed).
+fn conv_panels(c: &mut NodeCtx<'_>, wt: Lazy) -> Lazy {
+    let cout = wt.shape[0];
+    let packs = c.cpu_lanes() > 0
+        && wt.dtype == DType::F32
+        && cout >= PANEL
+        && cout.is_multiple_of(PANEL)
+        && wt.numel() <= super::FOLD_LIMIT
+        && c.p().is_constant(&wt);
+    if !packs {
+        return wt;
+    }
+    let k = wt.numel() / cout;
+    let p = c.p();
+    let split = p.reshape(&wt, &[cout / PANEL, PANEL, k]);
+    let laid = p.permute(&split, &[0, 2, 1]);
+    let Some(t) = p.fold(&laid) else { return wt };
+    let packed = p.constant(t);
+    let back = p.permute(&packed, &[0, 2, 1]);
+    p.reshape(&back, &wt.shape)
 }
 
 fn matmul(c: &mut NodeCtx<'_>) -> Result<Vec<Lazy>> {
