@@ -57,26 +57,7 @@ fn product(x: &[f32], w: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
 
 /// The shapes of the weights the kernels read, lowered for an 8-lane CPU, for `x: [1, m, k] · w: [k, n]`.
 fn weight_shapes(m: usize, k: usize, n: usize) -> Vec<Vec<usize>> {
-    let model = pilot_compiler::onnx::load_bytes(&matmul_model(m, k, n, &values(1, k * n)), None).unwrap();
-    let lanes = 8;
-    let lowered = pilot_compiler::lower::lower_pinned(
-        &model,
-        &Default::default(),
-        &Default::default(),
-        None,
-        Default::default(),
-        pilot_compiler::lower::winograd::Policy::Off,
-        lanes,
-    )
-    .unwrap();
-    let p = &lowered.program;
-    let read: std::collections::BTreeSet<u32> = p.kernels.iter().flat_map(|k| p.kernel_inputs(k)).collect();
-    read.iter()
-        .filter_map(|&b| match &p.bufs[b as usize].kind {
-            BufKind::Weight(t) => Some(t.shape.clone()),
-            _ => None,
-        })
-        .collect()
+    read_constants(&matmul_model(m, k, n, &values(1, k * n)), 8)
 }
 
 #[test]
@@ -181,8 +162,8 @@ fn conv_model(cin: usize, cout: usize, h: usize, w: usize, weight: &[f32]) -> Ve
     model_bytes(graph)
 }
 
-/// The shapes of the constants the kernels of `model` read, lowered for a 16-lane CPU.
-fn read_constants(model: &[u8]) -> Vec<Vec<usize>> {
+/// The shapes of the constants the kernels of `model` read, lowered for a CPU of `lanes` lanes.
+fn read_constants(model: &[u8], lanes: usize) -> Vec<Vec<usize>> {
     let model = pilot_compiler::onnx::load_bytes(model, None).unwrap();
     let lowered = pilot_compiler::lower::lower_pinned(
         &model,
@@ -191,7 +172,7 @@ fn read_constants(model: &[u8]) -> Vec<Vec<usize>> {
         None,
         Default::default(),
         pilot_compiler::lower::winograd::Policy::Off,
-        16,
+        lanes,
     )
     .unwrap();
     let p = &lowered.program;
@@ -206,7 +187,8 @@ fn read_constants(model: &[u8]) -> Vec<Vec<usize>> {
 
 #[test]
 fn a_convolution_stores_its_weight_in_panels_of_output_channels() {
-    let shapes = |cin: usize, cout: usize| read_constants(&conv_model(cin, cout, 40, 40, &values(4, cout * cin * 9)));
+    let shapes =
+        |cin: usize, cout: usize| read_constants(&conv_model(cin, cout, 40, 40, &values(4, cout * cin * 9)), 16);
     assert_eq!(shapes(8, 32), [vec![2, 72, 16]], "32 output channels: 2 panels of 16 by cin·3·3");
     assert_eq!(shapes(8, 24), [vec![24, 8, 3, 3]], "24 output channels are not whole panels");
 }

@@ -34,35 +34,11 @@ pub(super) fn matmul(m: usize, kk: usize, n: usize) -> Program {
     p
 }
 
-/// A depthwise `k`×`k` convolution of `c` channels over an `h`×`w` output from an input padded as
-/// `lower::LowerCtx::windowed_input` pads it (its slack rows after the last one):
-/// `out[c, y, x] = Σ_dy Σ_dx x[c, y + dy, x + dx] · wt[c, dy, dx]`.
-pub(super) fn depthwise(c: usize, h: usize, w: usize, k: usize) -> Program {
-    let mut p = Program::new();
-    let (hp, wp) = (h + k - 1, w + k - 1);
-    let hp = hp + crate::lower::ROW_SLACK.div_ceil(wp);
-    let x = p.input(0, DType::F32, &[c, hp, wp]);
-    let wt = p.input(1, DType::F32, &[c, k, k]);
-    let shape = vec![c, h, w];
-    let vars = p.ctx.fresh_vars(&shape);
-    let (dy, dx) = (p.ctx.fresh_var(k as u64), p.ctx.fresh_var(k as u64));
-    let [vc, vy, vx, vdy, vdx] = [vars[0], vars[1], vars[2], dy, dx].map(|v| p.ctx.var(v));
-    let (row, col) = (p.ctx.add(vy, vdy), p.ctx.add(vx, vdx));
-    let xv =
-        substitute(&mut p.ctx, x.expr, &HashMap::from([(x.vars[0], vc), (x.vars[1], row), (x.vars[2], col)]), None);
-    let wv =
-        substitute(&mut p.ctx, wt.expr, &HashMap::from([(wt.vars[0], vc), (wt.vars[1], vdy), (wt.vars[2], vdx)]), None);
-    let prod = p.ctx.mul(xv, wv);
-    let inner = p.ctx.reduce(RedOp::Sum, dx, k as u64, prod);
-    let sum = p.ctx.reduce(RedOp::Sum, dy, k as u64, inner);
-    let out = Lazy { dtype: DType::F32, shape, vars, expr: sum };
-    p.realize(&out, BufKind::Output(0), "dw");
-    p
-}
-
-/// A `k`×`k` max pooling of `c` channels over an `h`×`w` output from a padded input, as
-/// [`depthwise`] reads it: `out[c, y, x] = max_dy max_dx x[c, y + dy, x + dx]`.
-pub(super) fn max_pool(c: usize, h: usize, w: usize, k: usize) -> Program {
+/// A `k`×`k` window over `c` channels of an `h`×`w` output, reading a padded input as
+/// `lower::LowerCtx::windowed_input` pads it (its slack rows after the last one) and, when
+/// `weighted`, a per-channel weight `[c, k, k]`: `op` over dy, dx of `x[c, y + dy, x + dx]`, times
+/// `wt[c, dy, dx]` when weighted.
+fn window(c: usize, h: usize, w: usize, k: usize, op: RedOp, weighted: bool) -> Program {
     let mut p = Program::new();
     let (hp, wp) = (h + k - 1, w + k - 1);
     let x = p.input(0, DType::F32, &[c, hp + crate::lower::ROW_SLACK.div_ceil(wp), wp]);
@@ -71,12 +47,28 @@ pub(super) fn max_pool(c: usize, h: usize, w: usize, k: usize) -> Program {
     let (dy, dx) = (p.ctx.fresh_var(k as u64), p.ctx.fresh_var(k as u64));
     let [vc, vy, vx, vdy, vdx] = [vars[0], vars[1], vars[2], dy, dx].map(|v| p.ctx.var(v));
     let (row, col) = (p.ctx.add(vy, vdy), p.ctx.add(vx, vdx));
-    let xv =
+    let mut body =
         substitute(&mut p.ctx, x.expr, &HashMap::from([(x.vars[0], vc), (x.vars[1], row), (x.vars[2], col)]), None);
-    let inner = p.ctx.reduce(RedOp::Max, dx, k as u64, xv);
-    let max = p.ctx.reduce(RedOp::Max, dy, k as u64, inner);
-    p.realize(&Lazy { dtype: DType::F32, shape, vars, expr: max }, BufKind::Output(0), "pool");
+    if weighted {
+        let wt = p.input(1, DType::F32, &[c, k, k]);
+        let map = HashMap::from([(wt.vars[0], vc), (wt.vars[1], vdy), (wt.vars[2], vdx)]);
+        let wv = substitute(&mut p.ctx, wt.expr, &map, None);
+        body = p.ctx.mul(body, wv);
+    }
+    let inner = p.ctx.reduce(op, dx, k as u64, body);
+    let outer = p.ctx.reduce(op, dy, k as u64, inner);
+    p.realize(&Lazy { dtype: DType::F32, shape, vars, expr: outer }, BufKind::Output(0), "window");
     p
+}
+
+/// A depthwise `k`×`k` convolution ([`window`]): `out[c, y, x] = Σ_dy Σ_dx x[c, y + dy, x + dx] · wt[c, dy, dx]`.
+pub(super) fn depthwise(c: usize, h: usize, w: usize, k: usize) -> Program {
+    window(c, h, w, k, RedOp::Sum, true)
+}
+
+/// A `k`×`k` max pooling ([`window`]): `out[c, y, x] = max_dy max_dx x[c, y + dy, x + dx]`.
+pub(super) fn max_pool(c: usize, h: usize, w: usize, k: usize) -> Program {
+    window(c, h, w, k, RedOp::Max, false)
 }
 
 /// A `k`×`k` stride-2 convolution of `cin` to `cout` channels over an `h`×`w` output from a padded
