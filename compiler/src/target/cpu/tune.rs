@@ -5,8 +5,8 @@
 //! shape sums each output's reduction in the same order, so the choice changes speed, never
 //! results.
 //!
-//! Choices are cached per kernel (a hash of the C compiler, its flags and the kernel's default
-//! source) in a text file: [`cache_path`]. `PILOT_CPU_TUNE=0` turns timing off (the default
+//! Choices are cached per kernel (a hash of the C compiler, its flags, the shapes offered and the
+//! kernel's default source) in a text file: [`cache_path`]. `PILOT_CPU_TUNE=0` turns timing off (the default
 //! shapes, as for cross builds and `--cpu` baselines, which cannot be timed here).
 
 use std::collections::HashMap;
@@ -114,7 +114,11 @@ pub fn tune(
         return Ok(0);
     }
     let salt = format!("{} {:?}\n", cc.display(), super::cc::flags(cc, cpu));
-    let key = |i: usize| pilot_core::artifact::integrity::hash(format!("{salt}{}", rendered[i].source).as_bytes());
+    // The shapes offered are part of the key: a compiler that offers new ones times the kernel again.
+    let key = |i: usize| {
+        let offered = format!("{salt}{:?}\n{}", rendered[i].tilings, rendered[i].source);
+        pilot_core::artifact::integrity::hash(offered.as_bytes())
+    };
     let cache_file = cache_path();
     let cached = cache_file.as_deref().map(read_cache).unwrap_or_default();
     let mut chosen: Vec<(usize, Tiling)> = Vec::new();
