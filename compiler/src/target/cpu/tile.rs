@@ -117,9 +117,11 @@ pub(super) fn runs_of(ctx: &Ctx, free: &HashMap<N, Vec<u32>>, index: N, var: u32
 /// else is an operand, loaded as a vector. Operands must not depend on the blocked variable (one
 /// vector of an operand serves every replica) unless `replicated`: then an operand that does is
 /// loaded by each replica for itself, straight from its buffer (a depthwise convolution blocked
-/// over its output rows: each row reads its own input rows). `aligned` is `(lanes, extent)` when every vector the
-/// tiles load starts at a multiple of `lanes` of the inner variable (of `extent` values): loads that
-/// run by one only within such runs ([`runs_of`]) are then contiguous too.
+/// over its output rows: each row reads its own input rows). `aligned` is `(lanes, extent)` when
+/// every vector the tiles load starts at a multiple of `lanes` of the inner variable (of `extent`
+/// values): loads that run by one only within such runs ([`runs_of`]) are then contiguous too.
+/// A load stepping by 2 is read as two vectors where `strided_fits(buf, index)` (the element past
+/// its last stays in the buffer).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn classify(
     ctx: &Ctx,
@@ -329,23 +331,21 @@ pub(super) fn emit_chain(
     let ctx = r.ctx;
     for j in 0..g.vectors {
         let off = j * g.lanes;
+        let load = |r: &mut Renderer<'_>, n: N, kind: Operand| match kind {
+            Operand::Staged => format!("*(const {vt} *)&s{}[{off}]", n.0),
+            Operand::Contiguous { buf, index } => contiguous_load(r, &vt, buf, index, inner, off, ind, 1),
+            Operand::Strided { buf, index } => contiguous_load(r, &vt, buf, index, inner, off, ind, 2),
+        };
         for &(n, kind) in tb.operands.iter().filter(|(n, _)| !tb.per_replica.contains(n)) {
-            let load = match kind {
-                Operand::Staged => format!("*(const {vt} *)&s{}[{off}]", n.0),
-                Operand::Contiguous { buf, index } => contiguous_load(r, &vt, buf, index, inner, off, ind, 1),
-                Operand::Strided { buf, index } => contiguous_load(r, &vt, buf, index, inner, off, ind, 2),
-            };
-            let _ = writeln!(r.out, "{pad}const {vt} f{}_{j} = {load};", n.0);
+            let v = load(r, n, kind);
+            let _ = writeln!(r.out, "{pad}const {vt} f{}_{j} = {v};", n.0);
         }
         for &u in reps {
             set_rep(r, u);
+            // Never staged (`classify` refuses them): read with this replica's blocked variable.
             for &(n, kind) in tb.operands.iter().filter(|(n, _)| tb.per_replica.contains(n)) {
-                let load = match kind {
-                    Operand::Contiguous { buf, index } => contiguous_load(r, &vt, buf, index, inner, off, ind, 1),
-                    Operand::Strided { buf, index } => contiguous_load(r, &vt, buf, index, inner, off, ind, 2),
-                    Operand::Staged => unreachable!("classify refuses staged ones"),
-                };
-                let _ = writeln!(r.out, "{pad}const {vt} f{}_u{u}_{j} = {load};", n.0);
+                let v = load(r, n, kind);
+                let _ = writeln!(r.out, "{pad}const {vt} f{}_u{u}_{j} = {v};", n.0);
             }
             let operand = |r: &Renderer<'_>, x: N| -> String {
                 if tb.per_replica.contains(&x) {
