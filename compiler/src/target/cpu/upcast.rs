@@ -262,18 +262,18 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
         t
     });
     let tiles_outside = chosen.is_some_and(|t| t.tiles_outside);
-    let (block, geometry, overhang) = match replicate.or(chosen) {
-        Some(t) if replicate.is_some() => (
+    let (block, geometry, overhang) = match (replicate, chosen) {
+        (Some(t), _) => (
             t.block,
             Some(tile::Geometry { lanes: tile_lanes, vectors: t.vectors }),
             overhang_lanes(tile_lanes, t.vectors),
         ),
-        Some(t) => (
+        (None, Some(t)) => (
             t.block.max(BLOCK),
             Some(tile::Geometry { lanes: tile_lanes, vectors: t.vectors }),
             overhang_for(t.vectors),
         ),
-        None => {
+        (None, None) => {
             let block = if tiles.is_some() && blocked_extent % 8 == 0 && unit.acc_budget() >= 16 { 8 } else { BLOCK };
             let replicas = if blocked_var.is_some() { block } else { 1 };
             let max_vectors = (unit.acc_budget() / replicas).clamp(1, MAX_VECTORS);
