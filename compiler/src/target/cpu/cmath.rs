@@ -206,6 +206,13 @@ typedef float pl_v16 __attribute__((vector_size(64)));
 #else
 #define PL_SIMD _Pragma("GCC ivdep")
 #endif
+/* The loop that follows is short (a few vectors or less): vectorized anyway, its last partial
+   vector masked rather than run one element at a time. */
+#ifdef __clang__
+#define PL_SHORT _Pragma("clang loop vectorize(enable) vectorize_predicate(enable)")
+#else
+#define PL_SHORT
+#endif
 /* pl_fmaxf on float vectors, lane by lane: NaN where either lane is NaN, else the larger (bitwise
    selects over the comparison masks, which both clang and GCC vector extensions allow in C). */
 #define PL_VMAX(a, b) ({ __typeof__(a) a_ = (a), b_ = (b); __typeof__(a_ > b_) gt_ = a_ > b_; \

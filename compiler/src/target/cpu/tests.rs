@@ -339,6 +339,36 @@ fn a_padded_copy_peels_its_inner_loop_into_fill_copy_fill() {
 }
 
 #[test]
+fn short_contiguous_rows_are_vectorized_with_a_masked_tail_and_strided_or_long_ones_are_not() {
+    let short_loops = |p: &Program| {
+        let src = render(p, &p.kernels[0], SCALAR4, None).source;
+        src.lines().filter(|l| l.contains("PL_SHORT for (i64")).count()
+    };
+    // 15 padded columns (at most 4 vectors of 4): each of the three segments is masked.
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[3, 10]);
+    let y = p.pad(&x, &[0, 2], &[0, 3], 0.0);
+    p.realize(&y, BufKind::Output(0), "short");
+    assert_eq!(short_loops(&p), 3);
+    // 105 columns: clang's own choice.
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[3, 100]);
+    let y = p.pad(&x, &[0, 2], &[0, 3], 0.0);
+    p.realize(&y, BufKind::Output(0), "long");
+    assert_eq!(short_loops(&p), 0);
+    // Every other column of a short padded row (a phase of a stride-2 window): a masked gather
+    // would be slower than the scalar loop.
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[3, 13]);
+    let y = p.pad(&x, &[0, 1], &[0, 0], 0.0);
+    let phase = p.slice(&y, &[0, 0], &[1, 2], &[3, 7]);
+    p.realize(&phase, BufKind::Output(0), "phase");
+    let src = render(&p, &p.kernels[0], SCALAR4, None).source;
+    assert!(src.contains("= s"), "the phase's row is peeled: {src}");
+    assert_eq!(short_loops(&p), 0, "{src}");
+}
+
+#[test]
 fn a_strided_index_peels_at_rounded_up_split_points() {
     // Column 2j + 1 of a 7-wide row padded by 2 on the left: valid from j = 1 (2·1 + 1 ≥ 2).
     let mut p = Program::new();
