@@ -2,7 +2,8 @@
 //! (lowering, the C register tiles' loads, clang, the runtime) against products computed here in f64:
 //! a constant stored in panels of 16 columns (`lower::nn::panels`, and which operands it packs), and a
 //! computed operand read as a transpose copied row-major first (`lower::nn::contiguous_columns`); and a
-//! convolution's constant weight stored in panels of 16 output channels (`lower::nn::conv_panels`).
+//! convolution's constant weight stored in panels of 16 output channels (`lower::nn::conv_panels`); and
+//! independent products sharing a constant weight computed as one (`lower::batch_products`).
 
 mod common;
 
@@ -66,11 +67,14 @@ fn only_products_the_tiles_block_take_panels() {
     assert_eq!(weight_shapes(1, 96, 80), [vec![96, 80]], "a matrix-vector product keeps its rows");
     assert_eq!(weight_shapes(64, 96, 72), [vec![96, 72]], "72 columns are not whole panels");
     assert_eq!(weight_shapes(18, 96, 80), [vec![96, 80]], "18 rows do not block by 4");
+    assert_eq!(weight_shapes(4, 96, 80), [vec![5, 96, 16]], "4 rows are one block");
+    assert_eq!(weight_shapes(2, 96, 80), [vec![96, 80]], "2 rows do not block by 4");
 }
 
 #[test]
 fn products_by_panels_run_on_the_cpu_like_plain_ones() {
-    for (m, k, n) in [(64, 96, 80), (20, 200, 48), (128, 37, 160)] {
+    // (4, 300, 3072): one block of rows, its columns cut into the parts of 2 threads.
+    for (m, k, n) in [(64, 96, 80), (20, 200, 48), (128, 37, 160), (4, 300, 3072)] {
         let w = values(2, k * n);
         let x = values(3, m * k);
         let dir = tempfile::tempdir().unwrap();
@@ -225,4 +229,68 @@ fn a_convolution_by_panels_runs_on_the_cpu_like_a_plain_one() {
         *out = s as f32;
     }
     close(&got, &Tensor::from_f32(vec![1, cout, h, w], &want)).unwrap();
+}
+
+fn node(op: &str, inputs: &[&str], output: &str) -> pb::NodeProto {
+    pb::NodeProto {
+        name: Some(output.into()),
+        op_type: Some(op.into()),
+        input: inputs.iter().map(|&i| i.into()).collect(),
+        output: vec![output.into()],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn products_sharing_a_weight_run_as_one_where_independent() {
+    // y0 = a0·W and y1 = a1·W are independent: one product of 2 rows. y2 = tanh(y0)·W reads y0's
+    // result and stays a product of its own.
+    let k = 256;
+    let w = values(7, k * k);
+    let inputs: Vec<Vec<f32>> = (0..2).map(|i| values(8 + i, k)).collect();
+    let graph = pb::GraphProto {
+        name: Some("shared".into()),
+        node: vec![
+            node("MatMul", &["a0", "w"], "y0"),
+            node("Tanh", &["y0"], "t"),
+            node("MatMul", &["t", "w"], "y2"),
+            node("MatMul", &["a1", "w"], "y1"),
+        ],
+        input: vec![value("a0", &[1, k as i64]), value("a1", &[1, k as i64])],
+        output: vec![value("y1", &[1, k as i64]), value("y2", &[1, k as i64])],
+        initializer: vec![floats("w", &[k as i64, k as i64], &w)],
+        ..Default::default()
+    };
+    let bytes = model_bytes(graph);
+    let model = pilot_compiler::onnx::load_bytes(&bytes, None).unwrap();
+    let lowered = pilot_compiler::lower::lower_pinned(
+        &model,
+        &Default::default(),
+        &Default::default(),
+        None,
+        Default::default(),
+        pilot_compiler::lower::winograd::Policy::Off,
+        8,
+    )
+    .unwrap();
+    let names: Vec<&str> = lowered.program.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names.iter().filter(|n| n.ends_with("_rows")).count(), 1, "{names:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.onnx");
+    std::fs::write(&path, &bytes).unwrap();
+    let art = dir.path().join("shared.pkl");
+    let opts = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Cpu).unwrap());
+    pilot_compiler::compile(&path, &art, &opts, &|_| {}).unwrap();
+    let artifact = pilot_core::Artifact::open(&art).unwrap();
+    let mut session = pilot_core::Session::new(artifact, Box::new(pilot_core::cpu::CpuDevice::new(2))).unwrap();
+    let feeds: Vec<Tensor> = inputs.iter().map(|a| Tensor::from_f32(vec![1, k], a)).collect();
+    session.step(&[feeds[0].data.as_slice(), feeds[1].data.as_slice()]).unwrap();
+    let y0 = product(&inputs[0], &w, 1, k, k);
+    let t: Vec<f32> = y0.iter().map(|v| v.tanh()).collect();
+    let want = [product(&inputs[1], &w, 1, k, k), product(&t, &w, 1, k, k)];
+    for (i, want) in want.iter().enumerate() {
+        let got = Tensor { dtype: feeds[0].dtype, shape: vec![1, k], data: session.outputs()[i].clone() };
+        close(&got, &Tensor::from_f32(vec![1, k], want)).unwrap_or_else(|e| panic!("output {i}: {e}"));
+    }
 }

@@ -12,6 +12,7 @@
 
 mod argmax_pool;
 mod attention;
+mod batch_products;
 mod bitwise;
 pub mod budget;
 mod compose;
@@ -461,7 +462,13 @@ pub fn lower_pinned(
 ) -> Result<Lowered> {
     crate::onnx::check::check(model)?;
     let folded = fold_affine::fold(&model.graph);
-    let g = &folded;
+    // The CPU target batches products sharing a weight (the GPU targets' kernels read weights as
+    // images and are tuned per product).
+    let batched = if lanes > 0 { batch_products::plan(&folded) } else { None };
+    let (g, groups) = match &batched {
+        Some((g, groups)) => (g, groups.as_slice()),
+        None => (&folded, &[][..]),
+    };
     let opset = model.opsets.iter().find(|(d, _)| d.is_empty() || d == "ai.onnx").map(|(_, v)| *v).unwrap_or(1);
     let mut l = Lowerer {
         p: Program::new(),
@@ -519,7 +526,20 @@ pub fn lower_pinned(
         *l.uses.entry(o.name.clone()).or_default() += 1;
     }
 
-    for node in &g.nodes {
+    let mut batched_members = HashSet::new();
+    for (i, node) in g.nodes.iter().enumerate() {
+        if batched_members.contains(&i) {
+            continue;
+        }
+        if let Some(members) = groups.iter().find(|m| m[0] == i) {
+            if let Some(outs) = batch_products::lower(&mut l, g, members)? {
+                for (&j, x) in members.iter().zip(outs) {
+                    keep_outputs(&mut l, &g.nodes[j], vec![x])?;
+                    batched_members.insert(j);
+                }
+                continue;
+            }
+        }
         let ml = node.domain == ml::DOMAIN && ml::lookup(&node.op_type).is_some();
         let optim = node.domain == optim::DOMAIN && optim::lookup(&node.op_type).is_some();
         if !(node.domain.is_empty() || node.domain == "ai.onnx" || ml || optim) {
@@ -544,17 +564,7 @@ pub fn lower_pinned(
             reason: "unsupported operator".into(),
         })?;
         let outs = f(&mut NodeCtx { l: &mut l, node })?;
-        for (name, x) in node.outputs.iter().zip(outs) {
-            if name.is_empty() {
-                continue;
-            }
-            NodeCtx { l: &mut l, node }.check_value(&format!("output `{name}`"), x.dtype, &x.shape)?;
-            let x = settle(&mut l, node, name, x);
-            if !l.p.is_constant(&x) {
-                l.sources.derive(name, node.inputs.iter().chain(&node.captured()));
-            }
-            l.values.insert(name.clone(), x);
-        }
+        keep_outputs(&mut l, node, outs)?;
     }
 
     let mut outputs = Vec::new();
@@ -587,6 +597,22 @@ pub fn lower_pinned(
         )));
     }
     Ok(Lowered { program: l.p, inputs, outputs })
+}
+
+/// Checks, settles and records the values `outs` a node computed, under its output names.
+fn keep_outputs(l: &mut Lowerer, node: &Node, outs: Vec<Lazy>) -> Result<()> {
+    for (name, x) in node.outputs.iter().zip(outs) {
+        if name.is_empty() {
+            continue;
+        }
+        NodeCtx { l, node }.check_value(&format!("output `{name}`"), x.dtype, &x.shape)?;
+        let x = settle(l, node, name, x);
+        if !l.p.is_constant(&x) {
+            l.sources.derive(name, node.inputs.iter().chain(&node.captured()));
+        }
+        l.values.insert(name.clone(), x);
+    }
+    Ok(())
 }
 
 /// The values the nodes of these types take as their first input, less the graph's outputs (an

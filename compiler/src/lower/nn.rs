@@ -485,6 +485,9 @@ fn contiguous_columns(c: &mut NodeCtx<'_>, b: Lazy, rows: usize) -> Lazy {
 /// vectors on every CPU target (4, 8 or 16 lanes).
 pub const PANEL: usize = 16;
 
+/// Left rows from which a constant right operand is stored in panels (see [`panels`]).
+pub const PANEL_MIN_ROWS: usize = 4;
+
 /// A constant float32 right operand `[k, n]` of a product with `rows` left rows, stored in panels of
 /// [`PANEL`] columns (`[n / PANEL, k, PANEL]`) on the CPU and read back as `[k, n]`: the register
 /// tiles then stream each panel from consecutive cache lines instead of one short piece per row of
@@ -495,7 +498,7 @@ fn panels(c: &mut NodeCtx<'_>, b: Lazy, rows: usize) -> Lazy {
     let packs = c.cpu_lanes() > 0
         && b.rank() == 2
         && b.dtype == DType::F32
-        && rows >= 16
+        && rows >= PANEL_MIN_ROWS
         && rows.is_multiple_of(4)
         && b.shape[0] >= 16
         && b.shape[1] >= 2 * PANEL

@@ -56,6 +56,10 @@ const MAX_VECTORS: usize = 4;
 /// The longest reduction that takes a register tile without a blocked variable.
 const MAX_UNBLOCKED_REDUCTION: u64 = 64;
 
+/// Units of work the outer loops must give for the parts to be cut from them; below, the inner
+/// range is cut where it has more whole vectors.
+const MIN_OUTER_UNITS: u64 = 8;
+
 /// A register tile's shape: `block` replicas of the blocked variable (1 without one) × `vectors`
 /// accumulator vectors per replica; with `tiles_outside`, the loop over the inner dimension's tiles
 /// runs outside the blocked variable's loop, so the operands one tile reads along the reduction (a
@@ -353,14 +357,19 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
     };
 
     // The parts: the outer loops' (see `split`), or the inner range's where every outer loop
-    // before it has extent 1.
-    let outer_split = (split != inner_pos).then(|| {
+    // before it has extent 1 or the outer loops give fewer than [`MIN_OUTER_UNITS`] units and the
+    // inner range more whole vectors (a product of a few rows: 4 × 512 by 512 × 3072 ran as one part).
+    let step = |v: u32| if Some(v) == blocked_var { block } else { 1 } as u64;
+    let outer_units: u64 =
+        k.vars.iter().zip(&k.shape).filter(|&(&v, _)| v != vl).map(|(&v, &e)| e as u64 / step(v)).product();
+    let inner_units = (inner_extent as u64).div_ceil(tile_lanes as u64);
+    let split_inner = split == inner_pos || (outer_units < MIN_OUTER_UNITS && inner_units > outer_units);
+    let outer_split = (!split_inner).then(|| {
         let loops = k.vars.iter().zip(&k.shape).filter(|&(&v, _)| v != vl);
-        let step = |v: u32| if Some(v) == blocked_var { block } else { 1 } as u64;
         Split::new(loops.map(|(&v, &e)| Loop { var: v, extent: e as u64, step: step(v) }).collect(), false)
             .expect("an outer loop has extent > 1")
     });
-    let (lo, hi, inner_parts) = if inner_pos == split {
+    let (lo, hi, inner_parts) = if split_inner {
         split::inner_range(inner_extent as u64, tile_lanes as u64)
     } else {
         ("0".to_string(), format!("{inner_extent}"), 1)
