@@ -257,11 +257,12 @@ fn small_kernels_run_as_one_part_and_large_ones_split() {
 
 #[test]
 fn a_product_of_few_rows_splits_its_columns() {
-    // 4 rows are one block: the parts are cut from the 512 columns, whole vectors each.
+    // 4 rows are one block: the parts are cut from the 512 columns, whole tiles (2 vectors of 4) each.
     let few = matmul(4, 256, 512);
     let ck = &super::render_all(&few, SCALAR4)[0];
-    assert_eq!(ck.parts, 128, "{}", ck.source);
-    assert!(ck.source.contains("x_lo = (i64)128LL * (part) / nparts * 4"), "{}", ck.source);
+    assert!(ck.source.contains("xs += 8)"), "{}", ck.source);
+    assert_eq!(ck.parts, 64, "{}", ck.source);
+    assert!(ck.source.contains("x_lo = (i64)64LL * (part) / nparts * 8"), "{}", ck.source);
     // 64 rows are 16 blocks, at least MIN_OUTER_UNITS: the rows are split.
     let many = matmul(64, 256, 512);
     assert_eq!(super::render_all(&many, SCALAR4)[0].parts, 16);

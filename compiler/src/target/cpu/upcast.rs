@@ -356,25 +356,27 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
         }
     };
 
-    // The parts: the outer loops' (see `split`), or the inner range's where every outer loop
-    // before it has extent 1 or the outer loops give fewer than [`MIN_OUTER_UNITS`] units and the
-    // inner range more whole vectors (a product of a few rows: 4 × 512 by 512 × 3072 ran as one part).
+    let width = geometry.map_or(inner_extent.min(MAX_INNER), tile::Geometry::width);
+    // The parts: the outer loops' (see `split`), or the inner range's (whole vectors) where every
+    // outer loop before it has extent 1, or the inner range's whole tiles where the outer loops give
+    // fewer than [`MIN_OUTER_UNITS`] units and the inner range more tiles (a product of a few rows:
+    // 4 × 512 by 512 × 3072 ran as one part).
     let step = |v: u32| if Some(v) == blocked_var { block } else { 1 } as u64;
     let outer_units: u64 =
         k.vars.iter().zip(&k.shape).filter(|&(&v, _)| v != vl).map(|(&v, &e)| e as u64 / step(v)).product();
-    let inner_units = (inner_extent as u64).div_ceil(tile_lanes as u64);
-    let split_inner = split == inner_pos || (outer_units < MIN_OUTER_UNITS && inner_units > outer_units);
+    let inner_unit = if split == inner_pos { tile_lanes } else { width };
+    let split_inner = split == inner_pos
+        || (outer_units < MIN_OUTER_UNITS && (inner_extent as u64).div_ceil(inner_unit as u64) > outer_units);
     let outer_split = (!split_inner).then(|| {
         let loops = k.vars.iter().zip(&k.shape).filter(|&(&v, _)| v != vl);
         Split::new(loops.map(|(&v, &e)| Loop { var: v, extent: e as u64, step: step(v) }).collect(), false)
             .expect("an outer loop has extent > 1")
     });
     let (lo, hi, inner_parts) = if split_inner {
-        split::inner_range(inner_extent as u64, tile_lanes as u64)
+        split::inner_range(inner_extent as u64, inner_unit as u64)
     } else {
         ("0".to_string(), format!("{inner_extent}"), 1)
     };
-    let width = geometry.map_or(inner_extent.min(MAX_INNER), tile::Geometry::width);
     // Outputs [xs, xe) per tile; the tile computed is [x0, xt): a last partial tile is shifted back
     // to end at `hi` (recomputing some outputs, which are not stored twice) so it stays full.
     let open_tiles = |out: &mut String, indent: usize| {
