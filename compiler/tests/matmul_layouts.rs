@@ -195,6 +195,9 @@ fn a_convolution_stores_its_weight_in_panels_of_output_channels() {
         |cin: usize, cout: usize| read_constants(&conv_model(cin, cout, 40, 40, &values(4, cout * cin * 9)), 16);
     assert_eq!(shapes(8, 32), [vec![2, 72, 16]], "32 output channels: 2 panels of 16 by cin·3·3");
     assert_eq!(shapes(8, 24), [vec![24, 8, 3, 3]], "24 output channels are not whole panels");
+    // On a 1×1 map the convolution runs channels-inner as a matrix-vector product: whole rows.
+    let one = read_constants(&conv_model(8, 32, 1, 1, &values(4, 32 * 8 * 9)), 16);
+    assert!(one.iter().all(|s| s.len() != 3), "{one:?}");
 }
 
 #[test]

@@ -263,7 +263,7 @@ fn a_product_of_few_rows_splits_its_columns() {
     assert!(ck.source.contains("xs += 8)"), "{}", ck.source);
     assert_eq!(ck.parts, 64, "{}", ck.source);
     assert!(ck.source.contains("x_lo = (i64)64LL * (part) / nparts * 8"), "{}", ck.source);
-    // 64 rows are 16 blocks, at least MIN_OUTER_UNITS: the rows are split.
+    // 64 rows are 16 blocks: the rows are split.
     let many = matmul(64, 256, 512);
     assert_eq!(super::render_all(&many, SCALAR4)[0].parts, 16);
 }

@@ -56,9 +56,10 @@ const MAX_VECTORS: usize = 4;
 /// The longest reduction that takes a register tile without a blocked variable.
 const MAX_UNBLOCKED_REDUCTION: u64 = 64;
 
-/// Units of work the outer loops must give for the parts to be cut from them; below, the inner
-/// range is cut where it has more whole vectors.
-const MIN_OUTER_UNITS: u64 = 8;
+/// Units of work the outer loops must give for the parts to be cut from them; below (one block of
+/// rows: the kernel ran as one part), the inner range's whole tiles are cut instead where there are
+/// more of them. Two or more units keep the outer split: their tile shapes are timed as they are.
+const MIN_OUTER_UNITS: u64 = 2;
 
 /// A register tile's shape: `block` replicas of the blocked variable (1 without one) × `vectors`
 /// accumulator vectors per replica; with `tiles_outside`, the loop over the inner dimension's tiles
