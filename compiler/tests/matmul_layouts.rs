@@ -166,10 +166,10 @@ fn conv_model(cin: usize, cout: usize, h: usize, w: usize, weight: &[f32]) -> Ve
     model_bytes(graph)
 }
 
-/// The shapes of the constants the kernels of `model` read, lowered for a CPU of `lanes` lanes.
-fn read_constants(model: &[u8], lanes: usize) -> Vec<Vec<usize>> {
+/// `model` lowered for a CPU of `lanes` lanes (no Winograd path).
+fn lower_for_cpu(model: &[u8], lanes: usize) -> pilot_compiler::lower::Lowered {
     let model = pilot_compiler::onnx::load_bytes(model, None).unwrap();
-    let lowered = pilot_compiler::lower::lower_pinned(
+    pilot_compiler::lower::lower_pinned(
         &model,
         &Default::default(),
         &Default::default(),
@@ -178,7 +178,12 @@ fn read_constants(model: &[u8], lanes: usize) -> Vec<Vec<usize>> {
         pilot_compiler::lower::winograd::Policy::Off,
         lanes,
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// The shapes of the constants the kernels of `model` read, lowered for a CPU of `lanes` lanes.
+fn read_constants(model: &[u8], lanes: usize) -> Vec<Vec<usize>> {
+    let lowered = lower_for_cpu(model, lanes);
     let p = &lowered.program;
     let read: std::collections::BTreeSet<u32> = p.kernels.iter().flat_map(|k| p.kernel_inputs(k)).collect();
     read.iter()
@@ -265,17 +270,7 @@ fn products_sharing_a_weight_run_as_one_where_independent() {
         ..Default::default()
     };
     let bytes = model_bytes(graph);
-    let model = pilot_compiler::onnx::load_bytes(&bytes, None).unwrap();
-    let lowered = pilot_compiler::lower::lower_pinned(
-        &model,
-        &Default::default(),
-        &Default::default(),
-        None,
-        Default::default(),
-        pilot_compiler::lower::winograd::Policy::Off,
-        8,
-    )
-    .unwrap();
+    let lowered = lower_for_cpu(&bytes, 8);
     let names: Vec<&str> = lowered.program.kernels.iter().map(|k| k.name.as_str()).collect();
     assert_eq!(names.iter().filter(|n| n.ends_with("_rows")).count(), 1, "{names:?}");
 

@@ -199,17 +199,6 @@ mod tests {
     use crate::onnx::Node;
     use crate::tensor::Tensor;
 
-    fn node(op: &str, inputs: &[&str], output: &str) -> Node {
-        Node {
-            name: output.into(),
-            op_type: op.into(),
-            domain: String::new(),
-            inputs: inputs.iter().map(|&i| i.into()).collect(),
-            outputs: vec![output.into()],
-            attrs: Vec::new(),
-        }
-    }
-
     fn graph(nodes: Vec<Node>, k: usize) -> Graph {
         Graph {
             name: "g".into(),
@@ -230,12 +219,12 @@ mod tests {
         // y2 reads y0's result through t: not in y0's group. y1 and y3 are independent of y0.
         let g = graph(
             vec![
-                node("MatMul", &["a0", "w"], "y0"),
-                node("Tanh", &["y0"], "t"),
-                node("MatMul", &["t", "w"], "y2"),
-                node("Neg", &["a1"], "b1"),
-                node("MatMul", &["b1", "w"], "y1"),
-                node("MatMul", &["a3", "w"], "y3"),
+                Node::plain("MatMul", &["a0", "w"], "y0"),
+                Node::plain("Tanh", &["y0"], "t"),
+                Node::plain("MatMul", &["t", "w"], "y2"),
+                Node::plain("Neg", &["a1"], "b1"),
+                Node::plain("MatMul", &["b1", "w"], "y1"),
+                Node::plain("MatMul", &["a3", "w"], "y3"),
             ],
             256,
         );
@@ -247,13 +236,13 @@ mod tests {
     #[test]
     fn chains_lone_products_and_small_weights_are_left_alone() {
         let chain = vec![
-            node("MatMul", &["h0", "w"], "h1"),
-            node("MatMul", &["h1", "w"], "h2"),
-            node("Tanh", &["h2"], "t"),
-            node("MatMul", &["t", "w"], "h3"),
+            Node::plain("MatMul", &["h0", "w"], "h1"),
+            Node::plain("MatMul", &["h1", "w"], "h2"),
+            Node::plain("Tanh", &["h2"], "t"),
+            Node::plain("MatMul", &["t", "w"], "h3"),
         ];
         assert!(plan(&graph(chain, 256)).is_none(), "each product reads the one before");
-        let two = vec![node("MatMul", &["a0", "w"], "y0"), node("MatMul", &["a1", "w"], "y1")];
+        let two = vec![Node::plain("MatMul", &["a0", "w"], "y0"), Node::plain("MatMul", &["a1", "w"], "y1")];
         assert!(plan(&graph(two.clone(), 256)).is_some());
         assert!(plan(&graph(two, 128)).is_none(), "a 64 KiB weight stays in the caches");
     }

@@ -85,17 +85,6 @@ mod tests {
     use super::*;
     use crate::onnx::{Node, ValueInfo};
 
-    fn node(op: &str, inputs: &[&str], output: &str) -> Node {
-        Node {
-            name: output.into(),
-            op_type: op.into(),
-            domain: String::new(),
-            inputs: inputs.iter().map(|s| s.to_string()).collect(),
-            outputs: vec![output.into()],
-            attrs: vec![],
-        }
-    }
-
     fn graph(nodes: Vec<Node>, out: &str) -> Graph {
         Graph {
             name: "g".into(),
@@ -111,13 +100,13 @@ mod tests {
     fn a_gru_update_gate_rejoins_where_its_two_products_are_added() {
         let g = graph(
             vec![
-                node("MatMul", &["x", "w"], "g"),
-                node("Sigmoid", &["g"], "z"),
-                node("Sub", &["one", "z"], "zc"),
-                node("Mul", &["zc", "n"], "a"),
-                node("Mul", &["z", "h"], "b"),
-                node("Add", &["a", "b"], "h2"),
-                node("MatMul", &["h2", "w"], "y"),
+                Node::plain("MatMul", &["x", "w"], "g"),
+                Node::plain("Sigmoid", &["g"], "z"),
+                Node::plain("Sub", &["one", "z"], "zc"),
+                Node::plain("Mul", &["zc", "n"], "a"),
+                Node::plain("Mul", &["z", "h"], "b"),
+                Node::plain("Add", &["a", "b"], "h2"),
+                Node::plain("MatMul", &["h2", "w"], "y"),
             ],
             "y",
         );
@@ -127,29 +116,39 @@ mod tests {
     #[test]
     fn reads_that_part_ways_or_end_outside_elementwise_chains_do_not_rejoin() {
         // Softmax-like: one read feeds a reduction, the other a division.
-        let g =
-            graph(vec![node("Exp", &["x"], "e"), node("ReduceSum", &["e"], "s"), node("Div", &["e", "s"], "y")], "y");
+        let g = graph(
+            vec![
+                Node::plain("Exp", &["x"], "e"),
+                Node::plain("ReduceSum", &["e"], "s"),
+                Node::plain("Div", &["e", "s"], "y"),
+            ],
+            "y",
+        );
         assert!(rejoining(&g).is_empty());
         // Two chains that never meet: each ends in a graph output or another reader.
         let g = graph(
             vec![
-                node("Relu", &["x"], "a"),
-                node("Sigmoid", &["x"], "b"),
-                node("MatMul", &["a", "w"], "c"),
-                node("Add", &["b", "c"], "y"),
+                Node::plain("Relu", &["x"], "a"),
+                Node::plain("Sigmoid", &["x"], "b"),
+                Node::plain("MatMul", &["a", "w"], "c"),
+                Node::plain("Add", &["b", "c"], "y"),
             ],
             "y",
         );
         assert!(rejoining(&g).is_empty(), "`a` leaves the elementwise chain at a MatMul");
         // A graph output is realized whatever its readers.
-        let g = graph(vec![node("Relu", &["x"], "y"), node("Mul", &["y", "y"], "z")], "y");
+        let g = graph(vec![Node::plain("Relu", &["x"], "y"), Node::plain("Mul", &["y", "y"], "z")], "y");
         assert!(rejoining(&g).is_empty());
     }
 
     #[test]
     fn swish_rejoins_at_its_product() {
         let g = graph(
-            vec![node("Conv", &["i", "w"], "x"), node("Sigmoid", &["x"], "s"), node("Mul", &["x", "s"], "y")],
+            vec![
+                Node::plain("Conv", &["i", "w"], "x"),
+                Node::plain("Sigmoid", &["x"], "s"),
+                Node::plain("Mul", &["x", "s"], "y"),
+            ],
             "y",
         );
         assert_eq!(rejoining(&g), HashSet::from(["x".to_string()]));

@@ -166,6 +166,19 @@ impl Graph {
 }
 
 impl Node {
+    /// A default-domain node without attributes, named after its output (for tests).
+    #[cfg(test)]
+    pub(crate) fn plain(op: &str, inputs: &[&str], output: &str) -> Node {
+        Node {
+            name: output.into(),
+            op_type: op.into(),
+            domain: String::new(),
+            inputs: inputs.iter().map(|&i| i.into()).collect(),
+            outputs: vec![output.into()],
+            attrs: Vec::new(),
+        }
+    }
+
     /// The attribute called `name` (the first, if a malformed file repeats it).
     pub fn attr(&self, name: &str) -> Option<&Attr> {
         self.attrs.iter().find(|(n, _)| n == name).map(|(_, a)| a)
