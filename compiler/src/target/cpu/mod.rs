@@ -5,6 +5,7 @@
 
 pub mod cc;
 pub mod cmath;
+mod guards;
 pub mod isa;
 mod merge;
 mod peel;

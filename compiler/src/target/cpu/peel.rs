@@ -12,6 +12,7 @@ use std::fmt::Write;
 
 use crate::ir::{BinOp, Ctx, Op, N};
 
+use super::guards::Guards;
 use super::render::Renderer;
 use super::tile::coefficient;
 
@@ -47,10 +48,16 @@ impl Peel {
     }
 }
 
-/// `n` with the variable `v` set to 0, as a C expression over already emitted values (`value`),
-/// for the affine index arithmetic [`coefficient`] accepts.
-pub(super) fn at_zero(ctx: &Ctx, free: &HashMap<N, Vec<u32>>, n: N, v: u32, value: &dyn Fn(N) -> String) -> String {
-    if !free[&n].contains(&v) {
+/// `n` with the variables `vars` set to 0, as a C expression over already emitted values
+/// (`value`), for the affine index arithmetic [`coefficient`] accepts in each of them.
+pub(super) fn at_zero(
+    ctx: &Ctx,
+    free: &HashMap<N, Vec<u32>>,
+    n: N,
+    vars: &[u32],
+    value: &dyn Fn(N) -> String,
+) -> String {
+    if !free[&n].iter().any(|w| vars.contains(w)) {
         return value(n);
     }
     match *ctx.op(n) {
@@ -61,16 +68,16 @@ pub(super) fn at_zero(ctx: &Ctx, free: &HashMap<N, Vec<u32>>, n: N, v: u32, valu
                 BinOp::Sub => "-",
                 _ => "*",
             };
-            format!("({} {sym} {})", at_zero(ctx, free, a, v, value), at_zero(ctx, free, b, v, value))
+            format!("({} {sym} {})", at_zero(ctx, free, a, vars, value), at_zero(ctx, free, b, vars, value))
         }
-        Op::Cast(x) => format!("({})({})", super::render::ctype(ctx.dtype(n)), at_zero(ctx, free, x, v, value)),
+        Op::Cast(x) => format!("({})({})", super::render::ctype(ctx.dtype(n)), at_zero(ctx, free, x, vars, value)),
         _ => unreachable!("coefficient() accepted only affine integer arithmetic"),
     }
 }
 
 /// The loop over `v` in `bounds` (C expressions) as one loop per segment of `peel`, each headed by
 /// `pragma` and with the peeled comparisons known while `body` emits the loop's nodes and its
-/// statement at the indent it is given.
+/// statement at the indent it is given; the innermost loop's segments each through `guards`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn emit(
     r: &mut Renderer<'_>,
@@ -80,10 +87,11 @@ pub(super) fn emit(
     bounds: &(String, String),
     indent: usize,
     pragma: &str,
+    guards: Option<&Guards<'_>>,
     body: &mut dyn FnMut(&mut Renderer<'_>, usize),
 ) {
     let pad = "  ".repeat(indent);
-    let rest = at_zero(r.ctx, free, peel.index, v, &|n| r.value(n));
+    let rest = at_zero(r.ctx, free, peel.index, &[v], &|n| r.value(n));
     let (a, hi) = (peel.a, &bounds.1);
     let _ = writeln!(r.out, "{pad}{{ const i64 r{v} = {rest}, s{v}_0 = {};", bounds.0);
     // Cut i holds exactly for v < ceil((c - r) / a); the split points are kept in order and in bounds.
@@ -106,9 +114,14 @@ pub(super) fn emit(
         r.known = known.clone();
         r.known.extend(peel.cuts.iter().enumerate().map(|(i, &(n, _))| (n, i >= seg)));
         r.names = names.clone();
-        let _ = writeln!(r.out, "{pad}  {pragma}for (i64 v{v} = {lo}; v{v} < {end}; v{v}++) {{");
-        body(r, indent + 2);
-        let _ = writeln!(r.out, "{pad}  }}");
+        match guards {
+            Some(g) => g.emit_loop(r, v, &lo, &end, indent + 1, pragma, body),
+            None => {
+                let _ = writeln!(r.out, "{pad}  {pragma}for (i64 v{v} = {lo}; v{v} < {end}; v{v}++) {{");
+                body(r, indent + 2);
+                let _ = writeln!(r.out, "{pad}  }}");
+            }
+        }
     }
     r.known = known;
     r.names = names;

@@ -18,6 +18,7 @@ use crate::ir::{BinOp, Const, Ctx, Op, RedOp, UnOp, N};
 use crate::program::{Kernel, Program};
 use crate::target::scoping::{flat_index, free_vars_by};
 
+use super::guards::Guards;
 use super::peel::{self, Peel};
 
 /// A rendered kernel.
@@ -149,17 +150,37 @@ fn render_generic(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel
         let short_inner = inner > 1
             && inner <= SHORT_ROW_VECTORS * unit.lanes
             && k.vars.last().is_some_and(|&v| r.unit_stride(&free, v));
-        let nest = Nest { k, free: &free, split: split.as_ref(), store: &store, peels, short_inner };
+        let guards = k.vars.last().map(|&v| Guards::new(ctx, &free, &order, v));
+        let nest = Nest { k, free: &free, split: split.as_ref(), store: &store, peels, short_inner, guards };
         nest.emit(&mut r, 0, 1);
     } else {
         let mut indent = 1;
-        for (&v, &extent) in k.vars.iter().zip(&k.shape) {
-            open_loop(&mut r.out, indent, v, extent, 1, split.as_ref().and_then(|s| s.header(v)));
+        let mut stored = false;
+        for (i, (&v, &extent)) in k.vars.iter().zip(&k.shape).enumerate() {
+            let header = split.as_ref().and_then(|s| s.header(v));
+            let range = match split.as_ref().and_then(|s| s.range(v)) {
+                Some(range) => Some(range),
+                None if header.is_none() => Some(("0".to_string(), format!("{extent}"))),
+                None => None,
+            };
+            if let Some((lo, hi)) = range.filter(|_| i + 1 == k.vars.len() && extent > 1) {
+                let guards = Guards::new(ctx, &free, &order, v);
+                guards.emit_loop(&mut r, v, &lo, &hi, indent, "", &mut |r, ind| {
+                    r.emit_scope(Some(v), ind);
+                    let root = r.value(k.expr);
+                    let _ = writeln!(r.out, "{}{store} = {root};", "  ".repeat(ind));
+                });
+                stored = true;
+                break;
+            }
+            open_loop(&mut r.out, indent, v, extent, 1, header);
             indent += 1;
             r.emit_scope(Some(v), indent);
         }
-        let root = r.value(k.expr);
-        let _ = writeln!(r.out, "{}{store} = {root};", "  ".repeat(indent));
+        if !stored {
+            let root = r.value(k.expr);
+            let _ = writeln!(r.out, "{}{store} = {root};", "  ".repeat(indent));
+        }
         for i in (1..indent).rev() {
             let _ = writeln!(r.out, "{}}}", "  ".repeat(i));
         }
@@ -203,6 +224,8 @@ struct Nest<'k> {
     peels: Vec<Option<Peel>>,
     /// The innermost loop is at most [`SHORT_ROW_VECTORS`] vectors long (and more than one element).
     short_inner: bool,
+    /// The innermost loop's guards.
+    guards: Option<Guards<'k>>,
 }
 
 impl Nest<'_> {
@@ -245,24 +268,31 @@ impl Nest<'_> {
             None if header.is_none() => Some(("0".to_string(), format!("{extent}"))),
             None => None,
         };
-        let pragma = if self.short_inner && i + 1 == self.k.vars.len() { "PL_SHORT " } else { "" };
-        if let (Some(peel), Some(bounds)) = (&self.peels[i], &bounds) {
-            peel::emit(r, self.free, peel, v, bounds, indent, pragma, &mut |r, ind| {
-                for &n in &nodes {
-                    r.emit(n, ind);
-                }
-                self.emit(r, i + 1, ind);
-            });
-            return;
+        let innermost = i + 1 == self.k.vars.len();
+        let pragma = if self.short_inner && innermost { "PL_SHORT " } else { "" };
+        let guards = self.guards.as_ref().filter(|_| innermost && extent > 1);
+        let mut body = |r: &mut Renderer<'_>, ind: usize| {
+            for &n in &nodes {
+                r.emit(n, ind);
+            }
+            self.emit(r, i + 1, ind);
+        };
+        match (&self.peels[i], &bounds, guards) {
+            (Some(peel), Some(bounds), _) => {
+                peel::emit(r, self.free, peel, v, bounds, indent, pragma, guards, &mut body);
+                return;
+            }
+            (None, Some((lo, hi)), Some(g)) => {
+                g.emit_loop(r, v, lo, hi, indent, pragma, &mut body);
+                return;
+            }
+            _ => {}
         }
         if header.is_none() && extent > 1 && !pragma.is_empty() {
             let _ = writeln!(r.out, "{pad}{}", pragma.trim_end());
         }
         open_loop(&mut r.out, indent, v, extent, 1, header);
-        for &n in &nodes {
-            r.emit(n, indent + 1);
-        }
-        self.emit(r, i + 1, indent + 1);
+        body(r, indent + 1);
         let _ = writeln!(r.out, "{pad}}}");
     }
 }
@@ -340,8 +370,9 @@ impl Renderer<'_> {
         })
     }
 
+    /// Emits the nodes of `scope` (again for each copy of a loop that is emitted more than once).
     fn emit_scope(&mut self, scope: Option<u32>, indent: usize) {
-        let nodes = self.by_scope.remove(&scope).unwrap_or_default();
+        let nodes = self.by_scope.get(&scope).cloned().unwrap_or_default();
         for n in nodes {
             self.emit(n, indent);
         }
@@ -542,7 +573,7 @@ impl Renderer<'_> {
         let (t, lanes) = (ctype(d), self.reduce_lanes);
         let name = format!("t{}", n.0);
         let init = literal(self.ctx.reduce_identity_const(op, d).expect("identity"), d);
-        let nodes = self.by_scope.remove(&Some(var)).unwrap_or_default();
+        let nodes = self.by_scope.get(&Some(var)).cloned().unwrap_or_default();
         let full = extent / lanes as u64 * lanes as u64;
         let _ = writeln!(self.out, "{pad}{t} {name}_l[{lanes}] __attribute__((aligned(64)));");
         let _ = writeln!(self.out, "{pad}for (int l = 0; l < {lanes}; l++) {name}_l[l] = {init};");

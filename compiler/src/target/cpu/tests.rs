@@ -541,3 +541,68 @@ fn panel_indices_run_by_one_within_aligned_vectors_only() {
     assert!(!runs(index, 8, 44), "44 is not whole vectors: the last tile would start unaligned");
     assert!(!runs(halves, 8, 48), "n / 2 does not step by one");
 }
+
+/// A `k`×`k` max pooling with stride `s` of `x: [c, h, w]` padded by `pad` with -inf on every
+/// side, read through guards (as ONNX MaxPool lowers, no padded copy).
+fn guarded_max_pool(c: usize, h: usize, w: usize, k: usize, s: usize, pad: i64) -> Program {
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[c, h, w]);
+    let y = p.pad(&x, &[0, pad, pad], &[0, pad, pad], f64::NEG_INFINITY);
+    let (oh, ow) = ((h + 2 * pad as usize - k) / s + 1, (w + 2 * pad as usize - k) / s + 1);
+    let shape = vec![c, oh, ow];
+    let vars = p.ctx.fresh_vars(&shape);
+    let (dy, dx) = (p.ctx.fresh_var(k as u64), p.ctx.fresh_var(k as u64));
+    let [vc, vy, vx, vdy, vdx] = [vars[0], vars[1], vars[2], dy, dx].map(|v| p.ctx.var(v));
+    let stride = p.ctx.int(s as i64);
+    let (sy, sx) = (p.ctx.mul(vy, stride), p.ctx.mul(vx, stride));
+    let (row, col) = (p.ctx.add(sy, vdy), p.ctx.add(sx, vdx));
+    let body =
+        substitute(&mut p.ctx, y.expr, &HashMap::from([(y.vars[0], vc), (y.vars[1], row), (y.vars[2], col)]), None);
+    let inner = p.ctx.reduce(RedOp::Max, dx, k as u64, body);
+    let outer = p.ctx.reduce(RedOp::Max, dy, k as u64, inner);
+    p.realize(&Lazy { dtype: DType::F32, shape, vars, expr: outer }, BufKind::Output(0), "pool");
+    p
+}
+
+/// The loops over `v` of `src` and what each contains up to the next one.
+fn loops_over<'s>(src: &'s str, v: &str) -> Vec<&'s str> {
+    let head = format!("for (i64 {v} = ");
+    let starts: Vec<usize> = src.match_indices(&head).map(|(i, _)| i).collect();
+    starts.iter().enumerate().map(|(i, &s)| &src[s..starts.get(i + 1).copied().unwrap_or(src.len())]).collect()
+}
+
+#[test]
+fn a_row_guard_the_parts_fuse_cuts_the_column_loop_around_its_unguarded_range() {
+    // The channel and row loops are one counter: the row guard is a value, not a loop's peel.
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[8, 30, 40]);
+    let y = p.pad(&x, &[0, 1, 1], &[0, 1, 1], 0.0);
+    p.realize(&y, BufKind::Output(0), "pad");
+    let src = render(&p, &p.kernels[0], SCALAR4, None).source;
+    assert!(src.contains("for (i64 c3 = "), "{src}");
+    // Border, interior, border; the interior cut in three by the row's guard.
+    let loops = loops_over(&src, "v5");
+    assert_eq!(loops.len(), 5, "{src}");
+    assert!(src.contains("g5_ok &= (i64)(v4) + 0LL >= 1LL;") && src.contains("g5_ok &= (i64)(v4) + 0LL < 31LL;"));
+    let unguarded: Vec<&&str> = loops.iter().filter(|l| !l.contains("t20")).collect();
+    assert_eq!(unguarded.len(), 1, "{src}");
+    assert!(unguarded[0].contains("b0[((u8)1) ? ") && std::ptr::eq(*unguarded[0], loops[2]), "{src}");
+}
+
+#[test]
+fn a_pooling_window_runs_unguarded_between_its_border_columns_and_rows() {
+    // 3×3, stride 2, padded by 1 on 21×37: output columns 1..18 read no padding, nor rows 1..10.
+    let p = guarded_max_pool(4, 21, 37, 3, 2, 1);
+    let src = render(&p, &p.kernels[0], SCALAR4, None).source;
+    let loops = loops_over(&src, "v8");
+    assert_eq!(loops.len(), 3, "{src}");
+    // The row's window fits for rows with 2y ≥ 1 and 2y + 2 < 22, whatever the window's offset.
+    assert!(src.contains("g8_ok &= (i64)((t47 + 0)) + 0LL >= 1LL;"), "{src}");
+    assert!(src.contains("g8_ok &= (i64)((t47 + 0)) + 2LL < 22LL;"), "{src}");
+    // The columns: from ⌈1 / 2⌉, up to ⌊35 / 2⌋.
+    assert!(src.contains("(1LL - (i64)(((0 * 2LL) + 0)) >= 0 ? (1LL - (i64)(((0 * 2LL) + 0)) + 1) / 2"), "{src}");
+    assert!(src.contains("(35LL - (i64)(((0 * 2LL) + 0)) >= 0 ? (35LL - (i64)(((0 * 2LL) + 0))) / 2"), "{src}");
+    assert!(!loops[1].contains(" < 1LL") && !loops[1].contains(" < 38LL"), "{}", loops[1]);
+    assert!(loops[1].contains("b0[((u8)1) ? "), "{}", loops[1]);
+    assert!(loops[0].contains(" < 1LL") && loops[2].contains(" < 38LL"), "{src}");
+}

@@ -538,7 +538,7 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
             set_rep(&mut r, chain_reps[0]);
             let bounds = ("x0".to_string(), "xt".to_string());
             let a = format!("{}[v{vl} - x0]", acc.replace('@', &r.suffix));
-            peel::emit(&mut r, &free, &peel, vl, &bounds, ind, "PL_SIMD ", &mut |r, i| {
+            peel::emit(&mut r, &free, &peel, vl, &bounds, ind, "PL_SIMD ", None, &mut |r, i| {
                 for &n in &inner_nodes {
                     r.emit(n, i);
                 }

@@ -1,0 +1,112 @@
+//! Guarded reads of padding through the whole CPU pipeline (C code generator, CPU runtime on two
+//! threads): pooling windows (max pooling over rows of more than two vectors reads its input
+//! through guards) and padded copies whose loops are cut around the range where every guard
+//! holds, on odd sizes, strides, dilations and asymmetric pads, against onnxruntime.
+
+use std::path::Path;
+use std::process::Command;
+
+#[allow(dead_code)] // the helpers this file does not use (`close`, ...)
+mod common;
+
+use common::node::run_case_on;
+use pilot_core::{Backend, Target};
+
+/// Builds the model of `snippet` with the venv's onnx, runs it with onnxruntime, and writes it as
+/// a node test: `model.onnx` and `test_data_set_0/{input,output}_K.pb`. The snippet calls
+/// `run(nodes, ins, outs)`: `ins` are `(name, array)`, `outs` `(name, shape)` pairs.
+const HARNESS: &str = r#"
+import os, sys
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto as T, helper as h, numpy_helper as nh
+
+out = sys.argv[1]
+rng = np.random.default_rng(0)
+
+def run(nodes, ins, outs):
+    g = h.make_graph(
+        nodes, "t",
+        [h.make_tensor_value_info(n, T.FLOAT, a.shape) for n, a in ins],
+        [h.make_tensor_value_info(n, T.FLOAT, None) for n in outs],
+    )
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 19)])
+    model.ir_version = 8
+    onnx.save(model, os.path.join(out, "model.onnx"))
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    data = os.path.join(out, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    for j, (n, a) in enumerate(ins):
+        open(os.path.join(data, f"input_{j}.pb"), "wb").write(nh.from_array(a, n).SerializeToString())
+    for k, v in enumerate(sess.run(None, dict(ins))):
+        open(os.path.join(data, f"output_{k}.pb"), "wb").write(nh.from_array(v).SerializeToString())
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+"#;
+
+fn two_threads() -> Result<Box<dyn pilot_core::Device>, String> {
+    Ok(Box::new(pilot_core::cpu::CpuDevice::new(2)))
+}
+
+/// Builds the case of `snippet` (see [`HARNESS`]), compiles it for this machine's CPU and steps it
+/// on two threads.
+fn check(name: &str, snippet: &str) {
+    let py = pilot_test_support::venv_python().expect("the venv with onnx and onnxruntime (scripts/setup.sh)");
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(py).arg("-c").arg(format!("{HARNESS}\n{snippet}")).arg(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{name}: building the model failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let opts = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Cpu).unwrap());
+    run_case_on(Path::new(dir.path()), &opts, two_threads, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+}
+
+#[test]
+fn max_pooling_with_strides_dilations_and_asymmetric_pads() {
+    check(
+        "maxpool_s2",
+        r#"run([h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
+    [("x", f32(1, 6, 37, 75))], ["y"])"#,
+    );
+    check(
+        "maxpool_dilated_asymmetric",
+        r#"run([h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], dilations=[2, 3], pads=[2, 1, 0, 2])],
+    [("x", f32(1, 3, 29, 45))], ["y"])"#,
+    );
+    check(
+        "maxpool_ceil",
+        r#"run([h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[0, 1, 1, 0], ceil_mode=1)],
+    [("x", f32(2, 4, 30, 69))], ["y"])"#,
+    );
+}
+
+#[test]
+fn average_pooling_excluding_the_padding() {
+    check(
+        "averagepool_exclude_pad",
+        r#"run([h.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
+    [("x", f32(1, 5, 30, 31))], ["y"])"#,
+    );
+}
+
+#[test]
+fn padded_copies_and_strided_depthwise_convolutions() {
+    check(
+        "pad_asymmetric",
+        r#"pads = nh.from_array(np.array([0, 0, 2, 1, 0, 0, 1, 3], np.int64))
+run([h.make_node("Constant", [], ["p"], value=pads),
+     h.make_node("Constant", [], ["v"], value=nh.from_array(np.array(0.5, np.float32))),
+     h.make_node("Add", ["x", "z"], ["s"]),
+     h.make_node("Pad", ["s", "p", "v"], ["y"]),
+     h.make_node("Relu", ["y"], ["r"])],
+    [("x", f32(1, 4, 19, 23)), ("z", f32(1, 4, 19, 23))], ["r"])"#,
+    );
+    check(
+        "depthwise_s2",
+        r#"w = nh.from_array(f32(8, 1, 3, 3))
+run([h.make_node("Constant", [], ["w"], value=w),
+     h.make_node("Add", ["x", "z"], ["s"]),
+     h.make_node("Conv", ["s", "w"], ["y"], group=8, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
+    [("x", f32(1, 8, 30, 34)), ("z", f32(1, 8, 30, 34))], ["y"])"#,
+    );
+}
