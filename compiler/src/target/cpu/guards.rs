@@ -18,6 +18,7 @@ use pilot_core::DType;
 use crate::ir::{BinOp, Ctx, Op, UnOp, N};
 
 use super::peel::at_zero;
+use super::period::Period;
 use super::render::Renderer;
 use super::tile::coefficient;
 
@@ -36,6 +37,8 @@ pub(super) struct Guards<'k> {
     valids: Vec<N>,
     /// The extent of each reduction variable of the kernel.
     extents: HashMap<u32, u64>,
+    /// The loop's index divisions, run in whole periods by each loop emitted.
+    period: Option<Period>,
 }
 
 impl<'k> Guards<'k> {
@@ -52,7 +55,34 @@ impl<'k> Guards<'k> {
                 _ => {}
             }
         }
-        Guards { ctx, free, valids, extents }
+        Guards { ctx, free, valids, extents, period: None }
+    }
+
+    /// These guards with the loop that runs unguarded (or the only one) emitted in whole periods of
+    /// `period`; the iterations where some guard fails, a border, run as they are.
+    pub fn with_period(self, period: Option<Period>) -> Self {
+        Guards { period, ..self }
+    }
+
+    /// One loop over `v` in `from..to`, in whole periods where `periodic`.
+    #[allow(clippy::too_many_arguments)]
+    fn emit_one(
+        &self,
+        r: &mut Renderer<'_>,
+        v: u32,
+        (from, to): (&str, &str),
+        periodic: bool,
+        indent: usize,
+        pragma: &str,
+        body: &mut dyn FnMut(&mut Renderer<'_>, usize),
+    ) {
+        if let Some(period) = self.period.as_ref().filter(|_| periodic) {
+            return period.emit(r, v, from, to, indent, pragma, body);
+        }
+        let pad = "  ".repeat(indent);
+        let _ = writeln!(r.out, "{pad}{pragma}for (i64 v{v} = {from}; v{v} < {to}; v{v}++) {{");
+        body(r, indent + 1);
+        let _ = writeln!(r.out, "{pad}}}");
     }
 
     /// The loop over `v` in `lo..hi` (C expressions) headed by `pragma`, `body` emitting its
@@ -72,10 +102,7 @@ impl<'k> Guards<'k> {
         let pad = "  ".repeat(indent);
         let literals = self.literals(&r.known, v);
         if literals.is_empty() {
-            let _ = writeln!(r.out, "{pad}{pragma}for (i64 v{v} = {lo}; v{v} < {hi}; v{v}++) {{");
-            body(r, indent + 1);
-            let _ = writeln!(r.out, "{pad}}}");
-            return;
+            return self.emit_one(r, v, (lo, hi), true, indent, pragma, body);
         }
         let _ = writeln!(r.out, "{pad}{{ const i64 g{v}_a = {lo}, g{v}_b = {hi};");
         let _ = writeln!(r.out, "{pad}  i64 g{v}_lo = g{v}_a, g{v}_hi = g{v}_b; u8 g{v}_ok = 1;");
@@ -100,9 +127,7 @@ impl<'k> Guards<'k> {
                     self.settle(g, true, &mut r.known);
                 }
             }
-            let _ = writeln!(r.out, "{pad}  {pragma}for (i64 v{v} = {from}; v{v} < {to}; v{v}++) {{");
-            body(r, indent + 2);
-            let _ = writeln!(r.out, "{pad}  }}");
+            self.emit_one(r, v, (&from, &to), i == 1, indent + 1, pragma, body);
         }
         r.names = names;
         r.known = known;
@@ -217,7 +242,7 @@ impl<'k> Guards<'k> {
 }
 
 /// `⌊n / d⌋` in C for `d > 0`.
-fn floor_div(n: &str, d: i64) -> String {
+pub(super) fn floor_div(n: &str, d: i64) -> String {
     if d == 1 {
         return format!("({n})");
     }
@@ -225,7 +250,7 @@ fn floor_div(n: &str, d: i64) -> String {
 }
 
 /// `⌈n / d⌉` in C for `d > 0`.
-fn ceil_div(n: &str, d: i64) -> String {
+pub(super) fn ceil_div(n: &str, d: i64) -> String {
     if d == 1 {
         return format!("({n})");
     }

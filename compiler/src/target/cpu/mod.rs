@@ -9,6 +9,7 @@ mod guards;
 pub mod isa;
 mod merge;
 mod peel;
+mod period;
 pub mod render;
 pub mod split;
 mod tile;

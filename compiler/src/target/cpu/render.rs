@@ -20,6 +20,7 @@ use crate::target::scoping::{flat_index, free_vars_by};
 
 use super::guards::Guards;
 use super::peel::{self, Peel};
+use super::period::Period;
 
 /// A rendered kernel.
 pub struct CKernel {
@@ -150,7 +151,10 @@ fn render_generic(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel
         let short_inner = inner > 1
             && inner <= SHORT_ROW_VECTORS * unit.lanes
             && k.vars.last().is_some_and(|&v| r.unit_stride(&free, v));
-        let guards = k.vars.last().map(|&v| Guards::new(ctx, &free, &order, v));
+        let guards = k.vars.last().map(|&v| {
+            let inner = r.by_scope.get(&Some(v)).map_or(&[][..], Vec::as_slice);
+            Guards::new(ctx, &free, &order, v).with_period(Period::find(ctx, &free, inner, v))
+        });
         let nest = Nest { k, free: &free, split: split.as_ref(), store: &store, peels, short_inner, guards };
         nest.emit(&mut r, 0, 1);
     } else {
@@ -229,26 +233,26 @@ struct Nest<'k> {
 }
 
 impl Nest<'_> {
-    /// Each loop's peel, chosen from the innermost loop outward (the one that vectorizes first)
-    /// while the copies of the innermost body stay within [`MAX_SEGMENTS`].
+    /// Each loop's peel, chosen for the innermost loop first (the one that vectorizes), then from
+    /// the outermost inward, while the copies of the innermost body stay within [`MAX_SEGMENTS`]:
+    /// an outer loop's cuts split a concatenation by source (loads of different sources, whose
+    /// guards [`Guards`] cannot run together), a middle one's are mostly padded rows, whose guards
+    /// [`Guards`] takes out of the inner loop at run time.
     fn plan(r: &Renderer<'_>, k: &Kernel, free: &HashMap<N, Vec<u32>>) -> Vec<Option<Peel>> {
         let mut budget = MAX_SEGMENTS;
-        let mut peels: Vec<Option<Peel>> = k
-            .vars
-            .iter()
-            .zip(&k.shape)
-            .rev()
-            .map(|(&v, &extent)| {
-                let nodes = r.by_scope.get(&Some(v)).map_or(&[][..], Vec::as_slice);
-                let peel = (extent > 1).then(|| Peel::find(r.ctx, free, nodes, v)).flatten()?;
-                let copies = peel.cuts.len() + 1;
-                (copies <= budget).then(|| {
-                    budget /= copies;
-                    peel
-                })
-            })
-            .collect();
-        peels.reverse();
+        let n = k.vars.len();
+        let order = (0..n).rev().take(1).chain(0..n.saturating_sub(1));
+        let mut peels: Vec<Option<Peel>> = (0..n).map(|_| None).collect();
+        for i in order {
+            let (v, extent) = (k.vars[i], k.shape[i]);
+            let nodes = r.by_scope.get(&Some(v)).map_or(&[][..], Vec::as_slice);
+            let Some(peel) = (extent > 1).then(|| Peel::find(r.ctx, free, nodes, v)).flatten() else { continue };
+            let copies = peel.cuts.len() + 1;
+            if copies <= budget {
+                budget /= copies;
+                peels[i] = Some(peel);
+            }
+        }
         peels
     }
 
@@ -314,6 +318,8 @@ pub(super) struct Renderer<'a> {
     pub inner_override: Option<(u32, String)>,
     /// Comparisons whose value is known in the loop being emitted (see [`super::peel`]).
     pub known: HashMap<N, bool>,
+    /// Nodes rendered as these C expressions instead of their own (see [`super::period`]).
+    pub exprs: HashMap<N, String>,
     /// Partial results of an innermost reduction folded side by side (0: one at a time).
     pub reduce_lanes: usize,
 }
@@ -331,6 +337,7 @@ impl<'a> Renderer<'a> {
             var_override: None,
             inner_override: None,
             known: HashMap::new(),
+            exprs: HashMap::new(),
             reduce_lanes: 0,
         }
     }
@@ -345,6 +352,9 @@ impl Renderer<'_> {
     pub fn value(&self, n: N) -> String {
         if let Some(&k) = self.known.get(&n) {
             return if k { "((u8)1)" } else { "((u8)0)" }.into();
+        }
+        if let Some(e) = self.exprs.get(&n) {
+            return e.clone();
         }
         match self.ctx.op(n) {
             Op::Var(v) => [&self.inner_override, &self.var_override]
@@ -384,7 +394,7 @@ impl Renderer<'_> {
         let t = ctype(d);
         let stored = if self.blocked.contains(&n) { format!("t{}@", n.0) } else { format!("t{}", n.0) };
         let name = stored.replace('@', &self.suffix);
-        if self.known.contains_key(&n) {
+        if self.known.contains_key(&n) || self.exprs.contains_key(&n) {
             return;
         }
         let expr = match self.ctx.op(n).clone() {

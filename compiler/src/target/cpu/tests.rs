@@ -500,11 +500,12 @@ fn a_concatenation_peels_its_outer_loop_by_source() {
 }
 
 #[test]
-fn the_innermost_loop_is_peeled_first() {
+fn the_innermost_loop_is_peeled_first_then_the_outermost() {
     // Two sources concatenated by channel (70 channels: the parts split that loop alone), each padded
-    // by one row and one column on every side:
-    // three levels of guards, more copies than the budget allows for all of them. The column loop
-    // (the one that vectorizes) and the row loop are peeled; the channel loop keeps its comparison.
+    // by one row and one column on every side: three levels of guards, more copies than the budget
+    // allows for all of them. The column loop (the one that vectorizes) and the channel loop (whose
+    // sources no run-time range can serve together) are peeled; the row loop keeps its comparisons,
+    // which the column loop's guard-free range takes out at run time.
     let mut p = Program::new();
     let a = p.input(0, DType::F32, &[40, 6, 40]);
     let b = p.input(1, DType::F32, &[30, 6, 40]);
@@ -515,9 +516,12 @@ fn the_innermost_loop_is_peeled_first() {
     let src = render(&p, &p.kernels[0], SCALAR4, None).source;
     let peeled = |var: &str| src.lines().filter(|l| l.contains(&format!("for (i64 {var} = s{}", &var[1..]))).count();
     let vars: Vec<String> = (0..3).map(|i| format!("v{}", p.kernels[0].vars[i])).collect();
-    assert_eq!(peeled(&vars[0]), 0, "{src}");
-    assert_eq!(peeled(&vars[1]), 3, "{src}");
-    assert_eq!(peeled(&vars[2]), 9, "3 column segments in each of the 3 row segments: {src}");
+    assert_eq!(peeled(&vars[0]), 2, "{src}");
+    assert_eq!(peeled(&vars[1]), 0, "{src}");
+    // 3 column segments in each of the 2 channel segments, the interior's cut by the rows' guards.
+    assert_eq!(peeled(&vars[2]), 4, "{src}");
+    let v = &vars[2][1..];
+    assert_eq!(src.matches(&format!("for (i64 {} = g{v}_lo; ", vars[2])).count(), 2, "{src}");
 }
 
 #[test]
@@ -605,4 +609,27 @@ fn a_pooling_window_runs_unguarded_between_its_border_columns_and_rows() {
     assert!(!loops[1].contains(" < 1LL") && !loops[1].contains(" < 38LL"), "{}", loops[1]);
     assert!(loops[1].contains("b0[((u8)1) ? "), "{}", loops[1]);
     assert!(loops[0].contains(" < 1LL") && loops[2].contains(" < 38LL"), "{src}");
+}
+
+#[test]
+fn a_nearest_upsampling_runs_in_whole_periods_of_its_divisor() {
+    // y[c, Y, X] = x[c, Y / 2, X / 2] on a row of 21 (ten whole periods and one more column).
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[3, 4, 11]);
+    let shape = vec![3, 8, 21];
+    let vars = p.ctx.fresh_vars(&shape);
+    let [vc, vy, vx] = [vars[0], vars[1], vars[2]].map(|v| p.ctx.var(v));
+    let (y2, x2) = (p.ctx.div_i(vy, 2), p.ctx.div_i(vx, 2));
+    let body =
+        substitute(&mut p.ctx, x.expr, &HashMap::from([(x.vars[0], vc), (x.vars[1], y2), (x.vars[2], x2)]), None);
+    p.realize(&Lazy { dtype: DType::F32, shape, vars: vars.clone(), expr: body }, BufKind::Output(0), "up");
+    let src = render(&p, &p.kernels[0], SCALAR4, None).source;
+    let v = vars[2];
+    // Whole periods from ⌈0 / 2⌉ to ⌊21 / 2⌋, the body once per offset with the column's half fixed.
+    assert!(src.contains(&format!("PL_SIMD for (i64 q{v} = ql{v}; q{v} < qh{v}; q{v}++)")), "{src}");
+    assert!(src.contains(&format!("const i64 v{v} = 2LL * q{v} + 0LL;")), "{src}");
+    assert!(src.contains(&format!("const i64 v{v} = 2LL * q{v} + 1LL;")), "{src}");
+    assert_eq!(src.matches(&format!("(1LL * q{v} + 0LL)")).count(), 2, "{src}");
+    // The rows' halves are outside the inner loop: not cut.
+    assert_eq!(src.matches("PL_SIMD for (i64 q").count(), 1, "{src}");
 }

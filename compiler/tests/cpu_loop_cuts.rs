@@ -1,7 +1,10 @@
-//! Guarded reads of padding through the whole CPU pipeline (C code generator, CPU runtime on two
-//! threads): pooling windows (max pooling over rows of more than two vectors reads its input
-//! through guards) and padded copies whose loops are cut around the range where every guard
-//! holds, on odd sizes, strides, dilations and asymmetric pads, against onnxruntime.
+//! Loops the CPU code generator cuts by their index arithmetic, through the whole pipeline (C code
+//! generator, CPU runtime on two threads), against onnxruntime:
+//! - guarded reads of padding: pooling windows (max pooling over rows of more than two vectors
+//!   reads its input through guards) and padded copies, cut around the range where every guard
+//!   holds, on odd sizes, strides, dilations and asymmetric pads (`target::cpu::guards`);
+//! - divided indices: nearest upsampling and depth-to-space, run in whole periods of their
+//!   divisors, on rows that are not whole periods and after padding (`target::cpu::period`).
 
 use std::path::Path;
 use std::process::Command;
@@ -108,5 +111,42 @@ run([h.make_node("Constant", [], ["w"], value=w),
      h.make_node("Add", ["x", "z"], ["s"]),
      h.make_node("Conv", ["s", "w"], ["y"], group=8, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
     [("x", f32(1, 8, 30, 34)), ("z", f32(1, 8, 30, 34))], ["y"])"#,
+    );
+}
+
+#[test]
+fn nearest_upsampling_added_concatenated_and_padded() {
+    // An FPN's merge: a coarse map upsampled 2× and 4× (nearest) onto a fine one, then padded for a
+    // 3×3 convolution; odd widths leave a partial period.
+    check(
+        "upsample_add_pad",
+        r#"scales = lambda s: nh.from_array(np.array([1, 1, s, s], np.float32))
+w = nh.from_array(f32(4, 4, 3, 3))
+run([h.make_node("Constant", [], ["s2"], value=scales(2)),
+     h.make_node("Constant", [], ["s4"], value=scales(4)),
+     h.make_node("Constant", [], ["w"], value=w),
+     h.make_node("Resize", ["a", "", "s2"], ["a2"], mode="nearest"),
+     h.make_node("Resize", ["b", "", "s4"], ["b4"], mode="nearest"),
+     h.make_node("Add", ["a2", "x"], ["s"]),
+     h.make_node("Add", ["s", "b4"], ["t"]),
+     h.make_node("Conv", ["t", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+    [("x", f32(1, 4, 24, 44)), ("a", f32(1, 4, 12, 22)), ("b", f32(1, 4, 6, 11))], ["y"])"#,
+    );
+    check(
+        "upsample_concat",
+        r#"run([h.make_node("Constant", [], ["s2"], value=nh.from_array(np.array([1, 1, 2, 2], np.float32))),
+     h.make_node("Resize", ["a", "", "s2"], ["a2"], mode="nearest"),
+     h.make_node("Concat", ["a2", "x"], ["y"], axis=1)],
+    [("x", f32(1, 3, 26, 38)), ("a", f32(1, 5, 13, 19))], ["y"])"#,
+    );
+}
+
+#[test]
+fn depth_to_space_and_its_sigmoid() {
+    check(
+        "depth_to_space",
+        r#"run([h.make_node("DepthToSpace", ["x"], ["d"], blocksize=2, mode="CRD"),
+     h.make_node("Sigmoid", ["d"], ["y"])],
+    [("x", f32(1, 8, 17, 35))], ["y"])"#,
     );
 }
