@@ -162,11 +162,7 @@ fn render_generic(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel
         let mut stored = false;
         for (i, (&v, &extent)) in k.vars.iter().zip(&k.shape).enumerate() {
             let header = split.as_ref().and_then(|s| s.header(v));
-            let range = match split.as_ref().and_then(|s| s.range(v)) {
-                Some(range) => Some(range),
-                None if header.is_none() => Some(("0".to_string(), format!("{extent}"))),
-                None => None,
-            };
+            let range = plain_range(split.as_ref(), v, extent);
             if let Some((lo, hi)) = range.filter(|_| i + 1 == k.vars.len() && extent > 1) {
                 let guards = Guards::new(ctx, &free, &order, v);
                 guards.emit_loop(&mut r, v, &lo, &hi, indent, "", &mut |r, ind| {
@@ -203,6 +199,16 @@ pub(super) fn open_loop(out: &mut String, indent: usize, v: u32, extent: usize, 
         None if step == 1 => writeln!(out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v}++) {{"),
         None => writeln!(out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v} += {step}) {{"),
     };
+}
+
+/// The bounds (C expressions) of the loop over `v` when it runs over a plain range: not split by
+/// the parts, or split alone; `None` where the parts fuse it with other loops into one counter.
+fn plain_range(split: Option<&Split>, v: u32, extent: usize) -> Option<(String, String)> {
+    match split.and_then(|s| s.range(v)) {
+        Some(range) => Some(range),
+        None if split.and_then(|s| s.header(v)).is_none() => Some(("0".to_string(), format!("{extent}"))),
+        None => None,
+    }
 }
 
 /// The most loop copies peeling may make of an elementwise kernel's innermost body.
@@ -267,11 +273,7 @@ impl Nest<'_> {
         let nodes = r.by_scope.get(&Some(v)).cloned().unwrap_or_default();
         // A loop the parts split is peeled only where it is split alone, as a plain range.
         let header = self.split.and_then(|s| s.header(v));
-        let bounds = match self.split.and_then(|s| s.range(v)) {
-            Some(range) => Some(range),
-            None if header.is_none() => Some(("0".to_string(), format!("{extent}"))),
-            None => None,
-        };
+        let bounds = plain_range(self.split, v, extent);
         let innermost = i + 1 == self.k.vars.len();
         let pragma = if self.short_inner && innermost { "PL_SHORT " } else { "" };
         let guards = self.guards.as_ref().filter(|_| innermost && extent > 1);
