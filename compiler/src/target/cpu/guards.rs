@@ -19,7 +19,7 @@ use crate::ir::{BinOp, Ctx, Op, UnOp, N};
 
 use super::peel::at_zero;
 use super::period::Period;
-use super::render::Renderer;
+use super::render::{LoopSpan, Renderer};
 use super::tile::coefficient;
 
 /// A comparison `x < c` that the guards need to hold (`holds`) or to fail.
@@ -64,45 +64,32 @@ impl<'k> Guards<'k> {
         Guards { period, ..self }
     }
 
-    /// One loop over `v` in `from..to`, in whole periods where `periodic`.
-    #[allow(clippy::too_many_arguments)]
+    /// One loop, in whole periods where `periodic`.
     fn emit_one(
         &self,
         r: &mut Renderer<'_>,
-        v: u32,
-        (from, to): (&str, &str),
+        span: LoopSpan<'_>,
         periodic: bool,
-        indent: usize,
-        pragma: &str,
         body: &mut dyn FnMut(&mut Renderer<'_>, usize),
     ) {
         if let Some(period) = self.period.as_ref().filter(|_| periodic) {
-            return period.emit(r, v, from, to, indent, pragma, body);
+            return period.emit(r, span, body);
         }
+        let LoopSpan { v, lo, hi, indent, pragma } = span;
         let pad = "  ".repeat(indent);
-        let _ = writeln!(r.out, "{pad}{pragma}for (i64 v{v} = {from}; v{v} < {to}; v{v}++) {{");
+        let _ = writeln!(r.out, "{pad}{pragma}for (i64 v{v} = {lo}; v{v} < {hi}; v{v}++) {{");
         body(r, indent + 1);
         let _ = writeln!(r.out, "{pad}}}");
     }
 
-    /// The loop over `v` in `lo..hi` (C expressions) headed by `pragma`, `body` emitting its
-    /// statements at the indent it is given: one loop, or three around the range where every guard
-    /// not already `known` to the renderer holds.
-    #[allow(clippy::too_many_arguments)]
-    pub fn emit_loop(
-        &self,
-        r: &mut Renderer<'_>,
-        v: u32,
-        lo: &str,
-        hi: &str,
-        indent: usize,
-        pragma: &str,
-        body: &mut dyn FnMut(&mut Renderer<'_>, usize),
-    ) {
+    /// The loop `span`, `body` emitting its statements at the indent it is given: one loop, or
+    /// three around the range where every guard not already `known` to the renderer holds.
+    pub fn emit_loop(&self, r: &mut Renderer<'_>, span: LoopSpan<'_>, body: &mut dyn FnMut(&mut Renderer<'_>, usize)) {
+        let LoopSpan { v, lo, hi, indent, .. } = span;
         let pad = "  ".repeat(indent);
         let literals = self.literals(&r.known, v);
         if literals.is_empty() {
-            return self.emit_one(r, v, (lo, hi), true, indent, pragma, body);
+            return self.emit_one(r, span, true, body);
         }
         let _ = writeln!(r.out, "{pad}{{ const i64 g{v}_a = {lo}, g{v}_b = {hi};");
         let _ = writeln!(r.out, "{pad}  i64 g{v}_lo = g{v}_a, g{v}_hi = g{v}_b; u8 g{v}_ok = 1;");
@@ -127,7 +114,8 @@ impl<'k> Guards<'k> {
                     self.settle(g, true, &mut r.known);
                 }
             }
-            self.emit_one(r, v, (&from, &to), i == 1, indent + 1, pragma, body);
+            let part = LoopSpan { lo: &from, hi: &to, indent: indent + 1, ..span };
+            self.emit_one(r, part, i == 1, body);
         }
         r.names = names;
         r.known = known;

@@ -13,7 +13,7 @@ use std::fmt::Write;
 use crate::ir::{BinOp, Ctx, Op, N};
 
 use super::guards::Guards;
-use super::render::Renderer;
+use super::render::{LoopSpan, Renderer};
 use super::tile::coefficient;
 
 /// The comparisons of one affine index against constants, sorted by constant.
@@ -115,7 +115,7 @@ pub(super) fn emit(
         r.known.extend(peel.cuts.iter().enumerate().map(|(i, &(n, _))| (n, i >= seg)));
         r.names = names.clone();
         match guards {
-            Some(g) => g.emit_loop(r, v, &lo, &end, indent + 1, pragma, body),
+            Some(g) => g.emit_loop(r, LoopSpan { v, lo: &lo, hi: &end, indent: indent + 1, pragma }, body),
             None => {
                 let _ = writeln!(r.out, "{pad}  {pragma}for (i64 v{v} = {lo}; v{v} < {end}; v{v}++) {{");
                 body(r, indent + 2);

@@ -14,7 +14,7 @@ use std::fmt::Write;
 use crate::ir::{BinOp, Ctx, Op, N};
 
 use super::guards::{ceil_div, floor_div};
-use super::render::Renderer;
+use super::render::{LoopSpan, Renderer};
 use super::tile::coefficient;
 
 /// The longest period unrolled (copies of the loop body).
@@ -62,20 +62,10 @@ impl Period {
         (d <= MAX_PERIOD).then_some(Period { d, c, divisions })
     }
 
-    /// The loop over `v` in `lo..hi` (C expressions) of an elementwise kernel: whole periods as one
-    /// loop over `q` with the body emitted once per offset, the rest before and after as plain loops
-    /// headed by `pragma`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn emit(
-        &self,
-        r: &mut Renderer<'_>,
-        v: u32,
-        lo: &str,
-        hi: &str,
-        indent: usize,
-        pragma: &str,
-        body: &mut dyn FnMut(&mut Renderer<'_>, usize),
-    ) {
+    /// The loop `span` of an elementwise kernel: whole periods as one loop over `q` with the body
+    /// emitted once per offset, the rest before and after as plain loops headed by its pragma.
+    pub fn emit(&self, r: &mut Renderer<'_>, span: LoopSpan<'_>, body: &mut dyn FnMut(&mut Renderer<'_>, usize)) {
+        let LoopSpan { v, lo, hi, indent, pragma } = span;
         let pad = "  ".repeat(indent);
         let (d, c) = (self.d, self.c);
         let _ = writeln!(r.out, "{pad}{{ const i64 pa{v} = {lo}, pb{v} = {hi};");

@@ -165,7 +165,8 @@ fn render_generic(p: &Program, k: &Kernel, unit: super::isa::VecUnit) -> CKernel
             let range = plain_range(split.as_ref(), v, extent);
             if let Some((lo, hi)) = range.filter(|_| i + 1 == k.vars.len() && extent > 1) {
                 let guards = Guards::new(ctx, &free, &order, v);
-                guards.emit_loop(&mut r, v, &lo, &hi, indent, "", &mut |r, ind| {
+                let span = LoopSpan { v, lo: &lo, hi: &hi, indent, pragma: "" };
+                guards.emit_loop(&mut r, span, &mut |r, ind| {
                     r.emit_scope(Some(v), ind);
                     let root = r.value(k.expr);
                     let _ = writeln!(r.out, "{}{store} = {root};", "  ".repeat(ind));
@@ -199,6 +200,16 @@ pub(super) fn open_loop(out: &mut String, indent: usize, v: u32, extent: usize, 
         None if step == 1 => writeln!(out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v}++) {{"),
         None => writeln!(out, "{pad}for (i64 v{v} = 0; v{v} < {extent}; v{v} += {step}) {{"),
     };
+}
+
+/// An innermost loop to emit: `v` over `lo..hi` (C expressions) at `indent`, headed by `pragma`.
+#[derive(Clone, Copy)]
+pub(super) struct LoopSpan<'a> {
+    pub v: u32,
+    pub lo: &'a str,
+    pub hi: &'a str,
+    pub indent: usize,
+    pub pragma: &'a str,
 }
 
 /// The bounds (C expressions) of the loop over `v` when it runs over a plain range: not split by
@@ -289,7 +300,7 @@ impl Nest<'_> {
                 return;
             }
             (None, Some((lo, hi)), Some(g)) => {
-                g.emit_loop(r, v, lo, hi, indent, pragma, &mut body);
+                g.emit_loop(r, LoopSpan { v, lo, hi, indent, pragma }, &mut body);
                 return;
             }
             _ => {}
