@@ -37,7 +37,7 @@ pub(super) struct Guards<'k> {
     valids: Vec<N>,
     /// The extent of each reduction variable of the kernel.
     extents: HashMap<u32, u64>,
-    /// The loop's index divisions, run in whole periods by each loop emitted.
+    /// The loop's index divisions, run in whole periods where every guard holds (or in the only loop).
     period: Option<Period>,
 }
 
