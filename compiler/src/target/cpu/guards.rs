@@ -17,7 +17,7 @@ use pilot_core::DType;
 
 use crate::ir::{BinOp, Ctx, Op, UnOp, N};
 
-use super::peel::at_zero;
+use super::peel::{at_zero, ceil_div, floor_div};
 use super::period::Period;
 use super::render::{LoopSpan, Renderer};
 use super::tile::coefficient;
@@ -48,7 +48,7 @@ impl<'k> Guards<'k> {
         let mut extents = HashMap::new();
         for &n in order {
             match *ctx.op(n) {
-                Op::Load { valid: Some(g), .. } if free[&n].contains(&v) => valids.push(g),
+                Op::Load { valid: Some(g), .. } if free[&n].contains(&v) && !valids.contains(&g) => valids.push(g),
                 Op::Reduce { var, extent, .. } => {
                     extents.insert(var, extent);
                 }
@@ -227,20 +227,4 @@ impl<'k> Guards<'k> {
             }
         }
     }
-}
-
-/// `⌊n / d⌋` in C for `d > 0`.
-pub(super) fn floor_div(n: &str, d: i64) -> String {
-    if d == 1 {
-        return format!("({n})");
-    }
-    format!("({n} >= 0 ? ({n}) / {d} : -((-({n}) + {}) / {d}))", d - 1)
-}
-
-/// `⌈n / d⌉` in C for `d > 0`.
-pub(super) fn ceil_div(n: &str, d: i64) -> String {
-    if d == 1 {
-        return format!("({n})");
-    }
-    format!("({n} >= 0 ? ({n} + {}) / {d} : -((-({n})) / {d}))", d - 1)
 }

@@ -75,6 +75,22 @@ pub(super) fn at_zero(
     }
 }
 
+/// `⌊n / d⌋` in C for `d > 0`.
+pub(super) fn floor_div(n: &str, d: i64) -> String {
+    if d == 1 {
+        return format!("({n})");
+    }
+    format!("({n} >= 0 ? ({n}) / {d} : -((-({n}) + {}) / {d}))", d - 1)
+}
+
+/// `⌈n / d⌉` in C for `d > 0`.
+pub(super) fn ceil_div(n: &str, d: i64) -> String {
+    if d == 1 {
+        return format!("({n})");
+    }
+    format!("({n} >= 0 ? ({n} + {}) / {d} : -((-({n})) / {d}))", d - 1)
+}
+
 /// The loop over `v` in `bounds` (C expressions) as one loop per segment of `peel`, each headed by
 /// `pragma` and with the peeled comparisons known while `body` emits the loop's nodes and its
 /// statement at the indent it is given; the innermost loop's segments each through `guards`.
@@ -96,11 +112,7 @@ pub(super) fn emit(
     let _ = writeln!(r.out, "{pad}{{ const i64 r{v} = {rest}, s{v}_0 = {};", bounds.0);
     // Cut i holds exactly for v < ceil((c - r) / a); the split points are kept in order and in bounds.
     for (i, &(_, c)) in peel.cuts.iter().enumerate() {
-        let ceil = if a == 1 {
-            format!("{c}LL - r{v}")
-        } else {
-            format!("({c}LL - r{v} >= 0 ? ({c}LL - r{v} + {}) / {a} : -((r{v} - {c}LL) / {a}))", a - 1)
-        };
+        let ceil = ceil_div(&format!("{c}LL - r{v}"), a);
         let (s, prev) = (format!("s{v}_{}", i + 1), format!("s{v}_{i}"));
         let _ = writeln!(r.out, "{pad}  i64 {s} = {ceil}; {s} = {s} < {prev} ? {prev} : {s} > {hi} ? {hi} : {s};");
     }

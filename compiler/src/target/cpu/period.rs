@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 use crate::ir::{BinOp, Ctx, Op, N};
 
-use super::guards::{ceil_div, floor_div};
+use super::peel::{ceil_div, floor_div};
 use super::render::{LoopSpan, Renderer};
 use super::tile::coefficient;
 
