@@ -4,7 +4,9 @@
 //!   reads its input through guards) and padded copies, cut around the range where every guard
 //!   holds, on odd sizes, strides, dilations and asymmetric pads (`target::cpu::guards`);
 //! - divided indices: nearest upsampling and depth-to-space, run in whole periods of their
-//!   divisors, on rows that are not whole periods and after padding (`target::cpu::period`).
+//!   divisors, on rows that are not whole periods and after padding (`target::cpu::period`);
+//!   attention's per-head products written as one row per token, the row split back into heads
+//!   (`target::cpu::merge`).
 
 use std::path::Path;
 use std::process::Command;
@@ -149,4 +151,26 @@ fn depth_to_space_and_its_sigmoid() {
      h.make_node("Sigmoid", ["d"], ["y"])],
     [("x", f32(1, 8, 17, 35))], ["y"])"#,
     );
+}
+
+#[test]
+fn attention_context_written_as_one_row_per_token() {
+    // probs · v per head, transposed and reshaped to [tokens, heads·size]: the product's output row
+    // is split back into heads (`target::cpu::merge::split_dims`) on heads of 32 and 64 values.
+    for (heads, size) in [(3, 64), (5, 32)] {
+        check(
+            &format!("attention_context_{heads}x{size}"),
+            &format!(
+                r#"t, hs = 50, {heads} * {size}
+shape = nh.from_array(np.array([1, t, hs], np.int64))
+run([h.make_node("Constant", [], ["shape"], value=shape),
+     h.make_node("Softmax", ["s"], ["p"], axis=-1),
+     h.make_node("MatMul", ["p", "v"], ["c"]),
+     h.make_node("Transpose", ["c"], ["ct"], perm=[0, 2, 1, 3]),
+     h.make_node("Reshape", ["ct", "shape"], ["r"]),
+     h.make_node("Add", ["r", "x"], ["y"])],
+    [("s", f32(1, {heads}, t, t)), ("v", f32(1, {heads}, t, {size})), ("x", f32(1, t, hs))], ["y"])"#
+            ),
+        );
+    }
 }

@@ -1,7 +1,8 @@
 //! The CPU back end (`cpu`, and `null`, which compiles the same and runs nothing): C rendered per
-//! kernel ([`render`], [`upcast`]; adjacent dimensions that every load walks as one merged first,
-//! `merge`) after a freestanding math prelude ([`cmath`]), grouped into one
-//! translation unit per core and compiled into relocatable objects in parallel ([`cc`]).
+//! kernel ([`render`], [`upcast`]; an innermost dimension that the loads divide split and adjacent
+//! dimensions that every load walks as one merged first, `merge`) after a freestanding math
+//! prelude ([`cmath`]), grouped into one translation unit per core and compiled into relocatable
+//! objects in parallel ([`cc`]).
 
 pub mod cc;
 pub mod cmath;
@@ -136,10 +137,12 @@ impl Codegen for Cpu {
     fn build(&self, p: &mut Program, _gates: &Gates) -> Result<Built> {
         let arch = self.target.arch.name();
         let cpu = isa::CpuTarget::new(arch, self.cpu.as_deref())?;
+        let unit = cpu.vec_unit();
+        let weights: Vec<bool> = p.bufs.iter().map(|b| matches!(b.kind, crate::program::BufKind::Weight(_))).collect();
         for k in &mut p.kernels {
+            merge::split_dims(&mut p.ctx, k, &|b| weights[b as usize], 2 * unit.lanes);
             merge::merge_dims(&mut p.ctx, k);
         }
-        let unit = cpu.vec_unit();
         let mut rendered = render_all(p, unit);
         let cc = cc::find_cc(self.cc.as_deref(), arch)?;
         if self.target.backend == pilot_core::target::Backend::Cpu && tune::enabled(&cpu) {

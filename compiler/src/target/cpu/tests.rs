@@ -633,3 +633,47 @@ fn a_nearest_upsampling_runs_in_whole_periods_of_its_divisor() {
     // The rows' halves are outside the inner loop: not cut.
     assert_eq!(src.matches("PL_SIMD for (i64 q").count(), 1, "{src}");
 }
+
+/// Attention's context product: `probs [h, t, t] · v [h, t, s]` written as `[t, h·s]` (a Transpose
+/// and a Reshape fused into the product).
+fn heads_merged_product(h: usize, t: usize, s: usize) -> Program {
+    let mut p = Program::new();
+    let a = p.input(0, DType::F32, &[h, t, t]);
+    let b = p.input(1, DType::F32, &[h, t, s]);
+    let a4 = p.reshape(&a, &[h, t, t, 1]);
+    let b4 = p.reshape(&b, &[h, 1, t, s]);
+    let ab = p.broadcast(&[&a4, &b4]).unwrap();
+    let prod = p.binary(BinOp::Mul, &ab[0], &ab[1]);
+    let sum = p.reduce(RedOp::Sum, &prod, &[2]);
+    let ctx = p.reshape(&sum, &[h, t, s]);
+    let ctx = p.permute(&ctx, &[1, 0, 2]);
+    let out = p.reshape(&ctx, &[t, h * s]);
+    p.realize(&out, BufKind::Output(0), "ctx");
+    p
+}
+
+#[test]
+fn a_divided_inner_dimension_splits_into_a_product_a_tile_takes() {
+    let mut p = heads_merged_product(3, 20, 16);
+    let mut k = p.kernels[0].clone();
+    assert_eq!(k.shape, vec![20, 48]);
+    let before = render(&p, &k, SCALAR4, None).source;
+    assert!(before.contains("/ 16LL") && !before.contains("pl_v4 acc0_u0_v0"), "{before}");
+    super::merge::split_dims(&mut p.ctx, &mut k, &|_| false, 8);
+    assert_eq!(k.shape, vec![20, 3, 16]);
+    let src = render(&p, &k, SCALAR4, None).source;
+    assert!(!src.contains("/ 16LL") && !src.contains("% 16LL"), "{src}");
+    assert!(src.contains("pl_v4 acc0_u0_v0 = {0};"), "{src}");
+
+    // Heads of 4 values: rows of 4 would not fill two vectors, the row of 12 stays whole.
+    let mut p = heads_merged_product(3, 20, 4);
+    let mut k = p.kernels[0].clone();
+    super::merge::split_dims(&mut p.ctx, &mut k, &|_| false, 8);
+    assert_eq!(k.shape, vec![20, 12]);
+
+    // The same divisions inside a weight's index (a packed panel layout) do not count.
+    let mut p = heads_merged_product(3, 20, 16);
+    let mut k = p.kernels[0].clone();
+    super::merge::split_dims(&mut p.ctx, &mut k, &|_| true, 8);
+    assert_eq!(k.shape, vec![20, 48]);
+}
