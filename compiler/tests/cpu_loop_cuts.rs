@@ -6,7 +6,9 @@
 //! - divided indices: nearest upsampling and depth-to-space, run in whole periods of their
 //!   divisors, on rows that are not whole periods and after padding (`target::cpu::period`);
 //!   attention's per-head products written as one row per token, the row split back into heads
-//!   (`target::cpu::merge`).
+//!   (`target::cpu::merge`);
+//! - transposed outputs: depthwise convolutions written channels-last, computed rows innermost and
+//!   copied transposed (`target::cpu::reorder`).
 
 use std::path::Path;
 use std::process::Command;
@@ -170,6 +172,25 @@ run([h.make_node("Constant", [], ["shape"], value=shape),
      h.make_node("Reshape", ["ct", "shape"], ["r"]),
      h.make_node("Add", ["r", "x"], ["y"])],
     [("s", f32(1, {heads}, t, t)), ("v", f32(1, {heads}, t, {size})), ("x", f32(1, t, hs))], ["y"])"#
+            ),
+        );
+    }
+}
+
+#[test]
+fn depthwise_convolutions_written_channels_last() {
+    // ConvNeXt's block: a 7×7 depthwise convolution transposed to channels-last before its
+    // LayerNorm. The convolution is computed rows innermost, then transposed
+    // (`target::cpu::reorder`), on maps of 7 to 29 columns.
+    for (c, hw) in [(24, 29), (40, 7)] {
+        check(
+            &format!("depthwise_channels_last_{c}x{hw}"),
+            &format!(
+                r#"c = {c}
+run([h.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[7, 7], pads=[3, 3, 3, 3], group=c),
+     h.make_node("Transpose", ["y"], ["t"], perm=[0, 2, 3, 1]),
+     h.make_node("LayerNormalization", ["t", "g", "beta"], ["n"], axis=-1, epsilon=1e-6)],
+    [("x", f32(1, c, {hw}, {hw})), ("w", f32(c, 1, 7, 7)), ("b", f32(c)), ("g", f32(c)), ("beta", f32(c))], ["n"])"#
             ),
         );
     }

@@ -12,6 +12,7 @@ mod merge;
 mod peel;
 mod period;
 pub mod render;
+mod reorder;
 pub mod split;
 mod tile;
 pub mod tune;
@@ -138,6 +139,7 @@ impl Codegen for Cpu {
         let arch = self.target.arch.name();
         let cpu = isa::CpuTarget::new(arch, self.cpu.as_deref())?;
         let unit = cpu.vec_unit();
+        reorder::reorder_transposed_outputs(p);
         let weights: Vec<bool> = p.bufs.iter().map(|b| matches!(b.kind, crate::program::BufKind::Weight(_))).collect();
         for k in &mut p.kernels {
             merge::split_dims(&mut p.ctx, k, &|b| weights[b as usize], 2 * unit.lanes);

@@ -677,3 +677,32 @@ fn a_divided_inner_dimension_splits_into_a_product_a_tile_takes() {
     super::merge::split_dims(&mut p.ctx, &mut k, &|_| true, 8);
     assert_eq!(k.shape, vec![20, 48]);
 }
+
+#[test]
+fn a_depthwise_convolution_written_channels_last_is_computed_rows_innermost() {
+    use super::reorder::{natural_order, reorder_transposed_outputs};
+    // `out[y, x, c]`: the channel innermost, the input read a plane apart along it.
+    let mut p = depthwise(16, 12, 20, 3);
+    assert_eq!(natural_order(&p, &p.kernels[0]), None, "rows innermost already");
+    let k = &mut p.kernels[0];
+    let (vars, shape) = (k.vars.clone(), k.shape.clone());
+    k.vars = vec![vars[1], vars[2], vars[0]];
+    k.shape = vec![shape[1], shape[2], shape[0]];
+    assert_eq!(natural_order(&p, &p.kernels[0]), Some(vec![0, 2, 1]));
+    let out = p.kernels[0].out;
+    reorder_transposed_outputs(&mut p);
+    let [computed, copy] = &p.kernels[..] else { panic!("two kernels: {:?}", p.kernels) };
+    assert_eq!((computed.shape.clone(), copy.shape.clone()), (vec![12, 16, 20], vec![12, 20, 16]));
+    assert_eq!(copy.out, out);
+    assert!(copy.name.ends_with("_transposed") && computed.out != out);
+    let src = render(&p, computed, SCALAR4, None).source;
+    assert!(src.contains("pl_v4 acc0_v0 = {0};"), "a register tile along the rows: {src}");
+
+    // A matrix product written transposed reads its row operand along the innermost dimension, but
+    // the columns (now outer) share it: register tiles replicate along them, nothing moves.
+    let mut p = matmul(32, 16, 24);
+    let k = &mut p.kernels[0];
+    k.vars.reverse();
+    k.shape.reverse();
+    assert_eq!(natural_order(&p, &p.kernels[0]), None);
+}

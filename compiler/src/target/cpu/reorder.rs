@@ -1,0 +1,120 @@
+//! Reductions whose output is a transposed view: computed in the order their loads walk, then
+//! transposed by a copy.
+//!
+//! A convolution followed by a Transpose to channels-last (ConvNeXt's depthwise convolution before
+//! its LayerNorm, every tf2onnx export) is one fused kernel whose innermost output dimension is the
+//! channel: its input is read at a stride of a whole plane along it, so neither a vector nor a
+//! register tile runs, and each output sums its window in scalar. Computed into a scratch buffer in
+//! the order where the input's row is innermost (a plain convolution) and then copied transposed,
+//! the sums run on register tiles; the copy moves each output once more.
+
+use pilot_core::DType;
+
+use crate::ir::{Ctx, Op, N};
+use crate::program::{BufKind, Kernel, Program};
+
+use super::render::free_vars;
+use super::tile::coefficient;
+
+/// Floating-point operations per output below which a kernel keeps its order: the copy would cost
+/// as much as the slow order loses.
+pub const MIN_FLOPS_PER_OUTPUT: u64 = 16;
+
+/// Replaces each kernel of `p` that [`natural_order`] reorders by two: the kernel with its
+/// dimensions reordered, writing a new scratch buffer, and a copy of that buffer into the
+/// original output in the original order.
+pub(super) fn reorder_transposed_outputs(p: &mut Program) {
+    let kernels = std::mem::take(&mut p.kernels);
+    for k in kernels {
+        let Some(perm) = natural_order(p, &k) else {
+            p.kernels.push(k);
+            continue;
+        };
+        let dtype = p.bufs[k.out as usize].dtype;
+        let numel = p.bufs[k.out as usize].numel;
+        let scratch = p.add_buf(dtype, numel, BufKind::Scratch);
+        let computed = Kernel {
+            name: k.name.clone(),
+            out: scratch,
+            vars: perm.iter().map(|&i| k.vars[i]).collect(),
+            shape: perm.iter().map(|&i| k.shape[i]).collect(),
+            expr: k.expr,
+        };
+        let copy = transposed_copy(&mut p.ctx, &k, &perm, scratch, dtype);
+        p.kernels.push(computed);
+        p.kernels.push(copy);
+    }
+}
+
+/// `out[v] = scratch[v permuted by perm]` over `k`'s output.
+fn transposed_copy(ctx: &mut Ctx, k: &Kernel, perm: &[usize], scratch: u32, dtype: DType) -> Kernel {
+    let vars = ctx.fresh_vars(&k.shape);
+    let mut index = ctx.int(0);
+    let mut stride = 1i64;
+    for &i in perm.iter().rev() {
+        let v = ctx.var(vars[i]);
+        let term = ctx.mul_i(v, stride);
+        index = ctx.add(index, term);
+        stride *= k.shape[i] as i64;
+    }
+    let expr = ctx.load(scratch, dtype, index, None);
+    Kernel { name: format!("{}_transposed", k.name), out: k.out, vars, shape: k.shape.clone(), expr }
+}
+
+/// The order of `k`'s dimensions to compute it in (a permutation, innermost last), or `None` to
+/// keep it: a float reduction worth [`MIN_FLOPS_PER_OUTPUT`] per output whose summed operands (the
+/// loads under its reductions) vary along its innermost dimension but none of them as a register
+/// tile reads (steps of 1 or 2) and every outer dimension changes them (no replicas can share them),
+/// where another dimension is read with steps of 1 by some operand
+/// and with no other step by any (even 7 values: the tiles shift their last vector back). The
+/// innermost such dimension becomes the innermost; the rest keep their order.
+pub(super) fn natural_order(p: &Program, k: &Kernel) -> Option<Vec<usize>> {
+    let ctx = &p.ctx;
+    let inner = k.vars.len().checked_sub(1)?;
+    let outputs: u64 = k.shape.iter().map(|&d| d as u64).product();
+    if !ctx.has_reduce(k.expr) || !ctx.dtype(k.expr).is_float() || k.shape[inner] < 2 {
+        return None;
+    }
+    if p.kernel_flops(k) < MIN_FLOPS_PER_OUTPUT * outputs {
+        return None;
+    }
+    let order = ctx.toposort(&[k.expr]);
+    let free = free_vars(ctx, &order);
+    let bodies: Vec<N> = order
+        .iter()
+        .filter_map(|&n| match ctx.op(n) {
+            Op::Reduce { body, .. } => Some(*body),
+            _ => None,
+        })
+        .collect();
+    let operands: Vec<N> = ctx
+        .toposort(&bodies)
+        .into_iter()
+        .filter_map(|n| match ctx.op(n) {
+            Op::Load { index, .. } => Some(*index),
+            _ => None,
+        })
+        .collect();
+    // The steps of the operands that vary along `var` (`None`: not affine in it).
+    let steps = |var: u32| -> Vec<Option<i64>> {
+        operands.iter().map(|&i| coefficient(ctx, &free, i, var)).filter(|&c| c != Some(0)).collect()
+    };
+    let inner_steps = steps(k.vars[inner]);
+    if inner_steps.is_empty() || inner_steps.iter().any(|&c| matches!(c, Some(1 | 2))) {
+        return None;
+    }
+    // An outer dimension that no operand varying along the innermost one depends on: register
+    // tiles replicated along it share those operands' gathered rows (a convolution's output
+    // channels sharing one gathered input row), and the order is good as it is.
+    let gathered: Vec<N> = operands.iter().copied().filter(|&i| free[&i].contains(&k.vars[inner])).collect();
+    if (0..inner).any(|i| k.shape[i] > 1 && gathered.iter().all(|g| !free[g].contains(&k.vars[i]))) {
+        return None;
+    }
+    let best = (0..inner).rev().find(|&i| {
+        let s = steps(k.vars[i]);
+        k.shape[i] >= 2 && !s.is_empty() && s.iter().all(|&c| c == Some(1))
+    })?;
+    let mut perm: Vec<usize> = (0..k.vars.len()).filter(|&i| i != best).collect();
+    perm.push(best);
+    Some(perm)
+}
