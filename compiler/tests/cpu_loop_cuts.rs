@@ -8,7 +8,9 @@
 //!   attention's per-head products written as one row per token, the row split back into heads
 //!   (`target::cpu::merge`);
 //! - transposed outputs: depthwise convolutions written channels-last, computed rows innermost and
-//!   copied transposed (`target::cpu::reorder`).
+//!   copied transposed (`target::cpu::reorder`);
+//! - a swish before depthwise convolutions whose padded copy has short or phase-split rows,
+//!   computed on its own before the copy (`lower::LowerCtx::windowed_input`).
 
 use std::path::Path;
 use std::process::Command;
@@ -58,14 +60,17 @@ fn two_threads() -> Result<Box<dyn pilot_core::Device>, String> {
 }
 
 /// Builds the case of `snippet` (see [`HARNESS`]), compiles it for this machine's CPU and steps it
-/// on two threads.
-fn check(name: &str, snippet: &str) {
+/// on two threads; returns the names of the artifact's kernels, in step order.
+fn check(name: &str, snippet: &str) -> Vec<String> {
     let py = pilot_test_support::venv_python().expect("the venv with onnx and onnxruntime (scripts/setup.sh)");
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(py).arg("-c").arg(format!("{HARNESS}\n{snippet}")).arg(dir.path()).output().unwrap();
     assert!(out.status.success(), "{name}: building the model failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let opts = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Cpu).unwrap());
     run_case_on(Path::new(dir.path()), &opts, two_threads, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let art = dir.path().join("names.pkl");
+    pilot_compiler::compile(&dir.path().join("model.onnx"), &art, &opts, &|_| {}).unwrap();
+    pilot_core::Artifact::open(&art).unwrap().manifest.programs.iter().map(|p| p.name.clone()).collect()
 }
 
 #[test]
@@ -193,5 +198,26 @@ run([h.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[7, 7], pads=[3, 3
     [("x", f32(1, c, {hw}, {hw})), ("w", f32(c, 1, 7, 7)), ("b", f32(c)), ("g", f32(c)), ("beta", f32(c))], ["n"])"#
             ),
         );
+    }
+}
+
+#[test]
+fn a_swish_before_short_or_phase_split_padded_copies_is_computed_before_them() {
+    // EfficientNet's expansion: Sigmoid·x, then a 3×3 stride-2 depthwise convolution (its copy splits
+    // the two phases) or a 5×5 one on a 14-column map (rows of 18 cut by the padding's guards).
+    for (k, stride, hw) in [(3, 2, 29), (5, 1, 14)] {
+        let names = check(
+            &format!("swish_depthwise_{k}x{k}_s{stride}"),
+            &format!(
+                r#"c, k = 24, {k}
+run([h.make_node("Sigmoid", ["x"], ["s"]),
+     h.make_node("Mul", ["x", "s"], ["a"]),
+     h.make_node("Conv", ["a", "w"], ["y"], kernel_shape=[k, k], strides=[{stride}, {stride}], pads=[k // 2] * 4,
+                 group=c, name="dw")],
+    [("x", f32(1, c, {hw}, {hw})), ("w", f32(c, 1, k, k))], ["y"])"#
+            ),
+        );
+        let at = |suffix: &str| names.iter().position(|n| n.ends_with(suffix));
+        assert!(matches!((at("dw_in"), at("dw_pad")), (Some(a), Some(b)) if a < b), "{names:?}");
     }
 }

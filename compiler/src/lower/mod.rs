@@ -306,7 +306,8 @@ impl NodeCtx<'_> {
     ///
     /// Padding is materialized: the window loop then reads plain memory with no bounds guards, which
     /// is what lets it vectorize. A producer with a reduction is realized first (guarding its loads
-    /// would slow its own loop); an elementwise one is computed by the copy itself. With a stride
+    /// would slow its own loop); an elementwise one is computed by the copy itself, unless on the CPU
+    /// it has transcendental math and the copy's rows are short or split into phases (below). With a stride
     /// `s > 2` along the last axis (and `s = 2` off the CPU), the copy also splits that axis into its
     /// `s` phases (`x[.., j*s + p]` stored at `[.., p, j]`), so the window loop reads contiguous
     /// memory; on the GPU targets (no CPU vector lanes) an unpadded strided input is not copied for
@@ -334,8 +335,24 @@ impl NodeCtx<'_> {
         if !copied {
             return self.reduce_input(x, reuse);
         }
-        // The copy computes an elementwise producer once per element itself (one kernel less).
-        let x = if self.l.p.ctx.has_reduce(x.expr) { self.reduce_input(x, reuse) } else { x.clone() };
+        // The copy computes an elementwise producer once per element itself (one kernel less),
+        // unless, on the CPU, the producer has math that only vectorized loops make cheap and the
+        // copy's rows are short (its guards cut them into pieces) or split into phases (read every
+        // `stride`-th element): the copy runs them in scalar (a swish before a stride-2 depthwise
+        // convolution: 7 ns per element, computed on its own over whole planes: 0.5 ns).
+        let lanes = self.cpu_lanes();
+        let width = x.shape[x.rank() - 1] as i64 + pad_lo[pad_lo.len() - 1] + pad_hi[pad_hi.len() - 1];
+        let short = split || width <= 2 * lanes as i64;
+        let p = &mut self.l.p;
+        let costly = lanes > 0 && short && p.is_buffer_view(x).is_none() && costly_math(&p.ctx, x.expr);
+        let x = if p.ctx.has_reduce(x.expr) {
+            self.reduce_input(x, reuse)
+        } else if costly && !p.is_constant(x) {
+            let name = format!("{}_in", self.node.name);
+            self.l.p.realize(x, BufKind::Scratch, &name)
+        } else {
+            x.clone()
+        };
         let r = x.rank();
         let width = (x.shape[r - 1] as i64 + pad_lo[pad_lo.len() - 1] + pad_hi[pad_hi.len() - 1]).max(0) as usize;
         let lo = [&[0, 0][..], pad_lo].concat();
@@ -671,4 +688,14 @@ fn settle(l: &mut Lowerer, node: &Node, name: &str, x: Lazy) -> Lazy {
         return l.p.realize(&x, BufKind::Scratch, name);
     }
     x
+}
+
+/// Whether `root` computes a transcendental function (`pl_expf`, `pl_tanhf`, ...): tens of cycles
+/// per element in scalar code, a few in a vectorized loop.
+fn costly_math(ctx: &crate::ir::Ctx, root: crate::ir::N) -> bool {
+    use crate::ir::{Op, UnOp};
+    ctx.toposort(&[root]).into_iter().any(|n| {
+        matches!(ctx.op(n), Op::Unary(op, _) if matches!(op, UnOp::Exp | UnOp::Log | UnOp::Tanh | UnOp::Erf
+            | UnOp::Sin | UnOp::Cos | UnOp::Tan | UnOp::Atan | UnOp::Asin | UnOp::Acos))
+    })
 }
