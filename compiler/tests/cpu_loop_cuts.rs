@@ -10,7 +10,8 @@
 //! - transposed outputs: depthwise convolutions written channels-last, computed rows innermost and
 //!   copied transposed (`target::cpu::reorder`);
 //! - a swish before depthwise convolutions whose padded copy has short or phase-split rows,
-//!   computed on its own before the copy (`lower::LowerCtx::windowed_input`).
+//!   computed on its own before the copy (`lower::LowerCtx::windowed_input`);
+//! - an elementwise consumer of a convolution folded into its epilogue (`target::cpu::epilogue`).
 
 use std::path::Path;
 use std::process::Command;
@@ -220,4 +221,20 @@ run([h.make_node("Sigmoid", ["x"], ["s"]),
         let at = |suffix: &str| names.iter().position(|n| n.ends_with(suffix));
         assert!(matches!((at("dw_in"), at("dw_pad")), (Some(a), Some(b)) if a < b), "{names:?}");
     }
+}
+
+#[test]
+fn an_elementwise_consumer_of_a_convolution_runs_in_its_epilogue() {
+    // The convolution's output is used twice (y·y + y), so lowering realizes it; the kernel that
+    // reads it back is folded into the convolution (`target::cpu::epilogue`).
+    let names = check(
+        "conv_square_add",
+        r#"run([h.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="conv"),
+     h.make_node("Mul", ["y", "y"], ["s"]),
+     h.make_node("Add", ["s", "y"], ["z"]),
+     h.make_node("Relu", ["z"], ["r"])],
+    [("x", f32(1, 8, 21, 37)), ("w", f32(16, 8, 3, 3))], ["r"])"#,
+    );
+    // The padded copy, then the convolution (realized as `y`) writing the model's output.
+    assert!(names.len() == 2 && names[1].ends_with("_y"), "{names:?}");
 }

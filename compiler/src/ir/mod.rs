@@ -560,6 +560,15 @@ pub fn max_value(dtype: DType) -> f64 {
     }
 }
 
+/// Whether `root` computes a transcendental function (`pl_expf`, `pl_tanhf`, ...): tens of cycles
+/// per element in scalar code, a few in a vectorized loop.
+pub fn transcendental(ctx: &Ctx, root: N) -> bool {
+    ctx.toposort(&[root]).into_iter().any(|n| {
+        matches!(ctx.op(n), Op::Unary(op, _) if matches!(op, UnOp::Exp | UnOp::Log | UnOp::Tanh | UnOp::Erf
+            | UnOp::Sin | UnOp::Cos | UnOp::Tan | UnOp::Atan | UnOp::Asin | UnOp::Acos))
+    })
+}
+
 /// Floating-point operations executed per evaluation of `root`, counting reduction bodies once per
 /// iteration (index arithmetic, padding guards and other integer or boolean work excluded). A value
 /// used several times (an activation reads its input twice) is computed once: the expression is a

@@ -11,9 +11,24 @@ use super::{Ctx, Op, N};
 /// Invariant kept: every reduction variable is bound by exactly one Reduce node (a reduction whose
 /// body changes gets a fresh variable), so renderers can scope loops by variable.
 pub fn substitute(ctx: &mut Ctx, root: N, map: &HashMap<u32, N>, guard: Option<N>) -> N {
+    rebuild(ctx, root, map, &HashMap::new(), guard)
+}
+
+/// Rebuilds `root` with each node in `nodes` replaced by its value (a load of a buffer replaced by
+/// the expression that computes it), through the simplifying constructors. The replacements must
+/// not be under a reduction of `root` whose variable they use.
+pub fn replace_nodes(ctx: &mut Ctx, root: N, nodes: &HashMap<N, N>) -> N {
+    rebuild(ctx, root, &HashMap::new(), nodes, None)
+}
+
+fn rebuild(ctx: &mut Ctx, root: N, map: &HashMap<u32, N>, nodes: &HashMap<N, N>, guard: Option<N>) -> N {
     let order = ctx.toposort(&[root]);
     let mut new: HashMap<N, N> = HashMap::with_capacity(order.len());
     for n in order {
+        if let Some(&r) = nodes.get(&n) {
+            new.insert(n, r);
+            continue;
+        }
         let m = |x: &N| new[x];
         let node = ctx.node(n).clone();
         let r = match &node.op {

@@ -344,7 +344,7 @@ impl NodeCtx<'_> {
         let width = x.shape[x.rank() - 1] as i64 + pad_lo[pad_lo.len() - 1] + pad_hi[pad_hi.len() - 1];
         let short = split || width <= 2 * lanes as i64;
         let p = &mut self.l.p;
-        let costly = lanes > 0 && short && p.is_buffer_view(x).is_none() && costly_math(&p.ctx, x.expr);
+        let costly = lanes > 0 && short && p.is_buffer_view(x).is_none() && crate::ir::transcendental(&p.ctx, x.expr);
         let x = if p.ctx.has_reduce(x.expr) {
             self.reduce_input(x, reuse)
         } else if costly && !p.is_constant(x) {
@@ -688,14 +688,4 @@ fn settle(l: &mut Lowerer, node: &Node, name: &str, x: Lazy) -> Lazy {
         return l.p.realize(&x, BufKind::Scratch, name);
     }
     x
-}
-
-/// Whether `root` computes a transcendental function (`pl_expf`, `pl_tanhf`, ...): tens of cycles
-/// per element in scalar code, a few in a vectorized loop.
-fn costly_math(ctx: &crate::ir::Ctx, root: crate::ir::N) -> bool {
-    use crate::ir::{Op, UnOp};
-    ctx.toposort(&[root]).into_iter().any(|n| {
-        matches!(ctx.op(n), Op::Unary(op, _) if matches!(op, UnOp::Exp | UnOp::Log | UnOp::Tanh | UnOp::Erf
-            | UnOp::Sin | UnOp::Cos | UnOp::Tan | UnOp::Atan | UnOp::Asin | UnOp::Acos))
-    })
 }

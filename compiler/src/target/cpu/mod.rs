@@ -6,6 +6,7 @@
 
 pub mod cc;
 pub mod cmath;
+mod epilogue;
 mod guards;
 pub mod isa;
 mod merge;
@@ -139,6 +140,7 @@ impl Codegen for Cpu {
         let arch = self.target.arch.name();
         let cpu = isa::CpuTarget::new(arch, self.cpu.as_deref())?;
         let unit = cpu.vec_unit();
+        epilogue::fold_elementwise_consumers(p);
         reorder::reorder_transposed_outputs(p);
         let weights: Vec<bool> = p.bufs.iter().map(|b| matches!(b.kind, crate::program::BufKind::Weight(_))).collect();
         for k in &mut p.kernels {

@@ -706,3 +706,37 @@ fn a_depthwise_convolution_written_channels_last_is_computed_rows_innermost() {
     k.shape.reverse();
     assert_eq!(natural_order(&p, &p.kernels[0]), None);
 }
+
+/// A product `[m, kk]·[kk, n]` realized into scratch, and `consumer` of it realized as the output.
+fn product_then(m: usize, kk: usize, n: usize, consumer: impl Fn(&mut Program, &Lazy) -> Lazy) -> Program {
+    let mut p = matmul(m, kk, n);
+    let out = p.kernels[0].out;
+    p.bufs[out as usize].kind = BufKind::Scratch;
+    let y = p.view_buf(out, &[m, n]);
+    let z = consumer(&mut p, &y);
+    p.realize(&z, BufKind::Output(0), "consumer");
+    p
+}
+
+#[test]
+fn an_elementwise_consumer_becomes_its_producers_epilogue() {
+    use super::epilogue::fold_elementwise_consumers;
+    // y·y + y: the one kernel reading the product, at its own coordinates.
+    let mut p = product_then(8, 32, 16, |p, y| {
+        let sq = p.binary(BinOp::Mul, y, y);
+        p.binary(BinOp::Add, &sq, y)
+    });
+    let (scratch, out) = (p.kernels[0].out, p.kernels[1].out);
+    fold_elementwise_consumers(&mut p);
+    let [k] = &p.kernels[..] else { panic!("{:?}", p.kernels) };
+    assert_eq!((k.name.as_str(), k.out), ("k0_mm", out));
+    assert!(p.ctx.has_reduce(k.expr) && !p.ctx.loads(k.expr).contains(&scratch));
+
+    // Read shifted (a transpose), or with a transcendental function: both kernels stay.
+    let mut p = product_then(16, 32, 16, |p, y| p.permute(y, &[1, 0]));
+    fold_elementwise_consumers(&mut p);
+    assert_eq!(p.kernels.len(), 2);
+    let mut p = product_then(8, 32, 16, |p, y| p.unary(UnOp::Exp, y));
+    fold_elementwise_consumers(&mut p);
+    assert_eq!(p.kernels.len(), 2);
+}
