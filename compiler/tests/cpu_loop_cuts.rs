@@ -203,6 +203,20 @@ run([h.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[7, 7], pads=[3, 3
 }
 
 #[test]
+fn a_pointwise_product_on_a_narrow_map_written_channels_first() {
+    // ConvNeXt's last stage: the product over channels-last rows of a 7×7 map, transposed back to
+    // channels-first and added: computed channels innermost over 49 rows, then transposed.
+    let names = check(
+        "pointwise_7x7_channels_first",
+        r#"run([h.make_node("MatMul", ["x", "w"], ["m"]),
+     h.make_node("Transpose", ["m"], ["y"], perm=[0, 3, 1, 2]),
+     h.make_node("Add", ["y", "r"], ["z"])],
+    [("x", f32(1, 7, 7, 48)), ("w", f32(48, 40)), ("r", f32(1, 40, 7, 7))], ["z"])"#,
+    );
+    assert!(names.iter().any(|n| n.ends_with("_transposed")), "{names:?}");
+}
+
+#[test]
 fn a_swish_before_short_or_phase_split_padded_copies_is_computed_before_them() {
     // EfficientNet's expansion: Sigmoid·x, then a 3×3 stride-2 depthwise convolution (its copy splits
     // the two phases) or a 5×5 one on a 14-column map (rows of 18 cut by the padding's guards).

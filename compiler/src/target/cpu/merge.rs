@@ -95,22 +95,24 @@ fn divisions(ctx: &Ctx, root: N, is_weight: &dyn Fn(u32) -> bool) -> Vec<Divisio
     out
 }
 
-/// Merges `k`'s innermost dimensions pairwise, from the inside out, while [`mergeable`] allows.
+/// Merges adjacent dimensions of `k` pairwise, from the inside out, wherever [`mergeable`] allows
+/// (outer pairs too: a product computed channels innermost over `[h, w]` rows gets `h·w` rows that
+/// register tiles block, where rows of 7 would leave them few).
 pub fn merge_dims(ctx: &mut Ctx, k: &mut Kernel) {
-    while k.vars.len() >= 2 {
-        let i = k.vars.len() - 1;
+    let mut i = k.vars.len().saturating_sub(1);
+    while i >= 1 {
         let (vy, vx, h, w) = (k.vars[i - 1], k.vars[i], k.shape[i - 1], k.shape[i]);
         if h <= 1 || w <= 1 || !mergeable(ctx, k.expr, vy, vx, w as i64) {
-            return;
+            i -= 1;
+            continue;
         }
         let z = ctx.fresh_var((h * w) as u64);
         let zero = ctx.int(0);
         let zv = ctx.var(z);
         k.expr = substitute(ctx, k.expr, &HashMap::from([(vy, zero), (vx, zv)]), None);
-        k.vars.truncate(i - 1);
-        k.vars.push(z);
-        k.shape.truncate(i - 1);
-        k.shape.push(h * w);
+        k.vars.splice(i - 1..=i, [z]);
+        k.shape.splice(i - 1..=i, [h * w]);
+        i = (i - 1).min(k.vars.len() - 1);
     }
 }
 

@@ -141,7 +141,7 @@ impl Codegen for Cpu {
         let cpu = isa::CpuTarget::new(arch, self.cpu.as_deref())?;
         let unit = cpu.vec_unit();
         epilogue::fold_elementwise_consumers(p);
-        reorder::reorder_transposed_outputs(p);
+        reorder::reorder_transposed_outputs(p, unit.lanes);
         let weights: Vec<bool> = p.bufs.iter().map(|b| matches!(b.kind, crate::program::BufKind::Weight(_))).collect();
         for k in &mut p.kernels {
             merge::split_dims(&mut p.ctx, k, &|b| weights[b as usize], 2 * unit.lanes);

@@ -23,10 +23,10 @@ pub const MIN_FLOPS_PER_OUTPUT: u64 = 16;
 /// Replaces each kernel of `p` that [`natural_order`] reorders by two: the kernel with its
 /// dimensions reordered, writing a new scratch buffer, and a copy of that buffer into the
 /// original output in the original order.
-pub(super) fn reorder_transposed_outputs(p: &mut Program) {
+pub(super) fn reorder_transposed_outputs(p: &mut Program, lanes: usize) {
     let kernels = std::mem::take(&mut p.kernels);
     for k in kernels {
-        let Some(perm) = natural_order(p, &k) else {
+        let Some(perm) = natural_order(p, &k, lanes) else {
             p.kernels.push(k);
             continue;
         };
@@ -68,7 +68,7 @@ fn transposed_copy(ctx: &mut Ctx, k: &Kernel, perm: &[usize], scratch: u32, dtyp
 /// where another dimension is read with steps of 1 by some operand
 /// and with no other step by any (even 7 values: the tiles shift their last vector back). The
 /// innermost such dimension becomes the innermost; the rest keep their order.
-pub(super) fn natural_order(p: &Program, k: &Kernel) -> Option<Vec<usize>> {
+pub(super) fn natural_order(p: &Program, k: &Kernel, lanes: usize) -> Option<Vec<usize>> {
     let ctx = &p.ctx;
     let inner = k.vars.len().checked_sub(1)?;
     let outputs: u64 = k.shape.iter().map(|&d| d as u64).product();
@@ -105,14 +105,18 @@ pub(super) fn natural_order(p: &Program, k: &Kernel) -> Option<Vec<usize>> {
     }
     // An outer dimension that no operand varying along the innermost one depends on: register
     // tiles replicated along it share those operands' gathered rows (a convolution's output
-    // channels sharing one gathered input row), and the order is good as it is.
+    // channels sharing one gathered input row), and the order is good as it is, unless the
+    // innermost dimension is narrower than a vector and the new one at least two vectors wide
+    // (a pointwise product on a 7×7 map written channels-first: 7 of 16 lanes busy).
     let gathered: Vec<N> = operands.iter().copied().filter(|&i| free[&i].contains(&k.vars[inner])).collect();
-    if (0..inner).any(|i| k.shape[i] > 1 && gathered.iter().all(|g| !free[g].contains(&k.vars[i]))) {
+    let shared = (0..inner).any(|i| k.shape[i] > 1 && gathered.iter().all(|g| !free[g].contains(&k.vars[i])));
+    if shared && k.shape[inner] >= lanes {
         return None;
     }
+    let min_extent = if shared { 2 * lanes } else { 2 };
     let best = (0..inner).rev().find(|&i| {
         let s = steps(k.vars[i]);
-        k.shape[i] >= 2 && !s.is_empty() && s.iter().all(|&c| c == Some(1))
+        k.shape[i] >= min_extent && !s.is_empty() && s.iter().all(|&c| c == Some(1))
     })?;
     let mut perm: Vec<usize> = (0..k.vars.len()).filter(|&i| i != best).collect();
     perm.push(best);

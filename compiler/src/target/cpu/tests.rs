@@ -423,6 +423,15 @@ fn contiguous_dims_merge_and_windowed_ones_do_not() {
     let mut k = p.kernels[0].clone();
     super::merge::merge_dims(&mut p.ctx, &mut k);
     assert_eq!(k.shape, vec![3, 12]);
+
+    // Channels-last over a channels-first input: the channels stay apart, the rows outside merge.
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[5, 6, 10]);
+    let t = p.permute(&x, &[1, 2, 0]);
+    p.realize(&t, BufKind::Output(0), "nhwc");
+    let mut k = p.kernels[0].clone();
+    super::merge::merge_dims(&mut p.ctx, &mut k);
+    assert_eq!(k.shape, vec![60, 5]);
 }
 
 #[test]
@@ -683,14 +692,14 @@ fn a_depthwise_convolution_written_channels_last_is_computed_rows_innermost() {
     use super::reorder::{natural_order, reorder_transposed_outputs};
     // `out[y, x, c]`: the channel innermost, the input read a plane apart along it.
     let mut p = depthwise(16, 12, 20, 3);
-    assert_eq!(natural_order(&p, &p.kernels[0]), None, "rows innermost already");
+    assert_eq!(natural_order(&p, &p.kernels[0], 4), None, "rows innermost already");
     let k = &mut p.kernels[0];
     let (vars, shape) = (k.vars.clone(), k.shape.clone());
     k.vars = vec![vars[1], vars[2], vars[0]];
     k.shape = vec![shape[1], shape[2], shape[0]];
-    assert_eq!(natural_order(&p, &p.kernels[0]), Some(vec![0, 2, 1]));
+    assert_eq!(natural_order(&p, &p.kernels[0], 4), Some(vec![0, 2, 1]));
     let out = p.kernels[0].out;
-    reorder_transposed_outputs(&mut p);
+    reorder_transposed_outputs(&mut p, 4);
     let [computed, copy] = &p.kernels[..] else { panic!("two kernels: {:?}", p.kernels) };
     assert_eq!((computed.shape.clone(), copy.shape.clone()), (vec![12, 16, 20], vec![12, 20, 16]));
     assert_eq!(copy.out, out);
@@ -704,7 +713,14 @@ fn a_depthwise_convolution_written_channels_last_is_computed_rows_innermost() {
     let k = &mut p.kernels[0];
     k.vars.reverse();
     k.shape.reverse();
-    assert_eq!(natural_order(&p, &p.kernels[0]), None);
+    assert_eq!(natural_order(&p, &p.kernels[0], 4), None);
+    // Unless its rows are fewer than a vector's lanes (3 of 4) and its columns two vectors or more:
+    // the columns become the innermost dimension.
+    let mut p = matmul(3, 16, 24);
+    let k = &mut p.kernels[0];
+    k.vars.reverse();
+    k.shape.reverse();
+    assert_eq!(natural_order(&p, &p.kernels[0], 4), Some(vec![1, 0]));
 }
 
 /// A product `[m, kk]·[kk, n]` realized into scratch, and `consumer` of it realized as the output.
