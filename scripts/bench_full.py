@@ -9,7 +9,9 @@ holds their geometric means. Correctness: every model is compiled with `--selfte
 <= 1e-4 against onnxruntime); a failure is reported in the table and makes the script exit 1.
 The three heaviest kernels of each model (`pilot run --profile`, 1 thread) follow the table.
 
-Usage: .venv/bin/python scripts/bench_full.py [--dir bench-out/full] [--rounds 5] [--steps 20]
+`--set probe` runs the same table on `make_probe_models.py`'s nets, families the code generator was not tuned on.
+
+Usage: .venv/bin/python scripts/bench_full.py [--dir bench-out/full] [--rounds 5] [--steps 20] [--set full|probe]
                                                [--pilot target/release/pilot] [--tinygrad] [--only NAME,...]
 """
 import argparse
@@ -119,8 +121,10 @@ def main():
     ap.add_argument("--pilot", default="target/release/pilot")
     ap.add_argument("--tinygrad", action="store_true")
     ap.add_argument("--only", default="")
+    ap.add_argument("--set", choices=["full", "probe"], default="full")
     a = ap.parse_args()
-    listing = subprocess.run([sys.executable, os.path.join(HERE, "make_full_models.py"), a.dir],
+    maker = {"full": "make_full_models.py", "probe": "make_probe_models.py"}[a.set]
+    listing = subprocess.run([sys.executable, os.path.join(HERE, maker), a.dir],
                              capture_output=True, text=True, check=True).stdout
     models = []
     for line in listing.splitlines():
