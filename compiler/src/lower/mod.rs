@@ -306,9 +306,9 @@ impl NodeCtx<'_> {
     ///
     /// Padding is materialized: the window loop then reads plain memory with no bounds guards, which
     /// is what lets it vectorize. A producer with a reduction is realized first (guarding its loads
-    /// would slow its own loop); an elementwise one is computed by the copy itself, unless on the CPU
-    /// it has transcendental math and the copy's rows are short or split into phases (below). With a stride
-    /// `s > 2` along the last axis (and `s = 2` off the CPU), the copy also splits that axis into its
+    /// would slow its own loop); an elementwise one is computed by the copy itself, unless on the
+    /// CPU it has transcendental math and the copy's rows are short or split into phases (below).
+    /// With a stride `s > 2` along the last axis (and `s = 2` off the CPU), the copy also splits that axis into its
     /// `s` phases (`x[.., j*s + p]` stored at `[.., p, j]`), so the window loop reads contiguous
     /// memory; on the GPU targets (no CPU vector lanes) an unpadded strided input is not copied for
     /// that. Where several output channels share each load (`shared`: an ungrouped convolution),
@@ -341,8 +341,9 @@ impl NodeCtx<'_> {
         // `stride`-th element): the copy runs them in scalar (a swish before a stride-2 depthwise
         // convolution: 7 ns per element, computed on its own over whole planes: 0.5 ns).
         let lanes = self.cpu_lanes();
-        let width = x.shape[x.rank() - 1] as i64 + pad_lo[pad_lo.len() - 1] + pad_hi[pad_hi.len() - 1];
-        let short = split || width <= 2 * lanes as i64;
+        let r = x.rank();
+        let width = (x.shape[r - 1] as i64 + pad_lo[pad_lo.len() - 1] + pad_hi[pad_hi.len() - 1]).max(0) as usize;
+        let short = split || width <= 2 * lanes;
         let p = &mut self.l.p;
         let costly = lanes > 0 && short && p.is_buffer_view(x).is_none() && crate::ir::transcendental(&p.ctx, x.expr);
         let x = if p.ctx.has_reduce(x.expr) {
@@ -353,8 +354,6 @@ impl NodeCtx<'_> {
         } else {
             x.clone()
         };
-        let r = x.rank();
-        let width = (x.shape[r - 1] as i64 + pad_lo[pad_lo.len() - 1] + pad_hi[pad_hi.len() - 1]).max(0) as usize;
         let lo = [&[0, 0][..], pad_lo].concat();
         let mut hi = [&[0, 0][..], pad_hi].concat();
         if split {

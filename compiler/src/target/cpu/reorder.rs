@@ -62,12 +62,13 @@ fn transposed_copy(ctx: &mut Ctx, k: &Kernel, perm: &[usize], scratch: u32, dtyp
 }
 
 /// The order of `k`'s dimensions to compute it in (a permutation, innermost last), or `None` to
-/// keep it: a float reduction worth [`MIN_FLOPS_PER_OUTPUT`] per output whose summed operands (the
-/// loads under its reductions) vary along its innermost dimension but none of them as a register
-/// tile reads (steps of 1 or 2) and every outer dimension changes them (no replicas can share them),
-/// where another dimension is read with steps of 1 by some operand
-/// and with no other step by any (even 7 values: the tiles shift their last vector back). The
-/// innermost such dimension becomes the innermost; the rest keep their order.
+/// keep it. A float reduction worth [`MIN_FLOPS_PER_OUTPUT`] per output is reordered where its
+/// summed operands (the loads under its reductions) vary along its innermost dimension, none of them
+/// as a register tile reads (steps of 1 or 2), and either every outer dimension changes them (no
+/// replicas could share them) or the innermost dimension is narrower than `lanes`. The new innermost
+/// dimension is the innermost one that some operand reads with steps of 1 and none with another
+/// step (even of 7 values: the tiles shift their last vector back; at least `2 · lanes` where
+/// replicas could share the old one); the rest keep their order.
 pub(super) fn natural_order(p: &Program, k: &Kernel, lanes: usize) -> Option<Vec<usize>> {
     let ctx = &p.ctx;
     let inner = k.vars.len().checked_sub(1)?;
