@@ -756,3 +756,14 @@ fn an_elementwise_consumer_becomes_its_producers_epilogue() {
     fold_elementwise_consumers(&mut p);
     assert_eq!(p.kernels.len(), 2);
 }
+
+#[test]
+fn rows_that_four_does_not_divide_are_blocked_by_a_divisor() {
+    // 49 rows (a 7×7 map): blocks of 7 replicas, two vectors of 16 columns each.
+    let p = matmul(49, 32, 64);
+    let src = render(&p, &p.kernels[0], VecUnit { lanes: 16, regs: 32 }, None).source;
+    assert!(src.contains("pl_v16 acc0_u6_v1 = {0};") && !src.contains("acc0_u7_"), "{src}");
+    assert_eq!(super::upcast::block_for(49), Some(7));
+    assert_eq!(super::upcast::block_for(24), Some(4));
+    assert_eq!(super::upcast::block_for(11), None);
+}

@@ -251,7 +251,11 @@ pub(super) fn candidates(
     let (blocks, lo, hi): (Vec<usize>, usize, usize) = match blocked {
         Some(e) if replicated => ((2..=MAX_REPLICAS).filter(|b| e % b == 0).collect(), 4, unit.regs.saturating_sub(8)),
         Some(e) => {
-            ([4, 8, 16].into_iter().filter(|b| e % b == 0).collect(), unit.regs / 2, unit.regs.saturating_sub(4))
+            let mut blocks: Vec<usize> = [4, 8, 16].into_iter().filter(|b| e % b == 0).collect();
+            if blocks.is_empty() {
+                blocks.extend(super::upcast::block_for(e));
+            }
+            (blocks, unit.regs / 2, unit.regs.saturating_sub(4))
         }
         None => (vec![1], 2, MAX_TILE_VECTORS),
     };

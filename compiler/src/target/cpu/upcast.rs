@@ -46,6 +46,16 @@ pub const MAX_INNER: usize = 2048;
 /// unit with 32 registers use 8.
 pub const BLOCK: usize = 4;
 
+/// The replicas an outer variable of `extent` values is blocked by untimed: [`BLOCK`] where it
+/// divides the extent, else the largest divisor from 5 to 8 (the 49 rows of a 7×7 map in blocks
+/// of 7), else none.
+pub fn block_for(extent: usize) -> Option<usize> {
+    if extent >= BLOCK && extent.is_multiple_of(BLOCK) {
+        return Some(BLOCK);
+    }
+    (5..=8).rev().find(|&b| extent > b && extent.is_multiple_of(b))
+}
+
 /// Steps of a long reduction's innermost variable per pass over the accumulator array, where no
 /// blocked variable or register tile applies.
 const K_UNROLL: usize = 4;
@@ -162,12 +172,8 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
         bodies.iter().any(|&n| matches!(ctx.op(n), Op::Load { .. }) && uses(n, vl) && !uses(n, v))
             && bodies.iter().any(|&n| uses(n, v))
     };
-    let blocked_var = k
-        .vars
-        .iter()
-        .zip(&k.shape)
-        .find(|&(&v, &e)| v != vl && e >= BLOCK && e % BLOCK == 0 && shares(v))
-        .map(|(&v, _)| v);
+    let blocked_var =
+        k.vars.iter().zip(&k.shape).find(|&(&v, &e)| v != vl && block_for(e).is_some() && shares(v)).map(|(&v, _)| v);
     // Register tiles where every chain's body allows them, else one tile spanning the inner range.
     // Without a blocked variable a tile pays only for short reductions (windows: depthwise
     // convolutions, pooling), whose accumulators would otherwise go through memory every few steps;
@@ -279,7 +285,11 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
             overhang_for(t.vectors),
         ),
         (None, None) => {
-            let block = if tiles.is_some() && blocked_extent % 8 == 0 && unit.acc_budget() >= 16 { 8 } else { BLOCK };
+            let block = if tiles.is_some() && blocked_extent % 8 == 0 && unit.acc_budget() >= 16 {
+                8
+            } else {
+                block_for(blocked_extent).unwrap_or(BLOCK)
+            };
             let replicas = if blocked_var.is_some() { block } else { 1 };
             let max_vectors = (unit.acc_budget() / replicas).clamp(1, MAX_VECTORS);
             let overhang = overhang_for(max_vectors);
