@@ -28,13 +28,13 @@ pub fn fold_elementwise_consumers(p: &mut Program) {
     let mut producer: HashMap<u32, usize> = HashMap::new();
     for mut c in kernels {
         if !p.ctx.has_reduce(c.expr) && !crate::ir::transcendental(&p.ctx, c.expr) {
+            let index = p.flat_index(&c.vars, &c.shape);
             for b in p.kernel_inputs(&c) {
                 let Some(&i) = producer.get(&b) else { continue };
                 let Some(pk) = out[i].as_ref() else { continue };
                 if readers[&b] != 1 || pk.shape != c.shape || !matches!(p.bufs[b as usize].kind, BufKind::Scratch) {
                     continue;
                 }
-                let index = p.flat_index(&c.vars, &c.shape);
                 let load = p.ctx.load(b, p.bufs[b as usize].dtype, index, None);
                 let only_here = p
                     .ctx
