@@ -51,7 +51,7 @@ fn tensor_spec(port: &Port, buffer: usize) -> TensorSpec {
 
 /// Writes an artifact of `p` with the code in `built` at `path`.
 pub fn write(p: &Program, opts: &ModelInfo, built: Built, path: &Path) -> Result<WriteReport> {
-    let plan = plan::plan(p, built.align);
+    let plan = plan::plan(p, built.align, built.read_past);
 
     // Artifact buffers: inputs, outputs, used weights, images, then the scratch arena.
     let mut buffers = Vec::new();

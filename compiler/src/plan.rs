@@ -15,8 +15,9 @@ pub struct Plan {
 
 /// First-fit placement. A buffer is live from the kernel that writes it through the last kernel that
 /// reads it, inclusive: the output of a kernel never shares memory with that kernel's inputs.
-/// Every offset is a multiple of `align`. Image buffers are not placed: each is its own allocation.
-pub fn plan(p: &Program, align: usize) -> Plan {
+/// Every offset is a multiple of `align`, and `read_past` bytes after each buffer belong to it.
+/// Image buffers are not placed: each is its own allocation.
+pub fn plan(p: &Program, align: usize, read_past: usize) -> Plan {
     let mut last_read: HashMap<u32, usize> = HashMap::new();
     for (i, k) in p.kernels.iter().enumerate() {
         for b in p.kernel_inputs(k) {
@@ -29,7 +30,7 @@ pub fn plan(p: &Program, align: usize) -> Plan {
     for (i, k) in p.kernels.iter().enumerate() {
         let b = k.out;
         if p.bufs[b as usize].kind == BufKind::Scratch && p.bufs[b as usize].image.is_none() {
-            let size = p.bufs[b as usize].nbytes().div_ceil(align) * align;
+            let size = (p.bufs[b as usize].nbytes() + read_past).div_ceil(align) * align;
             plan.naive_bytes += size;
             let mut taken: Vec<(usize, usize)> = live.iter().map(|&(_, o, s, _)| (o, s)).collect();
             taken.sort_unstable();

@@ -8,7 +8,9 @@
 //!   attention's per-head products written as one row per token, the row split back into heads
 //!   (`target::cpu::merge`);
 //! - transposed outputs: depthwise convolutions written channels-last, computed rows innermost and
-//!   copied transposed (`target::cpu::reorder`);
+//!   copied transposed, and a product with packed weights written channels-first, computed
+//!   channels innermost (`target::cpu::reorder`); a stride-2 convolution reading its unpadded input
+//!   up to its last element two vectors at a time (`target::cpu::READ_PAST`);
 //! - a swish before depthwise convolutions whose padded copy has short or phase-split rows,
 //!   computed on its own before the copy (`lower::LowerCtx::windowed_input`);
 //! - an elementwise consumer of a convolution folded into its epilogue (`target::cpu::epilogue`).
@@ -251,4 +253,24 @@ fn an_elementwise_consumer_of_a_convolution_runs_in_its_epilogue() {
     );
     // The padded copy, then the convolution (realized as `y`) writing the model's output.
     assert!(names.len() == 2 && names[1].ends_with("_y"), "{names:?}");
+}
+
+#[test]
+fn a_channels_last_product_added_channels_first_then_downsampled() {
+    // ConvNeXt's stage boundary: the block's second product over channels-last rows (constant
+    // weights, packed in panels), transposed back and added to the residual, then the 2×2 stride-2
+    // downsampling convolution. The product is computed channels innermost and transposed; the
+    // convolution reads its unpadded input two vectors at a time, its last one a float past it.
+    let names = check(
+        "channels_last_product_then_downsample",
+        r#"def const(name, a):
+    return h.make_node("Constant", [], [name], value=nh.from_array(a, name))
+run([const("w", f32(96, 48)), const("d", f32(32, 48, 2, 2)),
+     h.make_node("MatMul", ["x", "w"], ["m"]),
+     h.make_node("Transpose", ["m"], ["y"], perm=[0, 3, 1, 2]),
+     h.make_node("Add", ["y", "r"], ["z"]),
+     h.make_node("Conv", ["z", "d"], ["o"], kernel_shape=[2, 2], strides=[2, 2])],
+    [("x", f32(1, 28, 28, 96)), ("r", f32(1, 48, 28, 28))], ["o"])"#,
+    );
+    assert!(names.iter().any(|n| n.ends_with("_transposed")), "{names:?}");
 }

@@ -74,7 +74,7 @@ impl Limits {
 /// The arena is estimated at 64-byte alignment; targets that align more differ by less than their
 /// alignment per buffer.
 pub fn check_planned(p: &Program, limits: Limits) -> Result<(), String> {
-    let plan = crate::plan::plan(p, 64);
+    let plan = crate::plan::plan(p, 64, 0);
     let arena = plan.arena_bytes as u64;
     let others: u64 = p
         .bufs

@@ -80,6 +80,9 @@ pub struct Built {
     pub kernels: Vec<BuiltKernel>,
     /// Byte alignment of buffers in the scratch arena (the device's base-address alignment).
     pub align: usize,
+    /// Bytes past each scratch buffer's end that kernels may read, kept inside the arena (the
+    /// CPU's stride-2 vector loads read one element past the last they keep).
+    pub read_past: usize,
     /// Image pitch alignment in bytes (images only).
     pub pitch_align: usize,
     pub target: Target,

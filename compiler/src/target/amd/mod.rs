@@ -81,6 +81,7 @@ impl Codegen for Amd {
             codes: vec![code],
             kernels,
             align: ARENA_ALIGN,
+            read_past: 0,
             pitch_align: 1,
             target: self.target.clone(),
             read_images,

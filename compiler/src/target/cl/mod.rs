@@ -105,6 +105,7 @@ fn build(p: &mut Program, target: &Target, opts: &ClOptions) -> Result<Built> {
         codes: vec![source.into_bytes()],
         kernels,
         align: ARENA_ALIGN,
+        read_past: 0,
         pitch_align: opts.pitch_align,
         target: target.clone(),
         read_images: (0, 0),

@@ -31,6 +31,10 @@ use crate::program::{Kernel, Program};
 /// Byte alignment of every buffer in the scratch arena (a cache line).
 pub const ARENA_ALIGN: usize = 64;
 
+/// Bytes the arena keeps after every scratch buffer: a stride-2 vector load reads one element past
+/// the last it keeps (`tile.rs`), which must stay inside the arena.
+pub const READ_PAST: usize = 8;
+
 /// The CPU back end for `target` (backend `cpu` or `null`), with an optional C compiler override.
 pub struct Cpu {
     pub target: Target,
@@ -193,6 +197,7 @@ impl Codegen for Cpu {
             codes,
             kernels,
             align: ARENA_ALIGN,
+            read_past: READ_PAST,
             pitch_align: 1,
             target: self.target.clone(),
             read_images: (0, 0),

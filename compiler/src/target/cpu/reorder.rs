@@ -14,7 +14,7 @@ use crate::ir::{Ctx, Op, N};
 use crate::program::{BufKind, Kernel, Program};
 
 use super::render::free_vars;
-use super::tile::coefficient;
+use super::tile::{coefficient, runs_of};
 
 /// Floating-point operations per output below which a kernel keeps its order: the copy would cost
 /// as much as the slow order loses.
@@ -64,11 +64,11 @@ fn transposed_copy(ctx: &mut Ctx, k: &Kernel, perm: &[usize], scratch: u32, dtyp
 /// The order of `k`'s dimensions to compute it in (a permutation, innermost last), or `None` to
 /// keep it. A float reduction worth [`MIN_FLOPS_PER_OUTPUT`] per output is reordered where its
 /// summed operands (the loads under its reductions) vary along its innermost dimension, none of them
-/// as a register tile reads (steps of 1 or 2), and either every outer dimension changes them (no
-/// replicas could share them) or the innermost dimension is narrower than `lanes`. The new innermost
-/// dimension is the innermost one that some operand reads with steps of 1 and none with another
-/// step (even of 7 values: the tiles shift their last vector back; at least `2 · lanes` where
-/// replicas could share the old one); the rest keep their order.
+/// as a register tile reads (steps of 1 or 2, or of 1 within each aligned vector: a weight packed
+/// in panels). The new innermost dimension is the innermost one that every operand varying along it
+/// reads that way with steps of 1 (even of 7 values: the tiles shift their last vector back; at
+/// least `2 · lanes` where replicas could share the old one's gathered operands); the rest keep
+/// their order.
 pub(super) fn natural_order(p: &Program, k: &Kernel, lanes: usize) -> Option<Vec<usize>> {
     let ctx = &p.ctx;
     let inner = k.vars.len().checked_sub(1)?;
@@ -101,24 +101,32 @@ pub(super) fn natural_order(p: &Program, k: &Kernel, lanes: usize) -> Option<Vec
         operands.iter().map(|&i| coefficient(ctx, &free, i, var)).filter(|&c| c != Some(0)).collect()
     };
     let inner_steps = steps(k.vars[inner]);
-    if inner_steps.is_empty() || inner_steps.iter().any(|&c| matches!(c, Some(1 | 2))) {
+    let tile_read = |g: N| {
+        matches!(coefficient(ctx, &free, g, k.vars[inner]), Some(1 | 2))
+            || runs_of(ctx, &free, g, k.vars[inner], lanes, k.shape[inner])
+    };
+    if inner_steps.is_empty() || operands.iter().any(|&g| tile_read(g)) {
         return None;
     }
     // An outer dimension that no operand varying along the innermost one depends on: register
-    // tiles replicated along it share those operands' gathered rows (a convolution's output
-    // channels sharing one gathered input row), and the order is good as it is, unless the
-    // innermost dimension is narrower than a vector and the new one at least two vectors wide
-    // (a pointwise product on a 7×7 map written channels-first: 7 of 16 lanes busy).
+    // tiles replicated along it share those operands' gathered rows (a matrix product's output
+    // channels sharing one gathered row of its left operand). Gathering still costs a scalar load
+    // and store per element and a vector load that cannot be forwarded from them: 39 GFLOP/s for
+    // ConvNeXt's 192→48 product written channels-first, 2.4× that in operand order plus the copy.
+    // The new innermost dimension must then fill two vectors, so the tiles it feeds stay wide.
     let gathered: Vec<N> = operands.iter().copied().filter(|&i| free[&i].contains(&k.vars[inner])).collect();
     let shared = (0..inner).any(|i| k.shape[i] > 1 && gathered.iter().all(|g| !free[g].contains(&k.vars[i])));
-    if shared && k.shape[inner] >= lanes {
-        return None;
-    }
     let min_extent = if shared { 2 * lanes } else { 2 };
-    let best = (0..inner).rev().find(|&i| {
-        let s = steps(k.vars[i]);
-        k.shape[i] >= min_extent && !s.is_empty() && s.iter().all(|&c| c == Some(1))
-    })?;
+    // Steps of 1, or of 1 within each aligned vector (a weight packed in panels).
+    let contiguous = |i: usize| {
+        let (var, extent) = (k.vars[i], k.shape[i]);
+        let varying: Vec<N> = operands.iter().copied().filter(|g| free[g].contains(&var)).collect();
+        !varying.is_empty()
+            && varying
+                .iter()
+                .all(|&g| coefficient(ctx, &free, g, var) == Some(1) || runs_of(ctx, &free, g, var, lanes, extent))
+    };
+    let best = (0..inner).rev().find(|&i| k.shape[i] >= min_extent && contiguous(i))?;
     let mut perm: Vec<usize> = (0..k.vars.len()).filter(|&i| i != best).collect();
     perm.push(best);
     Some(perm)

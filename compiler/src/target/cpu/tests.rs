@@ -74,9 +74,15 @@ pub(super) fn max_pool(c: usize, h: usize, w: usize, k: usize) -> Program {
 /// A `k`×`k` stride-2 convolution of `cin` to `cout` channels over an `h`×`w` output from a padded
 /// input read in place (its slack rows after the last one): `out[o, y, x] = Σ_c Σ_dy Σ_dx x[c, 2y + dy, 2x + dx] · wt[o, c, dy, dx]`.
 pub(super) fn conv_stride2(cin: usize, cout: usize, h: usize, w: usize, k: usize) -> Program {
+    let wp = 2 * w + k - 2;
+    conv_stride2_rows(cin, cout, h, w, k, 2 * h + k - 2 + crate::lower::ROW_SLACK.div_ceil(wp))
+}
+
+/// [`conv_stride2`] from an input of `rows` rows (no slack where `rows` is `2h + k - 2`).
+fn conv_stride2_rows(cin: usize, cout: usize, h: usize, w: usize, k: usize, rows: usize) -> Program {
     let mut p = Program::new();
-    let (hp, wp) = (2 * h + k - 2, 2 * w + k - 2);
-    let x = p.input(0, DType::F32, &[cin, hp + crate::lower::ROW_SLACK.div_ceil(wp), wp]);
+    let wp = 2 * w + k - 2;
+    let x = p.input(0, DType::F32, &[cin, rows, wp]);
     let wt = p.input(1, DType::F32, &[cout, cin, k, k]);
     let shape = vec![cout, h, w];
     let vars = p.ctx.fresh_vars(&shape);
@@ -106,6 +112,29 @@ fn a_stride_2_window_loads_two_vectors_and_keeps_the_even_lanes() {
     let evens: Vec<String> = (0..16).map(|i| (2 * i).to_string()).collect();
     assert!(src.contains(&format!("__builtin_shufflevector(lo_, hi_, {})", evens.join(", "))), "{src}");
     assert!(!src.contains("float s"), "no staged operand: {src}");
+}
+
+#[test]
+fn a_stride_2_load_reaching_a_scratch_buffers_end_reads_into_the_arenas_slack() {
+    // A 2×2 stride-2 convolution of an unpadded 28×28 map (ConvNeXt's downsampling): the last
+    // vector's odd neighbour is one element past the input.
+    let mut p = conv_stride2_rows(4, 16, 14, 14, 2, 28);
+    let unit = VecUnit { lanes: 16, regs: 32 };
+    let src = render(&p, &p.kernels[0], unit, None).source;
+    assert!(
+        src.contains("float s") && !src.contains("__builtin_shufflevector(lo_"),
+        "a model input is gathered: {src}"
+    );
+    let x = p.bufs.iter().position(|b| b.kind == BufKind::Input(0)).unwrap();
+    p.bufs[x].kind = BufKind::Scratch;
+    let src = render(&p, &p.kernels[0], unit, None).source;
+    assert!(!src.contains("float s") && src.contains("__builtin_shufflevector(lo_"), "{src}");
+    // The arena keeps the element read past a scratch buffer inside itself (16·14·14 floats: a
+    // whole number of cache lines without it).
+    let out = p.kernels[0].out as usize;
+    p.bufs[out].kind = BufKind::Scratch;
+    assert_eq!(crate::plan::plan(&p, 64, 0).arena_bytes, p.bufs[out].nbytes());
+    assert_eq!(crate::plan::plan(&p, 64, super::READ_PAST).arena_bytes, p.bufs[out].nbytes() + 64);
 }
 
 #[test]
@@ -707,20 +736,65 @@ fn a_depthwise_convolution_written_channels_last_is_computed_rows_innermost() {
     let src = render(&p, computed, SCALAR4, None).source;
     assert!(src.contains("pl_v4 acc0_v0 = {0};"), "a register tile along the rows: {src}");
 
-    // A matrix product written transposed reads its row operand along the innermost dimension, but
-    // the columns (now outer) share it: register tiles replicate along them, nothing moves.
-    let mut p = matmul(32, 16, 24);
-    let k = &mut p.kernels[0];
-    k.vars.reverse();
-    k.shape.reverse();
-    assert_eq!(natural_order(&p, &p.kernels[0], 4), None);
-    // Unless its rows are fewer than a vector's lanes (3 of 4) and its columns two vectors or more:
-    // the columns become the innermost dimension.
-    let mut p = matmul(3, 16, 24);
+    // A matrix product written transposed gathers its row operand along the innermost dimension
+    // (the columns, now outer, would share each gathered row): its columns become the innermost
+    // dimension where they fill two vectors, whether its rows are many or fewer than a vector.
+    let transposed = |m, n| {
+        let mut p = matmul(m, 16, n);
+        let k = &mut p.kernels[0];
+        k.vars.reverse();
+        k.shape.reverse();
+        natural_order(&p, &p.kernels[0], 4)
+    };
+    assert_eq!(transposed(32, 24), Some(vec![1, 0]));
+    assert_eq!(transposed(3, 24), Some(vec![1, 0]));
+    assert_eq!(transposed(32, 6), None, "6 columns fill less than two vectors");
+}
+
+/// `out[i, j] = Σ_k a[i, k] · b[k, j]` with `b` packed in panels of `panel` columns (`[n / panel,
+/// kk, panel]`, as `lower::nn` packs a product's constant right operand) and, when `a_columns`,
+/// `a` stored transposed (`[kk, m]`).
+fn panel_matmul(m: usize, kk: usize, n: usize, panel: usize, a_columns: bool) -> Program {
+    let mut p = Program::new();
+    let a = if a_columns {
+        let at = p.input(0, DType::F32, &[kk, m]);
+        p.permute(&at, &[1, 0])
+    } else {
+        p.input(0, DType::F32, &[m, kk])
+    };
+    let packed = p.input(1, DType::F32, &[n / panel, kk, panel]);
+    let moved = p.permute(&packed, &[1, 0, 2]);
+    let b = p.reshape(&moved, &[kk, n]);
+    let a3 = p.reshape(&a, &[m, kk, 1]);
+    let b3 = p.reshape(&b, &[1, kk, n]);
+    let ab = p.broadcast(&[&a3, &b3]).unwrap();
+    let prod = p.binary(BinOp::Mul, &ab[0], &ab[1]);
+    let sum = p.reduce(RedOp::Sum, &prod, &[1]);
+    let out = p.reshape(&sum, &[m, n]);
+    p.realize(&out, BufKind::Output(0), "mm");
+    p
+}
+
+#[test]
+fn weights_packed_in_panels_read_as_contiguous_rows_for_reordering() {
+    use super::reorder::natural_order;
+    // Written transposed (`out[n, m]`): the gathered row operand is replaced by the panels,
+    // which step by one within each vector of 4 columns.
+    let mut p = panel_matmul(20, 16, 24, 4, false);
     let k = &mut p.kernels[0];
     k.vars.reverse();
     k.shape.reverse();
     assert_eq!(natural_order(&p, &p.kernels[0], 4), Some(vec![1, 0]));
+    // Columns 4 does not divide: the last vector would start inside a panel.
+    let mut p = panel_matmul(20, 16, 18, 2, false);
+    let k = &mut p.kernels[0];
+    k.vars.reverse();
+    k.shape.reverse();
+    assert_eq!(natural_order(&p, &p.kernels[0], 4), None);
+    // In place order the panels are the innermost dimension's tile operand: nothing moves, though
+    // the rows (of a transposed `a`) step by one.
+    let p = panel_matmul(20, 16, 24, 4, true);
+    assert_eq!(natural_order(&p, &p.kernels[0], 4), None);
 }
 
 /// A product `[m, kk]·[kk, n]` realized into scratch, and `consumer` of it realized as the output.

@@ -187,7 +187,9 @@ fn time_all(
                 let id = match bufs.get(&b) {
                     Some(&id) => id,
                     None => {
-                        let id = dev.alloc(p.bufs[b as usize].nbytes().max(1), BufferUse::Scratch).map_err(tool)?;
+                        let id = dev
+                            .alloc(p.bufs[b as usize].nbytes() + super::READ_PAST, BufferUse::Scratch)
+                            .map_err(tool)?;
                         bufs.insert(b, id);
                         id
                     }
@@ -352,7 +354,7 @@ mod tests {
             .iter()
             .map(|&b| {
                 let buf = &p.bufs[b as usize];
-                let id = dev.alloc(buf.nbytes(), BufferUse::Scratch).unwrap();
+                let id = dev.alloc(buf.nbytes() + crate::target::cpu::READ_PAST, BufferUse::Scratch).unwrap();
                 if b != k.out {
                     let values = fill(buf.numel);
                     dev.copy_in(id, 0, &values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();

@@ -29,7 +29,7 @@ use super::render::{ctype, fold, free_vars, header, open_loop, CKernel, Renderer
 use super::split::{self, Loop, Split};
 use super::tile;
 use crate::ir::{Op, RedOp, N};
-use crate::program::{Kernel, Program};
+use crate::program::{BufKind, Kernel, Program};
 
 /// One top-level reduction: a perfectly nested chain of one operator down to its body.
 struct Chain {
@@ -189,9 +189,12 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
     // Every tile starts at a multiple of `lanes` where the row is a whole number of vectors (a part's
     // range is whole vectors, a last tile shifted back ends at the row's end).
     let aligned = inner_extent.is_multiple_of(lanes).then_some((lanes, inner_extent));
-    // A stride-2 load reads one element past the last it keeps: it must stay in its buffer.
+    // A stride-2 load reads one element past the last it keeps: it must stay in its buffer or in
+    // the bytes the arena keeps after a scratch buffer.
     let strided_fits = |buf: u32, index: N| {
-        tile::max_index(ctx, &free, index, vl, inner_extent).is_some_and(|m| m + 1 < p.bufs[buf as usize].numel as i64)
+        let b = &p.bufs[buf as usize];
+        let past = if b.kind == BufKind::Scratch { super::READ_PAST / b.dtype.size() } else { 0 };
+        tile::max_index(ctx, &free, index, vl, inner_extent).is_some_and(|m| m + 1 < (b.numel + past) as i64)
     };
     // Replicated tiles may take wider vectors than `lanes` (below): they claim no aligned runs.
     let classify_all = |vb: Option<u32>, replicated: bool| -> Option<Vec<tile::TileBody>> {

@@ -79,6 +79,7 @@ pub fn build(p: &mut Program, target: &pilot_core::Target, opts: &ClOptions, gat
         codes,
         kernels,
         align: ARENA_ALIGN,
+        read_past: 0,
         pitch_align: opts.pitch_align,
         target: target.clone(),
         read_images,
