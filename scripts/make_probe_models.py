@@ -12,6 +12,12 @@ tuned on, to check that its speed carries over to models it has never seen (`ben
   lstm_text.onnx  token embedding (Gather), a bidirectional ONNX LSTM over 64 steps, max over time, Gemm
   fpn_seg.onnx    a segmentation net at 384x384: stride-2 encoder, FPN with bilinear Resize, Softmax
   audio1d.onnx    1-D convolutions over (1,80,1000) frames: dilations 1..8, residual adds
+  mobilenetv2.onnx MobileNetV2 at 224x224: inverted residuals with depthwise convolutions, ReLU6 as Clip,
+                  unfolded BatchNormalization
+  mixer.onnx      an MLP-Mixer-like net at 224x224: 16x16 patches (196 tokens of 256), 4 blocks of token mixing
+                  through Transpose and channel mixing, GELU, LayerNorm
+  densenet.onnx   a DenseNet-like net at 224x224: 3 dense blocks (growth 32) of growing Concat, AveragePool
+                  transitions
 
 Usage: .venv/bin/python scripts/make_probe_models.py DIR
 Prints one line per model: NAME PATH --shape NAME=DIMS.
@@ -25,7 +31,7 @@ from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_models  # noqa: E402  (the graph builder and seeded weights)
-from make_full_models import bn_const  # noqa: E402
+from make_full_models import bn_const, classifier, gelu, layer_norm  # noqa: E402
 from make_models import G, w  # noqa: E402
 
 
@@ -174,12 +180,69 @@ def audio1d():
     return g.model([vi("x", [1, 80, 1000])], [vi("y", [1, 32, 1000])], name="audio1d"), ["x=1x80x1000"]
 
 
+def mobilenetv2():
+    g = G()
+
+    def cbr(x, cin, cout, k=1, s=1, group=1, act=True):
+        y = bn_const(g, g.conv(x, cin, cout, k, s, group=group, bias=False), cout, 1e-5)
+        return g.op("Clip", [y, g.const(0.0), g.const(6.0)]) if act else y
+
+    x, cin = cbr("x", 3, 32, 3, 2), 32
+    for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                       (6, 320, 1, 1)]:
+        for i in range(n):
+            st, mid = (s if i == 0 else 1), cin * t
+            y = cbr(x, cin, mid) if t != 1 else x
+            y = cbr(cbr(y, mid, mid, 3, st, group=mid), mid, c, act=False)
+            x, cin = (g.op("Add", [x, y]) if st == 1 and cin == c else y), c
+    return classifier(g, cbr(x, 320, 1280), 1280, "mobilenetv2"), ["x=1x3x224x224"]
+
+
+def mixer():
+    g = G()
+    p = g.op("Conv", ["x", g.init(w("patch", 256, 3, 16, 16)), g.init(w("patchb", 256, scale=0.1))],
+             kernel_shape=[16, 16], strides=[16, 16])
+    tokens = g.op("Reshape", [p, g.const(np.array([1, 256, 196], np.int64), np.int64)])
+    x = g.op("Transpose", [tokens], perm=[0, 2, 1])  # (1, 196, 256)
+
+    def dense(x, cin, cout):
+        return g.op("Add", [g.op("MatMul", [x, g.init(w(g.name("dw"), cin, cout))]),
+                            g.init(w(g.name("db"), cout, scale=0.1))])
+
+    for _ in range(4):
+        y = g.op("Transpose", [layer_norm(g, x, 256, 1e-6)], perm=[0, 2, 1])  # (1, 256, 196)
+        y = dense(gelu(g, dense(y, 196, 256)), 256, 196)
+        x = g.op("Add", [x, g.op("Transpose", [y], perm=[0, 2, 1])])
+        y = layer_norm(g, x, 256, 1e-6)
+        x = g.op("Add", [x, dense(gelu(g, dense(y, 256, 1024)), 1024, 256)])
+    x = g.op("ReduceMean", [layer_norm(g, x, 256, 1e-6)], axes=[1], keepdims=0)
+    g.nodes.append(helper.make_node("Gemm", [x, g.init(w("fc", 1000, 256)), g.init(w("fcb", 1000, scale=0.1))],
+                                    ["logits"], transB=1, name="out"))
+    return g.model([vi("x", [1, 3, 224, 224])], [vi("logits", [1, 1000])], name="mixer"), ["x=1x3x224x224"]
+
+
+def densenet():
+    g = G()
+    stem = g.op("Relu", [bn_const(g, g.conv("x", 3, 64, 7, 2, bias=False), 64, 1e-5)])
+    x, c = g.op("MaxPool", [stem], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4), 64
+    for block, n in enumerate([4, 6, 8]):
+        for _ in range(n):
+            y = g.conv(g.op("Relu", [bn_const(g, x, c, 1e-5)]), c, 128, 1, bias=False)
+            y = g.conv(g.op("Relu", [bn_const(g, y, 128, 1e-5)]), 128, 32, 3, bias=False)
+            x, c = g.op("Concat", [x, y], axis=1), c + 32
+        if block < 2:
+            x, c = g.conv(g.op("Relu", [bn_const(g, x, c, 1e-5)]), c, c // 2, 1, bias=False), c // 2
+            x = g.op("AveragePool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    return classifier(g, g.op("Relu", [bn_const(g, x, c, 1e-5)]), c, "densenet"), ["x=1x3x224x224"]
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for f in [resnet18, unet, shufflenet, dmon5, policy_ln, lstm_text, fpn_seg, audio1d]:
+    for f in [resnet18, unet, shufflenet, dmon5, policy_ln, lstm_text, fpn_seg, audio1d, mobilenetv2, mixer,
+              densenet]:
         model, pins = f()
         path = os.path.join(out, f"{f.__name__}.onnx")
         onnx.save(model, path)

@@ -6,7 +6,9 @@
 //! channel: its input is read at a stride of a whole plane along it, so neither a vector nor a
 //! register tile runs, and each output sums its window in scalar. Computed into a scratch buffer in
 //! the order where the input's row is innermost (a plain convolution) and then copied transposed,
-//! the sums run on register tiles; the copy moves each output once more.
+//! the sums run on register tiles; the copy moves each output once more. The same holds for a
+//! product over channels-last rows transposed back to channels-first (ConvNeXt's second pointwise
+//! product before its residual add): written channels-first, it gathers its row operand.
 
 use pilot_core::DType;
 
