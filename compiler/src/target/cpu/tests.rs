@@ -24,14 +24,20 @@ pub(super) fn matmul(m: usize, kk: usize, n: usize) -> Program {
     let mut p = Program::new();
     let a = p.input(0, DType::F32, &[m, kk]);
     let b = p.input(1, DType::F32, &[kk, n]);
-    let a3 = p.reshape(&a, &[m, kk, 1]);
-    let b3 = p.reshape(&b, &[1, kk, n]);
+    realize_product(&mut p, &a, &b);
+    p
+}
+
+/// `a · b` (`[m, kk]·[kk, n]`) realized as the output, kernel `mm`.
+fn realize_product(p: &mut Program, a: &Lazy, b: &Lazy) {
+    let (m, kk, n) = (a.shape[0], a.shape[1], b.shape[1]);
+    let a3 = p.reshape(a, &[m, kk, 1]);
+    let b3 = p.reshape(b, &[1, kk, n]);
     let ab = p.broadcast(&[&a3, &b3]).unwrap();
     let prod = p.binary(BinOp::Mul, &ab[0], &ab[1]);
     let sum = p.reduce(RedOp::Sum, &prod, &[1]);
     let out = p.reshape(&sum, &[m, n]);
     p.realize(&out, BufKind::Output(0), "mm");
-    p
 }
 
 /// A `k`×`k` window over `c` channels of an `h`×`w` output, reading a padded input as
@@ -765,13 +771,7 @@ fn panel_matmul(m: usize, kk: usize, n: usize, panel: usize, a_columns: bool) ->
     let packed = p.input(1, DType::F32, &[n / panel, kk, panel]);
     let moved = p.permute(&packed, &[1, 0, 2]);
     let b = p.reshape(&moved, &[kk, n]);
-    let a3 = p.reshape(&a, &[m, kk, 1]);
-    let b3 = p.reshape(&b, &[1, kk, n]);
-    let ab = p.broadcast(&[&a3, &b3]).unwrap();
-    let prod = p.binary(BinOp::Mul, &ab[0], &ab[1]);
-    let sum = p.reduce(RedOp::Sum, &prod, &[1]);
-    let out = p.reshape(&sum, &[m, n]);
-    p.realize(&out, BufKind::Output(0), "mm");
+    realize_product(&mut p, &a, &b);
     p
 }
 
@@ -785,7 +785,8 @@ fn weights_packed_in_panels_read_as_contiguous_rows_for_reordering() {
     k.vars.reverse();
     k.shape.reverse();
     assert_eq!(natural_order(&p, &p.kernels[0], 4), Some(vec![1, 0]));
-    // Columns 4 does not divide: the last vector would start inside a panel.
+    // Panels of 2 columns (18 of them, which 4 does not divide either): no aligned vector of 4
+    // steps by one.
     let mut p = panel_matmul(20, 16, 18, 2, false);
     let k = &mut p.kernels[0];
     k.vars.reverse();
