@@ -260,7 +260,8 @@ fn a_channels_last_product_added_channels_first_then_downsampled() {
     // ConvNeXt's stage boundary: the block's second product over channels-last rows (constant
     // weights, packed in panels), transposed back and added to the residual, then the 2×2 stride-2
     // downsampling convolution. The product is computed channels innermost and transposed; the
-    // convolution reads its unpadded input two vectors at a time, its last one a float past it.
+    // convolution reads its unpadded input two vectors at a time, its last one a float past it (the
+    // loads themselves are checked by `target::cpu::tests`; here, the results).
     let names = check(
         "channels_last_product_then_downsample",
         r#"def const(name, a):

@@ -98,16 +98,14 @@ pub(super) fn natural_order(p: &Program, k: &Kernel, lanes: usize) -> Option<Vec
             _ => None,
         })
         .collect();
-    // The steps of the operands that vary along `var` (`None`: not affine in it).
-    let steps = |var: u32| -> Vec<Option<i64>> {
-        operands.iter().map(|&i| coefficient(ctx, &free, i, var)).filter(|&c| c != Some(0)).collect()
-    };
-    let inner_steps = steps(k.vars[inner]);
+    // The operands whose index depends on `var`.
+    let varying = |var: u32| -> Vec<N> { operands.iter().copied().filter(|g| free[g].contains(&var)).collect() };
+    let gathered = varying(k.vars[inner]);
     let tile_read = |g: N| {
         matches!(coefficient(ctx, &free, g, k.vars[inner]), Some(1 | 2))
             || runs_of(ctx, &free, g, k.vars[inner], lanes, k.shape[inner])
     };
-    if inner_steps.is_empty() || operands.iter().any(|&g| tile_read(g)) {
+    if gathered.is_empty() || operands.iter().any(|&g| tile_read(g)) {
         return None;
     }
     // An outer dimension that no operand varying along the innermost one depends on: register
@@ -116,15 +114,14 @@ pub(super) fn natural_order(p: &Program, k: &Kernel, lanes: usize) -> Option<Vec
     // and store per element and a vector load that cannot be forwarded from them: 39 GFLOP/s for
     // ConvNeXt's 192→48 product written channels-first, 2.4× that in operand order plus the copy.
     // The new innermost dimension must then fill two vectors, so the tiles it feeds stay wide.
-    let gathered: Vec<N> = operands.iter().copied().filter(|&i| free[&i].contains(&k.vars[inner])).collect();
     let shared = (0..inner).any(|i| k.shape[i] > 1 && gathered.iter().all(|g| !free[g].contains(&k.vars[i])));
     let min_extent = if shared { 2 * lanes } else { 2 };
     // Steps of 1, or of 1 within each aligned vector (a weight packed in panels).
     let contiguous = |i: usize| {
         let (var, extent) = (k.vars[i], k.shape[i]);
-        let varying: Vec<N> = operands.iter().copied().filter(|g| free[g].contains(&var)).collect();
-        !varying.is_empty()
-            && varying
+        let reads = varying(var);
+        !reads.is_empty()
+            && reads
                 .iter()
                 .all(|&g| coefficient(ctx, &free, g, var) == Some(1) || runs_of(ctx, &free, g, var, lanes, extent))
     };
