@@ -71,25 +71,40 @@ fn only_products_the_tiles_block_take_panels() {
     assert_eq!(weight_shapes(2, 96, 80), [vec![96, 80]], "2 rows do not block by 4");
 }
 
+/// Compiles `x: [1, m, k] · w: [k, n]` for the host CPU, steps it on 2 threads and compares it with
+/// the product computed here in f64.
+fn check_product_on_the_cpu(m: usize, k: usize, n: usize) {
+    let w = values(2, k * n);
+    let x = values(3, m * k);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mm.onnx");
+    std::fs::write(&path, matmul_model(m, k, n, &w)).unwrap();
+    let art = dir.path().join("mm.pkl");
+    let opts = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Cpu).unwrap());
+    pilot_compiler::compile(&path, &art, &opts, &|_| {}).unwrap();
+    let artifact = pilot_core::Artifact::open(&art).unwrap();
+    let mut session = pilot_core::Session::new(artifact, Box::new(pilot_core::cpu::CpuDevice::new(2))).unwrap();
+    let xt = Tensor::from_f32(vec![1, m, k], &x);
+    session.step(&[xt.data.as_slice()]).unwrap();
+    let got = Tensor { dtype: xt.dtype, shape: vec![1, m, n], data: session.outputs()[0].clone() };
+    close(&got, &Tensor::from_f32(vec![1, m, n], &product(&x, &w, m, k, n)))
+        .unwrap_or_else(|e| panic!("{m}×{k}×{n}: {e}"));
+}
+
 #[test]
 fn products_by_panels_run_on_the_cpu_like_plain_ones() {
     // (4, 300, 3072): one block of rows, its columns cut into the parts of 2 threads.
     for (m, k, n) in [(64, 96, 80), (20, 200, 48), (128, 37, 160), (4, 300, 3072)] {
-        let w = values(2, k * n);
-        let x = values(3, m * k);
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("mm.onnx");
-        std::fs::write(&path, matmul_model(m, k, n, &w)).unwrap();
-        let art = dir.path().join("mm.pkl");
-        let opts = pilot_compiler::CompileOptions::new(Target::default_for(Backend::Cpu).unwrap());
-        pilot_compiler::compile(&path, &art, &opts, &|_| {}).unwrap();
-        let artifact = pilot_core::Artifact::open(&art).unwrap();
-        let mut session = pilot_core::Session::new(artifact, Box::new(pilot_core::cpu::CpuDevice::new(2))).unwrap();
-        let xt = Tensor::from_f32(vec![1, m, k], &x);
-        session.step(&[xt.data.as_slice()]).unwrap();
-        let got = Tensor { dtype: xt.dtype, shape: vec![1, m, n], data: session.outputs()[0].clone() };
-        close(&got, &Tensor::from_f32(vec![1, m, n], &product(&x, &w, m, k, n)))
-            .unwrap_or_else(|e| panic!("{m}×{k}×{n}: {e}"));
+        check_product_on_the_cpu(m, k, n);
+    }
+}
+
+#[test]
+fn matrix_vector_products_streaming_their_weights_run_on_the_cpu() {
+    // 3 MB of weights: eight rows per pass (`target::cpu::upcast`); 516 rows do not divide by
+    // eight and take four per pass; 1 MB takes four.
+    for (m, k, n) in [(1, 512, 1536), (1, 516, 1500), (1, 256, 1000)] {
+        check_product_on_the_cpu(m, k, n);
     }
 }
 
