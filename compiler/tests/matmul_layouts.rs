@@ -93,8 +93,9 @@ fn check_product_on_the_cpu(m: usize, k: usize, n: usize) {
 
 #[test]
 fn products_by_panels_run_on_the_cpu_like_plain_ones() {
-    // (4, 300, 3072): one block of rows, its columns cut into the parts of 2 threads.
-    for (m, k, n) in [(64, 96, 80), (20, 200, 48), (128, 37, 160), (4, 300, 3072)] {
+    // (4, 300, 3072): one block of rows, its columns cut into the parts of 2 threads; (64, 256,
+    // 512): 16 blocks of rows, the columns cut all the same (each block would read all 512 KiB).
+    for (m, k, n) in [(64, 96, 80), (20, 200, 48), (128, 37, 160), (4, 300, 3072), (64, 256, 512)] {
         check_product_on_the_cpu(m, k, n);
     }
 }

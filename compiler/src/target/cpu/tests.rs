@@ -317,9 +317,20 @@ fn a_product_of_few_rows_splits_its_columns() {
     assert!(ck.source.contains("xs += 8)"), "{}", ck.source);
     assert_eq!(ck.parts, 64, "{}", ck.source);
     assert!(ck.source.contains("x_lo = (i64)64LL * (part) / nparts * 8"), "{}", ck.source);
-    // 64 rows are 16 blocks: the rows are split.
-    let many = matmul(64, 256, 512);
-    assert_eq!(super::render_all(&many, SCALAR4)[0].parts, 16);
+    // 256 rows are 64 blocks that each read a 64 × 64 weight (16 KiB), a quarter of the rows'
+    // 64 KiB: the rows are split.
+    let many = matmul(256, 64, 64);
+    assert_eq!(super::render_all(&many, SCALAR4)[0].parts, 64);
+}
+
+#[test]
+fn a_product_whose_row_blocks_would_each_read_a_large_weight_splits_its_columns() {
+    // 64 rows are 16 blocks, but each would read all of the 512 KiB weight (eight times the rows'
+    // 64 KiB): the parts are cut from the columns, whole tiles, and read their own columns.
+    let p = matmul(64, 256, 512);
+    let ck = &super::render_all(&p, SCALAR4)[0];
+    assert_eq!(ck.parts, 64, "{}", ck.source);
+    assert!(ck.source.contains("x_lo = (i64)64LL * (part) / nparts * 8"), "{}", ck.source);
 }
 
 #[test]
