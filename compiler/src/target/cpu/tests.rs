@@ -267,38 +267,35 @@ fn matmul_keeps_a_register_tile_of_accumulators() {
     assert!(src.contains("x_hi - 32;") && src.contains("for (i64 v21 = xs; v21 < xe; v21++)"), "{src}");
 }
 
-#[test]
-fn a_matrix_vector_product_adds_four_rows_per_pass_in_order() {
-    // 256 × 1000 weights (1 MB): the product's passes run from cache.
-    let p = matmul(1, 256, 1000);
+/// Renders `[1, 256] · [256, n]` and checks that each pass over its accumulator array (`width`
+/// wide) adds `rows` rows of the weight, in the order one at a time would add them, inside the
+/// vectorized loop.
+fn assert_rows_per_pass(n: usize, width: usize, rows: usize) {
+    let p = matmul(1, 256, n);
     let src = render(&p, &p.kernels[0], SCALAR4, None).source;
-    // No blocked variable, no tile (the reduction is long): whole-row accumulator arrays (at most
-    // MAX_INNER wide), the reduction stepping by 4, the four rows added one after another.
-    assert!(src.contains("float acc0[1000]"), "{src}");
-    assert!(src.contains("v19 < 256; v19 += 4) {"), "{src}");
-    assert!(src.contains("b0[(v19 + 3)]"), "{src}");
-    assert_eq!(src.matches("acc0[v18 - x0] += t").count(), 4, "{src}");
-    let simd = line_of(&src, "PL_SIMD for");
-    let first_add = line_of(&src, "acc0[v18 - x0] += t");
-    assert!(simd < first_add, "{src}");
-}
-
-#[test]
-fn a_matrix_vector_product_streaming_its_weights_adds_eight_rows_per_pass() {
-    // 256 × 3000 weights (3 MB, past `STREAMED_BYTES`): eight rows in flight per pass, in order.
-    let p = matmul(1, 256, 3000);
-    let src = render(&p, &p.kernels[0], SCALAR4, None).source;
-    assert!(src.contains("float acc0[2048]"), "{src}");
-    assert!(src.contains("v19 < 256; v19 += 8) {"), "{src}");
-    assert!(src.contains("b0[(v19 + 7)]"), "{src}");
-    assert_eq!(src.matches("acc0[v18 - x0] += t").count(), 8, "{src}");
-    // The rows are added in the order one at a time would add them.
+    assert!(src.contains(&format!("float acc0[{width}]")), "{src}");
+    assert!(src.contains(&format!("v19 < 256; v19 += {rows}) {{")), "{src}");
+    assert!(src.contains(&format!("b0[(v19 + {})]", rows - 1)), "{src}");
     let adds: Vec<usize> = src
         .lines()
         .filter(|l| l.contains("acc0[v18 - x0] += t"))
         .map(|l| l.trim_end_matches(';').rsplit("_k").next().and_then(|u| u.parse().ok()).expect("an unrolled step"))
         .collect();
-    assert_eq!(adds, (0..8).collect::<Vec<usize>>(), "{src}");
+    assert_eq!(adds, (0..rows).collect::<Vec<usize>>(), "{src}");
+    assert!(line_of(&src, "PL_SIMD for") < line_of(&src, "acc0[v18 - x0] += t"), "{src}");
+}
+
+#[test]
+fn a_matrix_vector_product_adds_four_rows_per_pass_in_order() {
+    // 256 × 1000 weights (1 MB), whose passes run from cache. No blocked variable, no tile (the
+    // reduction is long): whole-row accumulator arrays (at most MAX_INNER wide).
+    assert_rows_per_pass(1000, 1000, 4);
+}
+
+#[test]
+fn a_matrix_vector_product_streaming_its_weights_adds_eight_rows_per_pass() {
+    // 256 × 3000 weights (3 MB, past `STREAMED_BYTES`): eight rows in flight per pass.
+    assert_rows_per_pass(3000, 2048, 8);
 }
 
 #[test]
