@@ -62,8 +62,8 @@ pub fn block_for(extent: usize) -> Option<usize> {
 /// else this (a recurrent cell's small products, run many times a step, keep their code short).
 const K_UNROLL: usize = 4;
 const K_UNROLL_STREAMED: usize = 8;
-/// Bytes a kernel reads above which its matrix-vector passes stream from memory (a core's L2 on
-/// the x86 hosts measured). On a 2-vCPU AMD EPYC (Zen 4), 8 rows per pass instead of 4 took
+/// Bytes a kernel reads from which its matrix-vector passes are taken to stream from memory (twice
+/// a Zen 4 core's L2). On a 2-vCPU AMD EPYC (Zen 4), 8 rows per pass instead of 4 took
 /// policy_full and policy_gemv 12–17% faster; a bidirectional LSTM's 1.3 MB gate products ran 8–16%
 /// slower at 8, hence the bound.
 const STREAMED_BYTES: usize = 2 << 20;
@@ -686,6 +686,7 @@ fn shared_by_inner_parts(p: &Program, k: &Kernel, free: &std::collections::HashM
     read_bytes_where(p, k, free, &|vars| !vars.contains(&vl))
 }
 
+/// Bytes of the buffers (other than its output) `k` loads with indices whose variables `pred` accepts.
 fn read_bytes_where(
     p: &Program,
     k: &Kernel,
