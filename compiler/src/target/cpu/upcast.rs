@@ -358,7 +358,7 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
         a.extend(p.kernel_inputs(k));
         a
     };
-    let read_bytes: usize = args[1..].iter().map(|&b| p.bufs[b as usize].nbytes()).sum();
+    let read_bytes = read_bytes_where(p, k, &free, &|_| true);
     let mut r = Renderer::new(ctx, &args, Default::default());
     if let Some(vb) = blocked_var {
         r.blocked = order.iter().copied().filter(|&n| uses(n, vb)).collect();
