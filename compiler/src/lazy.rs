@@ -289,7 +289,27 @@ impl Program {
     }
 
     /// Reduces `axes` of `x` with `op`; reduced dimensions stay as size 1.
+    ///
+    /// Where `x` is a stored buffer and `axes` are its innermost ones, they are reduced as one row
+    /// (a global pooling's H·W elements): the row vectorizes across its lanes as a whole, where W
+    /// rows would each be summed across their lanes on their own (EfficientNet's squeeze-excite
+    /// poolings: 0.8 → 0.3 ms of 14 at one thread on a Zen 4). The order of the sum changes.
     pub fn reduce(&mut self, op: RedOp, x: &Lazy, axes: &[usize]) -> Lazy {
+        let (rank, k) = (x.rank(), axes.len());
+        let trailing = (0..k).all(|i| axes.contains(&(rank - k + i)));
+        if let Some(buf) = self.is_buffer_view(x).filter(|_| k > 1 && trailing) {
+            let outer = &x.shape[..rank - k];
+            let flat = self.view_buf(buf, &[outer, &[x.shape[rank - k..].iter().product()]].concat());
+            let row = self.reduce(op, &flat, &[rank - k]);
+            let shape = [outer, &vec![1; k][..]].concat();
+            return self
+                .remap(&row, &shape, |p, vars| {
+                    let mut kept: Vec<N> = vars[..rank - k].iter().map(|&v| p.ctx.var(v)).collect();
+                    kept.push(p.ctx.int(0));
+                    (kept, None)
+                })
+                .0;
+        }
         let shape: Vec<usize> = (0..x.rank()).map(|i| if axes.contains(&i) { 1 } else { x.shape[i] }).collect();
         let mut rvars = Vec::new();
         let old_shape = x.shape.clone();

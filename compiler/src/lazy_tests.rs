@@ -132,6 +132,29 @@ fn reductions_bind_a_fresh_variable_per_axis() {
 }
 
 #[test]
+fn a_stored_tensors_innermost_axes_reduce_as_one_row() {
+    let (mut p, x, data) = iota(&[2, 3, 4, 5]);
+    let s = p.reduce(RedOp::Sum, &x, &[2, 3]);
+    assert_eq!(s.shape, vec![2, 3, 1, 1]);
+    let want: Vec<f64> = (0..6).map(|r| (20 * r..20 * r + 20).map(|i| i as f64).sum()).collect();
+    assert_eq!(values(&p, &s, &data), want);
+    let Op::Reduce { extent, body, .. } = *p.ctx.op(s.expr) else { panic!("a reduction") };
+    assert_eq!(extent, 20, "one row of 4·5");
+    assert!(!p.ctx.has_reduce(body), "not nested");
+    let m = p.reduce(RedOp::Max, &x, &[3, 2]);
+    assert_eq!(values(&p, &m, &data), (0..6).map(|r| (20 * r + 19) as f64).collect::<Vec<_>>());
+    // Axes that are not the innermost, or an expression not stored: one loop per axis.
+    let outer = p.reduce(RedOp::Sum, &x, &[1, 2]);
+    let Op::Reduce { body, .. } = *p.ctx.op(outer.expr) else { panic!("a reduction") };
+    assert!(p.ctx.has_reduce(body));
+    let twice = p.binary(BinOp::Add, &x, &x);
+    let t = p.reduce(RedOp::Sum, &twice, &[2, 3]);
+    let Op::Reduce { body, .. } = *p.ctx.op(t.expr) else { panic!("a reduction") };
+    assert!(p.ctx.has_reduce(body));
+    assert_eq!(values(&p, &t, &data), want.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
+}
+
+#[test]
 fn realize_makes_a_kernel_and_returns_a_plain_view() {
     let (mut p, x, _) = iota(&[2, 3]);
     let t = p.permute(&x, &[1, 0]);

@@ -207,6 +207,15 @@ typedef float pl_v16 __attribute__((vector_size(64)));
 #else
 #define PL_SIMD _Pragma("GCC ivdep")
 #endif
+/* The loop that follows is long and its body is transcendental math (a swish over a whole map):
+   `n` lanes wide and four vectors per iteration, whose independent chains of dependent multiply-adds
+   overlap where clang's own choice, one vector of half the width, leaves the units waiting. */
+#define PL_PRAGMA(x) _Pragma(#x)
+#ifdef __clang__
+#define PL_WIDE(n) PL_PRAGMA(clang loop vectorize(enable) vectorize_width(n) interleave_count(4))
+#else
+#define PL_WIDE(n)
+#endif
 /* The loop that follows is short (a few vectors or less): vectorized anyway, its last partial
    vector masked rather than run one element at a time. */
 #ifdef __clang__

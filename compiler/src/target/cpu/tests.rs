@@ -444,6 +444,44 @@ fn short_contiguous_rows_are_vectorized_with_a_masked_tail_and_strided_or_long_o
 }
 
 #[test]
+fn long_rows_of_transcendental_math_are_vectorized_four_full_vectors_per_iteration() {
+    let wide_loops = |p: &Program| {
+        let src = render(p, &p.kernels[0], SCALAR4, None).source;
+        src.lines().filter(|l| l.contains("PL_WIDE(4) for (i64")).count()
+    };
+    let swish = |p: &mut Program, x: &Lazy| {
+        let neg = p.unary(UnOp::Neg, x);
+        let e = p.unary(UnOp::Exp, &neg);
+        let one = p.full(DType::F32, &x.shape, 1.0);
+        let d = p.binary(BinOp::Add, &e, &one);
+        p.binary(BinOp::Div, x, &d)
+    };
+    // A swish over 64 elements (16 vectors of 4), split by the parts as one loop: widened.
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[64]);
+    let y = swish(&mut p, &x);
+    p.realize(&y, BufKind::Output(0), "swish");
+    assert_eq!(wide_loops(&p), 1);
+    // Rows of 80 under loops over the others: the inner loop is widened.
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[3, 40, 80]);
+    let y = swish(&mut p, &x);
+    p.realize(&y, BufKind::Output(0), "rows");
+    assert_eq!(wide_loops(&p), 1);
+    // Shorter than 16 vectors, or without transcendental math: clang's own choice.
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[3, 60]);
+    let y = swish(&mut p, &x);
+    p.realize(&y, BufKind::Output(0), "short");
+    assert_eq!(wide_loops(&p), 0);
+    let mut p = Program::new();
+    let x = p.input(0, DType::F32, &[64]);
+    let y = p.binary(BinOp::Mul, &x, &x);
+    p.realize(&y, BufKind::Output(0), "square");
+    assert_eq!(wide_loops(&p), 0);
+}
+
+#[test]
 fn a_strided_index_peels_at_rounded_up_split_points() {
     // Column 2j + 1 of a 7-wide row padded by 2 on the left: valid from j = 1 (2·1 + 1 ≥ 2).
     let mut p = Program::new();
