@@ -297,8 +297,10 @@ impl Nest<'_> {
         let header = self.split.and_then(|s| s.header(v));
         let bounds = plain_range(self.split, v, extent);
         let innermost = i + 1 == self.k.vars.len();
+        let short = if self.short_inner && innermost { "PL_SHORT " } else { "" };
+        // A long row is widened, unless peeled: a peeled row's segments may be short.
         let wide = self.wide_inner.filter(|_| innermost).map(|lanes| format!("PL_WIDE({lanes}) "));
-        let pragma = if self.short_inner && innermost { "PL_SHORT " } else { wide.as_deref().unwrap_or("") };
+        let pragma = if short.is_empty() { wide.as_deref().unwrap_or("") } else { short };
         let guards = self.guards.as_ref().filter(|_| innermost && extent > 1);
         let mut body = |r: &mut Renderer<'_>, ind: usize| {
             for &n in &nodes {
@@ -308,7 +310,7 @@ impl Nest<'_> {
         };
         match (&self.peels[i], &bounds, guards) {
             (Some(peel), Some(bounds), _) => {
-                peel::emit(r, self.free, peel, v, bounds, indent, pragma, guards, &mut body);
+                peel::emit(r, self.free, peel, v, bounds, indent, short, guards, &mut body);
                 return;
             }
             (None, Some((lo, hi)), Some(g)) => {

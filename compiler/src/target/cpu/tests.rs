@@ -265,6 +265,16 @@ fn matmul_keeps_a_register_tile_of_accumulators() {
     // The last 24 columns (56 = 32 + 24) are a full tile shifted back to end at column 56, of which
     // only the 24 new columns are stored; the scalar path remains for ranges narrower than a tile.
     assert!(src.contains("x_hi - 32;") && src.contains("for (i64 v21 = xs; v21 < xe; v21++)"), "{src}");
+    // The accumulator arrays are zero-filled only on the scalar path: a full tile stores all 32
+    // elements of each from its registers.
+    let (tile, scalar) = (line_of(src, "if (xt - x0 == 32) {"), line_of(src, "} else {"));
+    let fills: Vec<usize> =
+        src.lines().enumerate().filter(|(_, l)| l.contains("] = ((float)0e0);")).map(|(i, _)| i).collect();
+    assert_eq!(fills.len(), 8, "{src}");
+    assert!(fills.iter().all(|&i| i > scalar && scalar > tile), "{src}");
+    for u in 0..8 {
+        assert!(src.contains(&format!("*(pl_v16 *)&acc0_u{u}[16] = acc0_u{u}_v1;")), "{src}");
+    }
 }
 
 /// Renders `[1, 256] · [256, n]` and checks that each pass over its accumulator array (`width`

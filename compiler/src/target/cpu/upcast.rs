@@ -462,11 +462,21 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
         let pad = "  ".repeat(indent);
         let init = super::render::literal(ctx.reduce_identity_const(chain.op, dtype)?, dtype);
         let chain_reps: Vec<usize> = if blocked_chain { reps.clone() } else { vec![0] };
+        // The accumulator arrays start at the identity where the scalar loops add into them; a full
+        // register tile stores every element of them instead (its stores into the arrays, not zero
+        // fills, are the tile's only writes before the epilogue: a 16-deep 1×1 convolution's
+        // zero fills cost 14% of its time on a Zen 4).
+        let init_arrays = |r: &mut Renderer<'_>, pad: &str| {
+            for &u in &chain_reps {
+                set_rep(r, u);
+                let a = acc.replace('@', &r.suffix);
+                let _ = writeln!(r.out, "{pad}for (i64 v{vl} = x0; v{vl} < xt; v{vl}++) {a}[v{vl} - x0] = {init};");
+            }
+        };
         for &u in &chain_reps {
             set_rep(&mut r, u);
             let a = acc.replace('@', &r.suffix);
             let _ = writeln!(r.out, "{pad}{t} {a}[{width}] __attribute__((aligned(64)));");
-            let _ = writeln!(r.out, "{pad}for (i64 v{vl} = x0; v{vl} < xt; v{vl}++) {a}[v{vl} - x0] = {init};");
         }
         // Phase 1: the reduction loops, the inner loop innermost.
         let p1: HashSet<N> = ctx.toposort(&[chain.body]).into_iter().collect();
@@ -537,6 +547,9 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
             }
         };
         let mut scalar_indent = indent;
+        if tiled.is_none() {
+            init_arrays(&mut r, &pad);
+        }
         if let Some((tb, g)) = tiled {
             let _ = writeln!(r.out, "{pad}if (xt - x0 == {width}) {{");
             let acc_name = |u: usize| acc.replace('@', &if blocked_chain { format!("_u{u}") } else { String::new() });
@@ -557,6 +570,7 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
             unroll_window.set(false);
             let _ = writeln!(r.out, "{pad}}} else {{");
             scalar_indent += 1;
+            init_arrays(&mut r, &"  ".repeat(scalar_indent));
         }
         let ind = open_loops(&mut r, scalar_indent);
         let pad_in = "  ".repeat(ind);
