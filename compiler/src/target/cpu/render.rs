@@ -319,8 +319,8 @@ impl Nest<'_> {
             }
             _ => {}
         }
-        // A pragma heads a loop: a split loop's header opens one only where it is split alone (a
-        // short loop's masked vector is kept for the rows of unsplit loops).
+        // A loop pragma must head a `for`: a split loop's header is one only where the loop is split
+        // alone (only `PL_WIDE` goes there; `PL_SHORT` stays on unsplit rows).
         let split_alone = header.as_ref().is_some_and(|h| h.starts_with(&format!("for (i64 v{v} ")));
         if (header.is_none() || split_alone && wide.is_some()) && extent > 1 && !pragma.is_empty() {
             let _ = writeln!(r.out, "{pad}{}", pragma.trim_end());
