@@ -319,10 +319,7 @@ impl Nest<'_> {
             }
             _ => {}
         }
-        // A loop pragma must head a `for`: a split loop's header is one only where the loop is split
-        // alone (only `PL_WIDE` goes there; `PL_SHORT` stays on unsplit rows).
-        let split_alone = header.as_ref().is_some_and(|h| h.starts_with(&format!("for (i64 v{v} ")));
-        if (header.is_none() || split_alone && wide.is_some()) && extent > 1 && !pragma.is_empty() {
+        if header.is_none() && extent > 1 && !pragma.is_empty() {
             let _ = writeln!(r.out, "{pad}{}", pragma.trim_end());
         }
         open_loop(&mut r.out, indent, v, extent, 1, header);

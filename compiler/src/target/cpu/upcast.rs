@@ -546,9 +546,6 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
             }
         };
         let mut scalar_indent = indent;
-        if tiled.is_none() {
-            init_arrays(&mut r, &pad);
-        }
         if let Some((tb, g)) = tiled {
             let _ = writeln!(r.out, "{pad}if (xt - x0 == {width}) {{");
             let acc_name = |u: usize| acc.replace('@', &if blocked_chain { format!("_u{u}") } else { String::new() });
@@ -570,6 +567,8 @@ pub fn render(p: &Program, k: &Kernel, unit: VecUnit, tiling: Option<Tiling>) ->
             let _ = writeln!(r.out, "{pad}}} else {{");
             scalar_indent += 1;
             init_arrays(&mut r, &"  ".repeat(scalar_indent));
+        } else {
+            init_arrays(&mut r, &pad);
         }
         let ind = open_loops(&mut r, scalar_indent);
         let pad_in = "  ".repeat(ind);
